@@ -1,0 +1,47 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "fpctl",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "fpctl", targets: ["fpctl"]),
+        .library(name: "FlowPilotCore", targets: ["FlowPilotCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+    ],
+    targets: [
+        // libarchive from the system (Debian: libarchive-dev), found by pkg-config.
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
+        // The domain: flows, bundles, archives. No argument parsing in here.
+        .target(
+            name: "FlowPilotCore",
+            dependencies: [
+                "CArchive",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The command line: parse, call the core, render.
+        .executableTarget(
+            name: "fpctl",
+            dependencies: [
+                "FlowPilotCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "FlowPilotCoreTests",
+            dependencies: ["FlowPilotCore"]
+        ),
+        .testTarget(
+            name: "fpctlTests",
+            dependencies: ["FlowPilotCore"]
+        ),
+    ]
+)

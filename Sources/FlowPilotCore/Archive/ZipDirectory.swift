@@ -1,0 +1,295 @@
+import Foundation
+
+/// The structure of a zip file as its central directory and local headers state
+/// it, checked against each other before a single byte is decompressed.
+///
+/// libarchive does the decompressing; this is the part it does not do: insist that
+/// the central directory, the local headers and the bytes between them tell one
+/// consistent story, with nothing hidden before, between or after the entries.
+struct ZipDirectory {
+    struct Entry {
+        let index: Int
+        let name: String
+        let versionMadeBy: UInt16
+        let flags: UInt16
+        let method: UInt16
+        let crc32: UInt32
+        let compressedSize: Int64
+        let uncompressedSize: Int64
+        let externalAttributes: UInt32
+        let localHeaderOffset: Int64
+        var isEncrypted: Bool { flags & 0x0001 != 0 || flags & 0x0040 != 0 || method == 99 }
+    }
+
+    let fileSize: Int64
+    let entries: [Entry]
+
+    private static let localSignature: [UInt8] = [0x50, 0x4B, 0x03, 0x04]
+    private static let centralSignature: UInt32 = 0x0201_4B50
+    private static let endSignature: UInt32 = 0x0605_4B50
+    private static let zip64LocatorSignature: UInt32 = 0x0706_4B50
+    private static let descriptorSignature: UInt32 = 0x0807_4B50
+    private static let maxCentralDirectoryBytes: Int64 = 32 << 20
+
+    /// Reads and cross-checks the structure. `entries` is empty when the file is
+    /// not a readable zip; findings say why.
+    static func read(_ file: RandomAccessFile) -> (ZipDirectory?, [Finding]) {
+        let size = file.size
+        guard size > 0 else { return (nil, [.error("not-zip", "-", "empty file")]) }
+        let head = (try? file.read(at: 0, count: Int(min(size, 512)))) ?? []
+        if Array(head.prefix(4)) != localSignature && Array(head.prefix(4)) != [0x50, 0x4B, 0x05, 0x06] {
+            return (nil, [.error("not-zip", "-", "not a zip archive (\(sniff(head)))")])
+        }
+        guard size >= 22 else { return (nil, [.error("zip-truncated", "-", "file ends before the end-of-central-directory record")]) }
+
+        // The end record: canonical bundles have no comment, so it must be the last 22 bytes.
+        let tailCount = Int(min(size, 22 + 65_535 + 20))
+        guard let tail = try? file.read(at: size - Int64(tailCount), count: tailCount) else {
+            return (nil, [.error("zip-truncated", "-", "cannot read the end of the file")])
+        }
+        var endAt: Int?
+        var i = tail.count - 22
+        while i >= 0 {
+            if le32(tail, i) == endSignature { endAt = i; break }
+            i -= 1
+        }
+        guard let endIndex = endAt else {
+            return (nil, [.error("zip-truncated", "-", "no end-of-central-directory record: truncated, or not a zip")])
+        }
+        let endOffset = size - Int64(tailCount) + Int64(endIndex)
+        let commentLength = Int64(le16(tail, endIndex + 20))
+        let recordEnd = endOffset + 22 + commentLength
+        if recordEnd < size {
+            return (nil, [.error("zip-trailing-bytes", "-", "\(size - recordEnd) bytes after the end of the archive")])
+        }
+        if recordEnd > size {
+            return (nil, [.error("zip-truncated", "-", "the end record's comment runs past the end of the file")])
+        }
+        if commentLength != 0 {
+            return (nil, [.error("zip-comment", "-", "archive comment present; a canonical bundle has none")])
+        }
+        if endIndex >= 20, le32(tail, endIndex - 20) == zip64LocatorSignature {
+            return (nil, [.error("zip-zip64", "-", "zip64 records are not used by bundles")])
+        }
+        let diskNumber = le16(tail, endIndex + 4), cdDisk = le16(tail, endIndex + 6)
+        let entriesOnDisk = le16(tail, endIndex + 8), entryCount = le16(tail, endIndex + 10)
+        let cdSize = Int64(le32(tail, endIndex + 12)), cdOffset = Int64(le32(tail, endIndex + 16))
+        if diskNumber != 0 || cdDisk != 0 || entriesOnDisk != entryCount {
+            return (nil, [.error("zip-structure", "-", "multi-disk archives are not bundles")])
+        }
+        if entryCount == 0xFFFF || cdSize == 0xFFFF_FFFF || cdOffset == 0xFFFF_FFFF {
+            return (nil, [.error("zip-zip64", "-", "zip64 records are not used by bundles")])
+        }
+        if Int(entryCount) > BundleLimits.maxEntries {
+            return (nil, [.error("limit-entries", "-", "\(entryCount) entries; a bundle holds at most \(BundleLimits.maxEntries)")])
+        }
+        if cdOffset + cdSize != endOffset {
+            return (nil, [.error("zip-truncated", "-", "the central directory does not end where the end record begins (truncated or spliced)")])
+        }
+        if cdSize > maxCentralDirectoryBytes {
+            return (nil, [.error("limit-entries", "-", "central directory of \(cdSize) bytes is larger than any bundle needs")])
+        }
+        guard let cd = try? file.read(at: cdOffset, count: Int(cdSize)) else {
+            return (nil, [.error("zip-truncated", "-", "cannot read the central directory")])
+        }
+
+        var findings: [Finding] = []
+        var entries: [Entry] = []
+        var p = 0
+        for index in 0..<Int(entryCount) {
+            guard p + 46 <= cd.count, le32(cd, p) == centralSignature else {
+                return (nil, [.error("zip-structure", "-", "central directory record \(index) is damaged")])
+            }
+            let nameLength = Int(le16(cd, p + 28)), extraLength = Int(le16(cd, p + 30)), commentLen = Int(le16(cd, p + 32))
+            guard p + 46 + nameLength + extraLength + commentLen <= cd.count else {
+                return (nil, [.error("zip-structure", "-", "central directory record \(index) runs past the directory")])
+            }
+            let nameBytes = Array(cd[(p + 46)..<(p + 46 + nameLength)])
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            entries.append(Entry(
+                index: index, name: String(validatingUTF8CString: nameBytes) ?? name,
+                versionMadeBy: le16(cd, p + 4), flags: le16(cd, p + 8), method: le16(cd, p + 10),
+                crc32: le32(cd, p + 16), compressedSize: Int64(le32(cd, p + 20)),
+                uncompressedSize: Int64(le32(cd, p + 24)), externalAttributes: le32(cd, p + 38),
+                localHeaderOffset: Int64(le32(cd, p + 42))))
+            p += 46 + nameLength + extraLength + commentLen
+        }
+        if p != cd.count {
+            findings.append(.error("zip-structure", "-", "\(cd.count - p) unexplained bytes in the central directory"))
+        }
+
+        findings += checkEntries(entries)
+        findings += checkLayout(entries, file: file, centralDirectoryOffset: cdOffset)
+        return (ZipDirectory(fileSize: size, entries: entries), findings)
+    }
+
+    /// Per-entry rules: type, mode, path, encryption, method, names, order, limits.
+    private static func checkEntries(_ entries: [Entry]) -> [Finding] {
+        var findings: [Finding] = []
+        var exact: [String: Int] = [:]
+        var folded: [String: String] = [:]
+        var total: Int64 = 0
+        for e in entries {
+            let at = e.name
+            if e.isEncrypted { findings.append(.error("zip-encrypted", at, "entry is encrypted")) }
+            else if e.method != 0 && e.method != 8 {
+                findings.append(.error("zip-method", at, "compression method \(e.method); bundles use stored (0) or deflate (8)"))
+            }
+            if let (rule, message) = BundlePath.problem(e.name) { findings.append(.error(rule, at, message)) }
+            if e.versionMadeBy >> 8 != 3 {
+                findings.append(.error("zip-entry-mode", at, "no unix mode recorded (made by host \(e.versionMadeBy >> 8)); bundles record 0644"))
+            } else {
+                let mode = e.externalAttributes >> 16
+                switch mode & 0o170000 {
+                case 0o100000:
+                    if mode & 0o7777 != 0o644 {
+                        findings.append(.error("zip-entry-mode", at, "mode \(String(mode & 0o7777, radix: 8)); bundle entries are 0644"))
+                    }
+                case 0o120000: findings.append(.error("zip-entry-type", at, "entry is a symbolic link; bundles hold regular files only"))
+                case 0o040000:
+                    if !e.name.hasSuffix("/") {
+                        findings.append(.error("zip-entry-type", at, "entry is a directory; bundles hold regular files only"))
+                    }
+                default: findings.append(.error("zip-entry-type", at, "entry is a device or special file; bundles hold regular files only"))
+                }
+            }
+            if let first = exact[e.name] {
+                findings.append(.error("zip-duplicate-path", at, "same path as entry \(first)"))
+            } else {
+                exact[e.name] = e.index
+                let key = e.name.lowercased()
+                if let other = folded[key] {
+                    findings.append(.error("zip-case-collision", at, "differs only in case from \(other)"))
+                } else {
+                    folded[key] = e.name
+                }
+            }
+            if e.method == 0 && e.compressedSize != e.uncompressedSize {
+                findings.append(.error("zip-size-mismatch", at, "stored entry with different compressed and uncompressed sizes"))
+            }
+            if e.uncompressedSize > BundleLimits.maxEntryBytes {
+                findings.append(.error("limit-entry-size", at, "declares \(e.uncompressedSize) bytes; an entry holds at most \(BundleLimits.maxEntryBytes)"))
+            }
+            if e.compressedSize > 0, e.uncompressedSize / e.compressedSize > BundleLimits.maxCompressionRatio {
+                findings.append(.error("limit-compression-ratio", at, "declares a compression ratio over \(BundleLimits.maxCompressionRatio)"))
+            }
+            total += e.uncompressedSize
+        }
+        if total > BundleLimits.maxTotalBytes {
+            findings.append(.error("limit-total-size", "-", "declares \(total) bytes in all; a bundle holds at most \(BundleLimits.maxTotalBytes)"))
+        }
+        for e in entries {
+            var prefix = Substring(e.name)
+            while let slash = prefix.lastIndex(of: "/") {
+                prefix = prefix[..<slash]
+                if exact[String(prefix)] != nil {
+                    findings.append(.error("zip-prefix-conflict", e.name, "\(prefix) is both a file and a directory"))
+                    break
+                }
+            }
+        }
+        // Order: manifest.json, then manifest.sig when present, then by UTF-8 bytes.
+        if let manifest = exact[BundleManifest.path], manifest != 0 {
+            findings.append(.error("manifest-order", BundleManifest.path, "manifest.json is entry \(manifest); it must be the first"))
+        } else if exact[BundleManifest.path] == nil {
+            findings.append(.error("manifest-missing", BundleManifest.path, "the bundle has no manifest.json"))
+        }
+        if let sig = exact[BundleManifest.signaturePath], sig != 1 {
+            findings.append(.error("manifest-order", BundleManifest.signaturePath, "manifest.sig must be the second entry"))
+        }
+        let rest = entries.filter { $0.name != BundleManifest.path && $0.name != BundleManifest.signaturePath }
+        for (a, b) in zip(rest, rest.dropFirst()) where !a.name.utf8.lexicographicallyPrecedes(b.name.utf8) && a.name != b.name {
+            findings.append(.error("zip-order", b.name, "entries are not sorted by path (comes after \(a.name))"))
+            break
+        }
+        return findings
+    }
+
+    /// Every local header agrees with its central record, and the entries tile the
+    /// file from offset 0 to the central directory with nothing between them.
+    private static func checkLayout(_ entries: [Entry], file: RandomAccessFile, centralDirectoryOffset: Int64) -> [Finding] {
+        var findings: [Finding] = []
+        var expectedOffset: Int64 = 0
+        for e in entries {
+            let at = e.name
+            if e.localHeaderOffset != expectedOffset {
+                let rule = e.localHeaderOffset < expectedOffset ? "zip-overlap" : "zip-gap"
+                let what = e.localHeaderOffset < expectedOffset ? "overlaps the entry before it" : "leaves \(e.localHeaderOffset - expectedOffset) unexplained bytes before it"
+                findings.append(.error(rule, at, "local header at \(e.localHeaderOffset) \(what)"))
+                return findings
+            }
+            guard let h = try? file.read(at: e.localHeaderOffset, count: 30), h.count == 30,
+                  Array(h[0..<4]) == localSignature else {
+                findings.append(.error("zip-local-header", at, "no local header at offset \(e.localHeaderOffset)"))
+                return findings
+            }
+            let nameLength = Int(le16(h, 26)), extraLength = Int(le16(h, 28))
+            let flags = le16(h, 6), method = le16(h, 8)
+            let crc = le32(h, 14), csize = Int64(le32(h, 18)), usize = Int64(le32(h, 22))
+            let localName = (try? file.read(at: e.localHeaderOffset + 30, count: nameLength)) ?? []
+            var mismatches: [String] = []
+            if String(decoding: localName, as: UTF8.self) != e.name { mismatches.append("name") }
+            if flags != e.flags { mismatches.append("flags") }
+            if method != e.method { mismatches.append("method") }
+            let dataStart = e.localHeaderOffset + 30 + Int64(nameLength) + Int64(extraLength)
+            var dataEnd = dataStart + e.compressedSize
+            if flags & 0x0008 != 0 {
+                // Sizes follow the data in a descriptor; the local fields may be zero.
+                if crc != 0 && crc != e.crc32 { mismatches.append("crc32") }
+                if csize != 0 && csize != e.compressedSize { mismatches.append("compressed size") }
+                if usize != 0 && usize != e.uncompressedSize { mismatches.append("size") }
+                guard let d = try? file.read(at: dataEnd, count: 16), d.count >= 12 else {
+                    findings.append(.error("zip-truncated", at, "data descriptor missing"))
+                    return findings
+                }
+                let o = le32(d, 0) == descriptorSignature ? 4 : 0
+                if o + 12 > d.count || le32(d, o) != e.crc32 || Int64(le32(d, o + 4)) != e.compressedSize
+                    || Int64(le32(d, o + 8)) != e.uncompressedSize {
+                    mismatches.append("data descriptor")
+                }
+                dataEnd += Int64(o + 12)
+            } else {
+                if crc != e.crc32 { mismatches.append("crc32") }
+                if csize != e.compressedSize { mismatches.append("compressed size") }
+                if usize != e.uncompressedSize { mismatches.append("size") }
+            }
+            if !mismatches.isEmpty {
+                findings.append(.error("zip-local-header-mismatch", at,
+                                       "local header disagrees with the central directory (\(mismatches.joined(separator: ", ")))"))
+            }
+            if dataEnd > centralDirectoryOffset {
+                findings.append(.error("zip-overlap", at, "entry data runs into the central directory"))
+                return findings
+            }
+            expectedOffset = dataEnd
+        }
+        if expectedOffset != centralDirectoryOffset {
+            findings.append(.error("zip-gap", "-", "\(centralDirectoryOffset - expectedOffset) unexplained bytes before the central directory"))
+        }
+        return findings
+    }
+
+    /// What a non-zip file most likely is, for the error message.
+    private static func sniff(_ head: [UInt8]) -> String {
+        if head.starts(with: [0x1F, 0x8B]) { return "looks like gzip" }
+        if head.starts(with: [0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C]) { return "looks like 7z" }
+        if head.starts(with: Array("BZh".utf8)) { return "looks like bzip2" }
+        if head.starts(with: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return "looks like xz" }
+        if head.count >= 262, Array(head[257..<262]) == Array("ustar".utf8) { return "looks like tar" }
+        if head.starts(with: Array("PK".utf8)) { return "an unusual zip record comes first" }
+        return "unrecognized content"
+    }
+
+    static func le16(_ b: [UInt8], _ i: Int) -> UInt16 { UInt16(b[i]) | UInt16(b[i + 1]) << 8 }
+    static func le32(_ b: [UInt8], _ i: Int) -> UInt32 {
+        UInt32(b[i]) | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 24
+    }
+}
+
+private extension String {
+    /// Exact UTF-8 decoding, nil when the bytes are not valid UTF-8 or hold a NUL.
+    init?(validatingUTF8CString bytes: [UInt8]) {
+        guard !bytes.contains(0), let s = String(validating: bytes, as: UTF8.self) else { return nil }
+        self = s
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A bundle source directory (spec/bundle.md): `bundle.json` naming the
+/// placements' flow files and the local copies of remote media and fonts.
+public struct BundleSource: Sendable {
+    public static let fileName = "bundle.json"
+
+    public let directory: URL
+    public let appID: String
+    /// `created_at` recorded by `bundle pull`, when present.
+    public let createdAt: Date?
+    /// placement key -> flow file, relative to `directory`.
+    public let placements: [String: String]
+    /// absolute URL -> asset file, relative to `directory`.
+    public let assets: [String: String]
+
+    /// Reads `bundle.json`. Problems are findings located at `bundle.json#/…`;
+    /// a missing directory or file throws `FPError.inputMissing`.
+    public static func load(_ path: String) throws -> (BundleSource?, [Finding]) {
+        let directory = URL(fileURLWithPath: path, isDirectory: true)
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDir), isDir.boolValue else {
+            throw FPError.inputMissing("\(path): no such bundle source directory")
+        }
+        let manifestURL = directory.appendingPathComponent(fileName)
+        guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
+            throw FPError.inputMissing("\(manifestURL.path): missing (a bundle source needs a bundle.json)")
+        }
+        let json: JSONValue
+        do { json = try JSONValue.parse(data) } catch {
+            return (nil, [.error("source-json", fileName, "\(error)")])
+        }
+        var findings: [Finding] = []
+        let appID = json["app_id"]?.stringValue ?? ""
+        if appID.isEmpty { findings.append(.error("source-field", "\(fileName)#/app_id", "app_id must be a non-empty string")) }
+        var createdAt: Date?
+        if let value = json["created_at"] {
+            if let s = value.stringValue, let d = RFC3339.parse(s) { createdAt = d } else {
+                findings.append(.error("source-field", "\(fileName)#/created_at", "created_at must be an RFC 3339 time"))
+            }
+        }
+        func relativeMap(_ key: String) -> [String: String] {
+            guard let object = json[key]?.objectValue else {
+                if json[key] != nil || key == "placements" {
+                    findings.append(.error("source-field", "\(fileName)#/\(key)", "\(key) must be an object"))
+                }
+                return [:]
+            }
+            var out: [String: String] = [:]
+            for (k, v) in object {
+                guard let rel = v.stringValue, isContained(rel) else {
+                    findings.append(.error("source-path", "\(fileName)#/\(key)/\(k)", "must be a relative path inside the source directory"))
+                    continue
+                }
+                out[k] = rel
+            }
+            return out
+        }
+        let placements = relativeMap("placements")
+        if placements.isEmpty && !findings.hasErrors {
+            findings.append(.error("source-field", "\(fileName)#/placements", "a bundle needs at least one placement"))
+        }
+        let assets = relativeMap("assets")
+        if findings.hasErrors { return (nil, findings) }
+        return (BundleSource(directory: directory, appID: appID, createdAt: createdAt,
+                             placements: placements, assets: assets), findings)
+    }
+
+    public func url(for relativePath: String) -> URL {
+        directory.appendingPathComponent(relativePath)
+    }
+
+    /// Relative, no `..`, no empty components: the file stays inside the source.
+    private static func isContained(_ rel: String) -> Bool {
+        guard !rel.isEmpty, !rel.hasPrefix("/"), !rel.contains("\\") else { return false }
+        return !rel.split(separator: "/").contains("..")
+    }
+}

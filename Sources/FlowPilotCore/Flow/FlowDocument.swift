@@ -1,0 +1,281 @@
+import Foundation
+
+/// A validated flow document (schema v1, spec/flow.md) and the references that
+/// bundling and media warming need.
+public struct FlowDocument: Sendable {
+    public static let supportedSchemaVersion = 1
+    public static let componentTypes: Set<String> = ["text", "image", "button", "stack", "lottie", "video", "spacer"]
+    public static let persistentZones = ["navigation_bar", "footer", "overlay"]
+
+    public struct FontReference: Sendable, Equatable {
+        public let name: String
+        public let url: String
+        public let sha256: String?
+    }
+
+    public let json: JSONValue
+    public let id: String
+    public let version: String
+    public let contentHash: String?
+    /// Image URLs of `screens[0]` and every persistent zone, in document order, unique.
+    public let firstScreenImages: [String]
+    /// Image URLs of every screen and zone, in document order, unique.
+    public let allImages: [String]
+    public let fonts: [FontReference]
+
+    /// Unknown component types (a forward-compatibility warning, not an error).
+    public let unknownComponentTypes: [String]
+
+    /// `sha256:` + hex of the canonical JSON of `json` without `content_hash`.
+    public static func computeContentHash(_ json: JSONValue) -> String {
+        var body = json
+        if case .object(var members) = json {
+            members.removeValue(forKey: "content_hash")
+            body = .object(members)
+        }
+        return "sha256:" + Digest.sha256Hex(CanonicalJSON.data(body))
+    }
+}
+
+extension FlowDocument {
+    /// Validates a flow document. Returns the document when there are no errors,
+    /// and every finding (errors and warnings), each naming its JSON path
+    /// prefixed by `location` (`flows/x.json#/screens/0/...`).
+    public static func validate(_ json: JSONValue, location: String) -> (FlowDocument?, [Finding]) {
+        var v = FlowValidator(location: location)
+        let doc = v.run(json)
+        return (v.findings.hasErrors ? nil : doc, v.findings)
+    }
+
+    /// Parses and validates flow bytes.
+    public static func validate(data: Data, location: String) -> (FlowDocument?, [Finding]) {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(data)
+        } catch {
+            return (nil, [.error("flow-json", location, "\(error)")])
+        }
+        return validate(json, location: location)
+    }
+}
+
+/// Walks one flow document collecting findings. Kept separate so that the rule
+/// list reads top to bottom as spec/flow.md states it.
+private struct FlowValidator {
+    let location: String
+    var findings: [Finding] = []
+    var firstScreenImages: [String] = []
+    var allImages: [String] = []
+    var usedFonts: [(name: String, path: String)] = []
+    var navigations: [(screen: String, path: String)] = []
+    var unknownTypes: [String] = []
+
+    init(location: String) { self.location = location }
+
+    mutating func error(_ rule: String, _ pointer: String, _ message: String) {
+        findings.append(.error(rule, "\(location)#\(pointer)", message))
+    }
+
+    mutating func run(_ json: JSONValue) -> FlowDocument? {
+        guard case .object(let doc) = json else {
+            error("flow-type", "", "a flow must be a JSON object, found \(json.typeName)")
+            return nil
+        }
+        switch doc["schema_version"] {
+        case .number(let n) where n == Double(FlowDocument.supportedSchemaVersion):
+            break
+        case .number(let n) where n > Double(FlowDocument.supportedSchemaVersion) && n.rounded() == n:
+            error("flow-schema-version", "/schema_version",
+                  "schema_version \(CanonicalJSON.formatNumber(n)) is newer than this fpctl understands (1); upgrade fpctl")
+        case nil:
+            error("flow-schema-version", "/schema_version", "missing schema_version (expected 1)")
+        case let other?:
+            error("flow-schema-version", "/schema_version", "unsupported schema_version \(CanonicalJSON.string(other)) (expected 1)")
+        }
+        let id = nonEmptyString(doc["id"], "/id")
+        let version = nonEmptyString(doc["version"], "/version")
+
+        var contentHash: String?
+        if let hashValue = doc["content_hash"] {
+            if let declared = hashValue.stringValue {
+                contentHash = declared
+                let actual = FlowDocument.computeContentHash(json)
+                if declared != actual {
+                    error("flow-content-hash", "/content_hash", "content_hash \(declared) does not match the document (\(actual))")
+                }
+            } else {
+                error("flow-content-hash", "/content_hash", "content_hash must be a string")
+            }
+        }
+
+        let declaredFonts = fonts(doc["fonts"])
+
+        var screenIds: [String: Int] = [:]
+        if let screens = doc["screens"]?.arrayValue, !screens.isEmpty {
+            for (i, screen) in screens.enumerated() {
+                let pointer = "/screens/\(i)"
+                guard case .object(let s) = screen else {
+                    error("flow-screen", pointer, "a screen must be an object")
+                    continue
+                }
+                if let sid = nonEmptyString(s["id"], pointer + "/id") {
+                    if let first = screenIds[sid] {
+                        error("flow-duplicate-screen", pointer + "/id", "screen id '\(sid)' is already used by /screens/\(first)")
+                    } else {
+                        screenIds[sid] = i
+                    }
+                }
+                components(s["components"], pointer + "/components", firstScreen: i == 0)
+            }
+        } else {
+            error("flow-screens", "/screens", "screens must be a non-empty array")
+        }
+
+        if let zones = doc["persistent_zones"] {
+            if case .object(let z) = zones {
+                for name in CanonicalJSON.sortedKeys(z.keys) {
+                    components(z[name], "/persistent_zones/\(name)", firstScreen: true)
+                }
+            } else {
+                error("flow-zones", "/persistent_zones", "persistent_zones must be an object")
+            }
+        }
+
+        for use in usedFonts where !declaredFonts.contains(where: { $0.name == use.name }) {
+            error("flow-font-undeclared", use.path, "font '\(use.name)' is not declared in /fonts")
+        }
+        for nav in navigations where screenIds[nav.screen] == nil {
+            error("flow-navigate", nav.path, "navigate targets screen '\(nav.screen)', which does not exist")
+        }
+
+        guard let id, let version else { return nil }
+        return FlowDocument(
+            json: json, id: id, version: version, contentHash: contentHash,
+            firstScreenImages: unique(firstScreenImages), allImages: unique(allImages),
+            fonts: declaredFonts, unknownComponentTypes: unique(unknownTypes))
+    }
+
+    mutating func nonEmptyString(_ value: JSONValue?, _ pointer: String) -> String? {
+        guard let s = value?.stringValue, !s.isEmpty else {
+            error("flow-field", pointer, value == nil ? "missing required string" : "must be a non-empty string")
+            return nil
+        }
+        return s
+    }
+
+    mutating func fonts(_ value: JSONValue?) -> [FlowDocument.FontReference] {
+        guard let value else { return [] }
+        guard let list = value.arrayValue else {
+            error("flow-fonts", "/fonts", "fonts must be an array")
+            return []
+        }
+        var out: [FlowDocument.FontReference] = []
+        for (i, f) in list.enumerated() {
+            let pointer = "/fonts/\(i)"
+            guard let name = nonEmptyString(f["name"], pointer + "/name"),
+                  let url = f["url"]?.stringValue, isAbsoluteHTTP(url) else {
+                if f["url"]?.stringValue.map(isAbsoluteHTTP) != true {
+                    error("flow-font-url", pointer + "/url", "a font needs an absolute http(s) url")
+                }
+                continue
+            }
+            var sha: String?
+            if let s = f["sha256"] {
+                if let hex = s.stringValue, hex.count == 64, hex.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) {
+                    sha = hex
+                } else {
+                    error("flow-font-sha256", pointer + "/sha256", "sha256 must be 64 lowercase hex digits")
+                }
+            }
+            out.append(.init(name: name, url: url, sha256: sha))
+        }
+        return out
+    }
+
+    mutating func components(_ value: JSONValue?, _ pointer: String, firstScreen: Bool) {
+        guard let value else { return }
+        guard let list = value.arrayValue else {
+            error("flow-components", pointer, "components must be an array")
+            return
+        }
+        for (i, c) in list.enumerated() {
+            component(c, "\(pointer)/\(i)", firstScreen: firstScreen)
+        }
+    }
+
+    mutating func component(_ c: JSONValue, _ pointer: String, firstScreen: Bool) {
+        guard case .object(let comp) = c else {
+            error("flow-component", pointer, "a component must be an object")
+            return
+        }
+        guard let type = comp["type"]?.stringValue else {
+            error("flow-component", pointer + "/type", "a component needs a string type")
+            return
+        }
+        if !FlowDocument.componentTypes.contains(type) {
+            findings.append(.warning("flow-component-type", "\(location)#\(pointer)/type", "unknown component type '\(type)'"))
+            unknownTypes.append(type)
+        }
+        if ["image", "lottie", "video"].contains(type) {
+            if let src = comp["src"]?.stringValue, isAbsoluteHTTP(src) {
+                if type == "image" {
+                    allImages.append(src)
+                    if firstScreen { firstScreenImages.append(src) }
+                }
+            } else {
+                error("flow-media-src", pointer + "/src", "\(type) needs an absolute http(s) src")
+            }
+        }
+        if let font = comp["font"] {
+            if let name = font.stringValue {
+                usedFonts.append((name, pointer + "/font"))
+            } else {
+                error("flow-font-undeclared", pointer + "/font", "font must be a string naming a declared font")
+            }
+        }
+        if let action = comp["action"] {
+            self.action(action, pointer + "/action")
+        }
+        if let children = comp["children"] {
+            components(children, pointer + "/children", firstScreen: firstScreen)
+        }
+    }
+
+    mutating func action(_ a: JSONValue, _ pointer: String) {
+        guard let type = a["type"]?.stringValue else {
+            error("flow-action", pointer + "/type", "an action needs a string type")
+            return
+        }
+        func requireString(_ key: String) -> String? {
+            guard let s = a[key]?.stringValue, !s.isEmpty else {
+                error("flow-action", "\(pointer)/\(key)", "\(type) action needs a non-empty string '\(key)'")
+                return nil
+            }
+            return s
+        }
+        switch type {
+        case "purchase": _ = requireString("product_id")
+        case "restore", "dismiss": break
+        case "navigate":
+            if let screen = requireString("screen") { navigations.append((screen, pointer + "/screen")) }
+        case "open_link":
+            if let url = requireString("url"), URL(string: url)?.scheme == nil {
+                error("flow-action", pointer + "/url", "open_link needs an absolute url")
+            }
+        case "call_delegate": _ = requireString("message")
+        default:
+            error("flow-action", pointer + "/type", "unknown action type '\(type)'")
+        }
+    }
+
+    func isAbsoluteHTTP(_ s: String) -> Bool {
+        guard let url = URL(string: s), let scheme = url.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else { return false }
+        return true
+    }
+
+    func unique(_ list: [String]) -> [String] {
+        var seen = Set<String>()
+        return list.filter { seen.insert($0).inserted }
+    }
+}

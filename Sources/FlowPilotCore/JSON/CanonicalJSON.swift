@@ -1,0 +1,131 @@
+import Foundation
+
+/// Canonical JSON as the spec defines it for fingerprints and content hashes:
+/// object keys sorted by their UTF-8 bytes at every level, no insignificant
+/// whitespace, numbers in shortest round-trip form (integral values without a
+/// fraction, as JavaScript prints them), strings with only the escapes JSON requires.
+public enum CanonicalJSON {
+    public static func data(_ value: JSONValue) -> Data {
+        var out = [UInt8]()
+        out.reserveCapacity(1024)
+        write(value, into: &out)
+        return Data(out)
+    }
+
+    public static func string(_ value: JSONValue) -> String {
+        String(decoding: data(value), as: UTF8.self)
+    }
+
+    /// The same canonical content, indented by two spaces and ending in a newline,
+    /// for files people read (a bundle's manifest). Deterministic byte for byte.
+    public static func prettyData(_ value: JSONValue) -> Data {
+        var out = [UInt8]()
+        writePretty(value, indent: 0, into: &out)
+        out.append(0x0A)
+        return Data(out)
+    }
+
+    /// Sorts keys by UTF-8 bytes (Swift's `<` on String compares Unicode
+    /// canonical order, which differs for some non-ASCII keys).
+    public static func sortedKeys<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
+        keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    private static func write(_ value: JSONValue, into out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: Array("null".utf8))
+        case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
+        case .number(let n): out.append(contentsOf: Array(formatNumber(n).utf8))
+        case .string(let s): writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                write(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (i, key) in sortedKeys(members.keys).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                write(members[key]!, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writePretty(_ value: JSONValue, indent: Int, into out: inout [UInt8]) {
+        func pad(_ n: Int) { out.append(contentsOf: repeatElement(0x20, count: n)) }
+        switch value {
+        case .array(let items) where !items.isEmpty:
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                out.append(contentsOf: i == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
+                pad(indent + 2)
+                writePretty(item, indent: indent + 2, into: &out)
+            }
+            out.append(0x0A)
+            pad(indent)
+            out.append(UInt8(ascii: "]"))
+        case .object(let members) where !members.isEmpty:
+            out.append(UInt8(ascii: "{"))
+            for (i, key) in sortedKeys(members.keys).enumerated() {
+                out.append(contentsOf: i == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
+                pad(indent + 2)
+                writeString(key, into: &out)
+                out.append(contentsOf: [UInt8(ascii: ":"), 0x20])
+                writePretty(members[key]!, indent: indent + 2, into: &out)
+            }
+            out.append(0x0A)
+            pad(indent)
+            out.append(UInt8(ascii: "}"))
+        default:
+            write(value, into: &out)
+        }
+    }
+
+    /// Shortest round-trip form: integral values within 2^53 print as integers,
+    /// everything else as Swift's shortest representation with the exponent
+    /// written without leading zeros (`1e-7`, `1e+21`).
+    static func formatNumber(_ n: Double) -> String {
+        if n == 0 { return "0" }
+        if n.rounded() == n, abs(n) < 9_007_199_254_740_992 {
+            return String(Int64(n))
+        }
+        var s = n.description
+        if let e = s.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            let mantissa = s[..<e]
+            var exponent = s[s.index(after: e)...]
+            var sign = "+"
+            if exponent.first == "-" || exponent.first == "+" {
+                sign = String(exponent.first!)
+                exponent = exponent.dropFirst()
+            }
+            let digits = exponent.drop(while: { $0 == "0" })
+            s = mantissa + "e" + sign + (digits.isEmpty ? "0" : digits)
+        }
+        return s
+    }
+
+    private static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Records rendered as an aligned text table, CSV with a header row, or JSON
+/// with sorted keys and a `schema_version` (spec/cli.md conventions).
+public struct Table: Sendable {
+    public var columns: [String]
+    public var rows: [[String]]
+
+    public init(columns: [String], rows: [[String]] = []) {
+        self.columns = columns
+        self.rows = rows
+    }
+
+    /// Columns padded to their widest cell, two spaces apart, header in capitals.
+    public func text() -> String {
+        var widths = columns.map { $0.count }
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in
+                i == cells.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+        return ([line(columns.map { $0.uppercased() })] + rows.map(line)).joined(separator: "\n") + "\n"
+    }
+
+    /// RFC 4180 CSV: quoted when a cell holds a comma, quote or newline.
+    public func csv() -> String {
+        func cell(_ s: String) -> String {
+            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+                ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        }
+        return ([columns] + rows).map { $0.map(cell).joined(separator: ",") }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// JSON output for machines: sorted keys, `schema_version`, no escaped slashes.
+public enum JSONOutput {
+    public static let schemaVersion = 1
+
+    public static func string<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, enc in
+            var c = enc.singleValueContainer()
+            try c.encode(RFC3339.string(date))
+        }
+        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// An output file that appears whole or not at all: bytes go to a hidden
+/// temporary file in the destination's directory, which `commit` moves into place.
+/// Dropped without `commit`, it removes the temporary file.
+public final class AtomicOutput {
+    public let destination: String
+    public let temporaryPath: String
+    private var committed = false
+
+    public init(destination: String, overwrite: Bool) throws {
+        self.destination = destination
+        let url = URL(fileURLWithPath: destination)
+        let dir = url.deletingLastPathComponent().path
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+            throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
+        }
+        if !overwrite, FileManager.default.fileExists(atPath: destination) {
+            throw FPError.cannotWrite("\(destination): already exists (use --overwrite to replace it)")
+        }
+        temporaryPath = "\(dir)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw FPError.cannotWrite("\(destination): cannot create a file in \(dir): \(String(cString: strerror(errno)))")
+        }
+        close(fd)
+        self.overwrite = overwrite
+    }
+
+    private let overwrite: Bool
+
+    /// Moves the finished file into place. Without `overwrite` this fails, rather
+    /// than replaces, when the destination appeared in the meantime.
+    public func commit() throws {
+        // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
+        chmod(temporaryPath, 0o644)
+        if overwrite {
+            guard rename(temporaryPath, destination) == 0 else {
+                throw FPError.cannotWrite("\(destination): \(String(cString: strerror(errno)))")
+            }
+        } else {
+            guard link(temporaryPath, destination) == 0 else {
+                let reason = errno == EEXIST ? "already exists (use --overwrite to replace it)" : String(cString: strerror(errno))
+                throw FPError.cannotWrite("\(destination): \(reason)")
+            }
+            unlink(temporaryPath)
+        }
+        committed = true
+    }
+
+    deinit {
+        if !committed { unlink(temporaryPath) }
+    }
+}

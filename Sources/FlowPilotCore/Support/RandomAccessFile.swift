@@ -1,0 +1,45 @@
+import Foundation
+
+/// A read-only file read at explicit offsets with `pread`, for structure checks
+/// that must not load the whole file.
+final class RandomAccessFile {
+    let path: String
+    let size: Int64
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw FPError.inputMissing("\(path): no such file") }
+            throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FPError.inputMissing("\(path): not a regular file")
+        }
+        size = Int64(st.st_size)
+    }
+
+    deinit { close(fd) }
+
+    /// Up to `count` bytes at `offset` (fewer at the end of the file).
+    func read(at offset: Int64, count: Int) throws -> [UInt8] {
+        guard count > 0 else { return [] }
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = out.withUnsafeMutableBytes { buf in
+                pread(fd, buf.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(out.prefix(done))
+    }
+}

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+struct BundleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bundle",
+        abstract: "Build, validate, inspect and extract bundled default archives (.fpbundle).",
+        subcommands: [BundleBuild.self, BundleValidate.self, BundleInspect.self, BundleExtract.self]
+    )
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+struct BundleInspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show a bundle's digest, app id, placements, and counts and sizes per kind.",
+        discussion: """
+            Validates the bundle while reading it (an invalid bundle prints its findings \
+            and exits 65). The table and JSON formats show the summary; the CSV format \
+            lists one row per archive entry (kind, path, size, compressed size, sha256, \
+            and for flows the placement, flow id and version).
+            """
+    )
+
+    @Argument(help: "The .fpbundle file.")
+    var bundle: String
+
+    @OptionGroup var output: FormatOption
+
+    func run() throws {
+        try reportingErrors {
+            let report = try BundleReader.validate(bundle)
+            guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
+                throw FPError.invalid(report.findings)
+            }
+            let summary = BundleSummary(report: report, manifest: manifest, digest: digest)
+            switch output.format {
+            case .json: Console.out(try JSONOutput.string(summary))
+            case .csv: Console.out(summary.entryTable.csv())
+            case .table:
+                Console.out("""
+                    file        \(bundle)
+                    digest      \(digest)
+                    app_id      \(manifest.appID)
+                    created_at  \(RFC3339.string(manifest.createdAt))
+                    generator   \(manifest.generator)
+
+                    """)
+                Console.out("\n" + summary.placementTable.text() + "\n" + summary.kindTable.text())
+            }
+        }
+    }
+}
+
+/// What `inspect` reports, shaped for JSON and for the two text tables.
+private struct BundleSummary: Encodable {
+    struct Placement: Encodable {
+        let placement: String
+        let flow_id: String
+        let version: String
+        let path: String
+        let size: Int64
+    }
+
+    struct Kind: Encodable {
+        let files: Int
+        let bytes: Int64
+        let compressed_bytes: Int64
+    }
+
+    let schema_version = JSONOutput.schemaVersion
+    let digest: String
+    let app_id: String
+    let created_at: String
+    let generator: String
+    let placements: [Placement]
+    let kinds: [String: Kind]
+    let archive_bytes: Int64
+    private let entries: [BundleReport.Entry]
+    private let flowOf: [String: (String, BundleManifest.Placement)]
+
+    private enum CodingKeys: String, CodingKey {
+        case schema_version, digest, app_id, created_at, generator, placements, kinds, archive_bytes
+    }
+
+    init(report: BundleReport, manifest: BundleManifest, digest: String) {
+        self.digest = digest
+        app_id = manifest.appID
+        created_at = RFC3339.string(manifest.createdAt)
+        generator = manifest.generator
+        entries = report.entries
+        let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
+        placements = CanonicalJSON.sortedKeys(manifest.placements.keys).map { key in
+            let p = manifest.placements[key]!
+            return Placement(placement: key, flow_id: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
+        }
+        flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
+        var kinds: [String: Kind] = [:]
+        for e in report.entries {
+            let k = Self.kind(e.path)
+            let old = kinds[k] ?? Kind(files: 0, bytes: 0, compressed_bytes: 0)
+            kinds[k] = Kind(files: old.files + 1, bytes: old.bytes + e.size, compressed_bytes: old.compressed_bytes + e.compressedSize)
+        }
+        self.kinds = kinds
+        archive_bytes = (try? FileManager.default.attributesOfItem(atPath: report.file)[.size] as? Int64) ?? 0
+    }
+
+    static func kind(_ path: String) -> String {
+        if path == BundleManifest.path || path == BundleManifest.signaturePath { return "manifest" }
+        return String(path.split(separator: "/").first ?? "other")
+    }
+
+    var placementTable: Table {
+        Table(columns: ["placement", "flow_id", "version", "path", "size"],
+              rows: placements.map { [$0.placement, $0.flow_id, $0.version, $0.path, String($0.size)] })
+    }
+
+    var kindTable: Table {
+        Table(columns: ["kind", "files", "bytes", "compressed_bytes"],
+              rows: kinds.keys.sorted().map { k in
+                  let v = kinds[k]!
+                  return [k, String(v.files), String(v.bytes), String(v.compressed_bytes)]
+              })
+    }
+
+    var entryTable: Table {
+        Table(columns: ["kind", "path", "size", "compressed_size", "sha256", "placement", "flow_id", "version"],
+              rows: entries.map { e in
+                  let flow = flowOf[e.path]
+                  return [Self.kind(e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
+                          flow?.0 ?? "", flow?.1.flowID ?? "", flow?.1.version ?? ""]
+              })
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+struct BundleValidate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check .fpbundle files against every rule of the bundle and flow formats.",
+        discussion: """
+            Streams each archive without extracting it and without trusting the sizes \
+            its headers declare, in bounded memory. Prints one line per finding, \
+            'FILE: RULE: PATH: MESSAGE', and 'FILE: ok DIGEST' for a valid bundle. \
+            Exit status: 0 all valid, 65 a bundle is invalid, 66 a file is missing.
+            """
+    )
+
+    @Argument(help: "The bundles to check.")
+    var bundles: [String]
+
+    @Flag(help: "Treat warnings (unknown component types, unreferenced assets, age) as failures.")
+    var strict = false
+
+    @Option(name: .customLong("max-age"), help: "Warn when the bundle's created_at is older than this (e.g. 60d).")
+    var maxAge: DurationArgument?
+
+    @Option(help: "Output format: text or json.")
+    var format: ValidateFormat = .text
+
+    enum ValidateFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+    private struct FileResult: Encodable {
+        let file: String
+        let valid: Bool
+        let digest: String?
+        let findings: [Finding]
+        let error: String?
+    }
+
+    private struct Output: Encodable {
+        let schema_version = JSONOutput.schemaVersion
+        let files: [FileResult]
+    }
+
+    func run() throws {
+        var results: [FileResult] = []
+        var missing = false
+        for bundle in bundles {
+            do {
+                let report = try BundleReader.validate(bundle, options: .init(strict: strict, maxAge: maxAge?.seconds))
+                results.append(FileResult(file: bundle, valid: report.isValid, digest: report.digest,
+                                          findings: report.findings, error: nil))
+            } catch let error as FPError {
+                missing = true
+                results.append(FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
+            }
+        }
+        switch format {
+        case .json:
+            Console.out(try JSONOutput.string(Output(files: results)))
+        case .text:
+            for r in results {
+                if let error = r.error { Console.error(error); continue }
+                for f in r.findings { Console.out("\(r.file): \(f.line)\n") }
+                if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
+            }
+        }
+        if missing { throw ExitCode(66) }
+        if results.contains(where: { !$0.valid }) { throw ExitCode(65) }
+    }
+}

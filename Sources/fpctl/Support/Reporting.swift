@@ -1,0 +1,38 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+/// Standard error, for logs, warnings and errors (data goes to standard output).
+enum Console {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("fpctl: error: \(message)\n".utf8))
+    }
+
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("fpctl: warning: \(message)\n".utf8))
+    }
+
+    static func note(_ message: String) {
+        FileHandle.standardError.write(Data("\(message)\n".utf8))
+    }
+
+    static func out(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}
+
+/// Runs a command body, turning the core's errors into one line each on
+/// standard error and the documented exit status.
+func reportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as FPError {
+        switch error {
+        case .invalid(let findings):
+            for finding in findings where finding.severity == .error { Console.error(finding.line) }
+        default:
+            Console.error(error.description)
+        }
+        throw ExitCode(error.exitCode)
+    }
+}

@@ -39,9 +39,11 @@ let package = Package(
             name: "FlowPilotCoreTests",
             dependencies: ["FlowPilotCore"]
         ),
+        // Runs the built fpctl binary, as a pipeline or a person would.
         .testTarget(
             name: "fpctlTests",
-            dependencies: ["FlowPilotCore"]
+            dependencies: ["fpctl", "FlowPilotCore"],
+            exclude: ["Fixtures"]
         ),
     ]
 )

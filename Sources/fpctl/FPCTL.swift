@@ -5,14 +5,14 @@ import FlowPilotCore
 struct FPCTL: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpctl",
-        abstract: "Build, validate and inspect FlowPilot bundled default archives.",
+        abstract: "Build, validate and inspect FlowPilot bundled default archives",
         discussion: """
-            fpctl is the build-and-ops toolkit around the FlowPilot mobile SDK. Data goes \
-            to standard output; findings, warnings and errors to standard error.
-
-            EXIT STATUS: 0 success; 1 unexpected failure; 64 usage error; 65 invalid \
-            data (a bundle or flow breaks a rule); 66 an input file or directory is \
-            missing; 73 the output cannot be written.
+            fpctl is the build-and-ops toolkit around the FlowPilot mobile SDK.
+            Data goes to standard output; warnings and errors to standard error.
+            Exit status: 0 success, 1 unexpected failure, 64 usage error,
+            65 invalid data (a bundle or flow breaks a rule),
+            66 an input file or directory is missing,
+            73 the output cannot be written.
             """,
         version: FPVersion.current,
         subcommands: [BundleCommand.self]

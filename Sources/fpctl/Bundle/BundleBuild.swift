@@ -5,15 +5,18 @@ import Foundation
 struct BundleBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
-        abstract: "Build a canonical .fpbundle from a bundle source directory.",
+        abstract: "Build a canonical .fpbundle from a bundle source directory",
         discussion: """
-            Validates the source first (bundle.json, every flow, every image and font a \
-            flow references), then writes a zip whose bytes depend only on the source \
-            content: entries sorted, manifest.json first, mode 0644, every timestamp set \
-            to the bundle's created_at (SOURCE_DATE_EPOCH when set, else created_at in \
-            bundle.json, else 1980-01-01T00:00:00Z). Already-compressed media are stored, \
-            everything else deflated. Prints the bundle digest (SHA-256 of manifest.json). \
+            Validates the source first: bundle.json, every flow, and every image and
+            font a flow references.
+            Then writes a zip whose bytes depend only on the source content:
+            entries sorted, manifest.json first, mode 0644, and every timestamp set to
+            the bundle's created_at (SOURCE_DATE_EPOCH when set, else created_at in
+            bundle.json, else 1980-01-01T00:00:00Z).
+            Already-compressed media are stored, everything else deflated.
+            Prints the bundle digest, the SHA-256 of manifest.json.
             Nothing is left behind on failure.
+            Exit status: 65 invalid source, 66 missing source, 73 output not written.
             """
     )
 

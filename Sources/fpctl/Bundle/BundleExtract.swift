@@ -4,12 +4,13 @@ import FlowPilotCore
 struct BundleExtract: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "extract",
-        abstract: "Validate a bundle, then extract it into a directory.",
+        abstract: "Validate a bundle, then extract it into a directory",
         discussion: """
-            Extraction starts only after the whole bundle validates, writes only inside \
-            the output directory (entry paths are canonical: no '..', no absolute paths, \
-            no links), re-checks every file's SHA-256 as it is written, and moves the \
-            files into place only when all of them are written.
+            Extraction starts only after the whole bundle validates.
+            It writes only inside the output directory (entry paths are canonical:
+            no '..', no absolute paths, no links), checks every file's SHA-256 again
+            as it is written, and moves the files into place only when all are written.
+            Exit status: 65 invalid bundle, 66 missing bundle, 73 cannot write.
             """
     )
 

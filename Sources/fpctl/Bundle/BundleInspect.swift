@@ -5,12 +5,13 @@ import Foundation
 struct BundleInspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Show a bundle's digest, app id, placements, and counts and sizes per kind.",
+        abstract: "Show a bundle's digest, app id, placements, and sizes per kind",
         discussion: """
-            Validates the bundle while reading it (an invalid bundle prints its findings \
-            and exits 65). The table and JSON formats show the summary; the CSV format \
-            lists one row per archive entry (kind, path, size, compressed size, sha256, \
-            and for flows the placement, flow id and version).
+            Validates the bundle while reading it; an invalid bundle prints its
+            findings and exits 65.
+            The table and JSON formats show the summary.
+            The CSV format lists one row per archive entry: kind, path, size,
+            compressed size, sha256, and for flows the placement, flow id and version.
             """
     )
 

@@ -5,11 +5,12 @@ import Foundation
 struct BundleValidate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check .fpbundle files against every rule of the bundle and flow formats.",
+        abstract: "Check .fpbundle files against every rule of the bundle and flow formats",
         discussion: """
-            Streams each archive without extracting it and without trusting the sizes \
-            its headers declare, in bounded memory. Prints one line per finding, \
-            'FILE: RULE: PATH: MESSAGE', and 'FILE: ok DIGEST' for a valid bundle. \
+            Streams each archive without extracting it and without trusting the sizes
+            its headers declare, in bounded memory.
+            Prints one line per finding, as FILE: RULE: PATH: MESSAGE, and
+            FILE: ok DIGEST for a valid bundle.
             Exit status: 0 all valid, 65 a bundle is invalid, 66 a file is missing.
             """
     )
@@ -23,10 +24,10 @@ struct BundleValidate: ParsableCommand {
     @Option(name: .customLong("max-age"), help: "Warn when the bundle's created_at is older than this (e.g. 60d).")
     var maxAge: DurationArgument?
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: "Output format: text or json.", completion: .list(["text", "json"]))
     var format: ValidateFormat = .text
 
-    enum ValidateFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+    enum ValidateFormat: String, ExpressibleByArgument { case text, json }
 
     private struct FileResult: Encodable {
         let file: String

@@ -1,12 +1,13 @@
 import ArgumentParser
 import FlowPilotCore
 
-/// `--format table|json|csv` (table is the default on a terminal, as everywhere).
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+/// `--format table|json|csv`. Not CaseIterable on purpose: the value list is in the
+/// help text, and generate-manual would otherwise emit an empty paragraph.
+enum OutputFormat: String, ExpressibleByArgument {
     case table, json, csv
 }
 
 struct FormatOption: ParsableArguments {
-    @Option(help: "Output format: table, json or csv.")
+    @Option(help: "Output format: table, json or csv.", completion: .list(["table", "json", "csv"]))
     var format: OutputFormat = .table
 }

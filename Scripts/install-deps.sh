@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, only when missing, the Debian packages fpctl builds and tests with:
+# libarchive-dev (the archive library), libarchive-tools (bsdtar), unzip, mandoc,
+# python3 (independent zip reader and fixture maker).
+set -euo pipefail
+need=()
+pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v bsdtar >/dev/null || need+=(libarchive-tools)
+command -v unzip >/dev/null || need+=(unzip)
+command -v mandoc >/dev/null || need+=(mandoc)
+command -v python3 >/dev/null || need+=(python3)
+for extra in "$@"; do
+  case "$extra" in
+    wrk) command -v wrk >/dev/null || need+=(wrk) ;;
+    nginx) command -v nginx >/dev/null || need+=(nginx-light) ;;
+    time) [ -x /usr/bin/time ] || need+=(time) ;;
+  esac
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi

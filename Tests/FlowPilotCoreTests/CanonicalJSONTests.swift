@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+@testable import FlowPilotCore
+
+@Suite("canonical JSON, the input of fingerprints and content hashes")
+struct CanonicalJSONTests {
+    @Test("keys are sorted by UTF-8 bytes at every level, without whitespace")
+    func sortedKeys() throws {
+        let value = try JSONValue.parse(Data(#"{"b": 1, "a": {"z": true, "é": null, "Z": "x"}, "A": [3, 2]}"#.utf8))
+        #expect(CanonicalJSON.string(value) == #"{"A":[3,2],"a":{"Z":"x","z":true,"é":null},"b":1}"#)
+    }
+
+    @Test("numbers take their shortest round-trip form", arguments: [
+        ("1", "1"), ("1.0", "1"), ("-0.0", "0"), ("0.1", "0.1"), ("1e-7", "1e-7"), ("1e21", "1e+21"),
+        ("123456789012", "123456789012"), ("2.5", "2.5"),
+    ])
+    func numbers(input: String, expected: String) throws {
+        #expect(CanonicalJSON.string(try JSONValue.parse(Data("[\(input)]".utf8))) == "[\(expected)]")
+    }
+
+    @Test("strings keep non-ASCII as UTF-8 and escape only what JSON requires")
+    func strings() throws {
+        let value = JSONValue.string("a\"b\\c\n\u{1}ü/")
+        #expect(CanonicalJSON.string(value) == #""a\"b\\c\n\u0001ü/""#)
+    }
+
+    @Test("booleans stay booleans, not numbers")
+    func booleans() throws {
+        #expect(CanonicalJSON.string(try JSONValue.parse(Data("[true,false,1,0]".utf8))) == "[true,false,1,0]")
+    }
+
+    @Test("the pretty form holds the same content as the compact one")
+    func prettyRoundTrip() throws {
+        let value = try JSONValue.parse(Data(#"{"b":[1,{"c":"d"}],"a":{},"e":[]}"#.utf8))
+        #expect(try JSONValue.parse(CanonicalJSON.prettyData(value)) == value)
+        #expect(String(decoding: CanonicalJSON.prettyData(value), as: UTF8.self).hasPrefix("{\n  \"a\": {},\n"))
+    }
+
+    @Test("invalid JSON is an error, not a crash")
+    func invalid() {
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Data("{\"a\":".utf8)) }
+    }
+}

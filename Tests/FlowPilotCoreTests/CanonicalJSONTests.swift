@@ -41,3 +41,27 @@ struct CanonicalJSONTests {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Data("{\"a\":".utf8)) }
     }
 }
+
+@Suite("the JSON parser is strict RFC 8259")
+struct JSONParserTests {
+    @Test("malformed documents are refused with the byte offset", arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{1}\"",
+        "{\"a\":1,\"a\":2}", "[1] [2]", "\"\\ud800\"", "NaN", "1e999",
+    ])
+    func refused(text: String) {
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Data(text.utf8)) }
+    }
+
+    @Test("escapes, surrogate pairs and nesting parse to the values they spell")
+    func accepted() throws {
+        let value = try JSONValue.parse(Data(#" {"s":"a\u00e9\ud83d\ude00\n\/","n":[-0.5e2,0,true,null]} "#.utf8))
+        #expect(value["s"] == .string("aé😀\n/"))
+        #expect(value["n"] == .array([.number(-50), .number(0), .bool(true), .null]))
+    }
+
+    @Test("nesting deeper than 512 levels is refused, not a stack overflow")
+    func deepNesting() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Data(deep.utf8)) }
+    }
+}

@@ -21,6 +21,8 @@ final class ZipWriter {
             try check(archive_write_set_format_zip(a))
             // No padding after the last byte: a zip ends with its central directory.
             try check(archive_write_set_bytes_in_last_block(a, 1))
+            // Large writes: libarchive's default 10 KiB blocks cost a syscall each.
+            try check(archive_write_set_bytes_per_block(a, 1 << 20))
             try check(archive_write_open_filename(a, path))
         } catch {
             archive_write_free(a)

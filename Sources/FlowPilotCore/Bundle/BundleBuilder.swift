@@ -76,13 +76,16 @@ public enum BundleBuilder {
         var media: [String: String] = [:]
         var fonts: [String: String] = [:]
         var assetFiles: [String: PlannedFile] = [:]   // archive path -> file (identical content shares one entry)
+        // Hash every referenced asset up front, on all cores: this is most of a build's reading.
+        let referencedFiles = Set(imageURLs.keys.compactMap { source.assets[$0] } + fontURLs.values.compactMap { source.assets[$0.url] })
+        let digests = hashFiles(referencedFiles.map { source.url(for: $0) })
         func addAsset(url: String, usedBy flow: String, folder: String) -> PlannedFile? {
             guard let rel = source.assets[url] else {
                 findings.append(.error("source-missing-asset", flow, "\(url) has no local copy in bundle.json#/assets"))
                 return nil
             }
             let fileURL = source.url(for: rel)
-            guard let (size, sha) = try? hashFile(fileURL) else {
+            guard let (size, sha) = digests[fileURL.path] else {
                 findings.append(.error("source-missing-file", rel, "asset file not found (bundle.json#/assets)"))
                 return nil
             }
@@ -120,6 +123,10 @@ public enum BundleBuilder {
 
         let out = try AtomicOutput(destination: output, overwrite: options.overwrite)
         let mtime = Int64(createdAt.timeIntervalSince1970)
+        // Files are hashed again as they are written (on a second core), so one
+        // changed since planning fails the build instead of producing a lying manifest.
+        let rehash = HashPipeline()
+        var streamed: [(id: Int, file: PlannedFile)] = []
         do {
             let writer = try ZipWriter(path: out.temporaryPath)
             try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), mtime: mtime, store: false) { sink in
@@ -130,13 +137,20 @@ public enum BundleBuilder {
                                    store: BundlePath.isStored(file.archivePath)) { sink in
                     switch file.content {
                     case .bytes(let data): try data.withUnsafeBytes { try sink($0) }
-                    case .file(let url): try streamFile(url, expectedSHA256: file.sha256, into: sink)
+                    case .file(let url):
+                        let id = streamed.count
+                        streamed.append((id, file))
+                        try streamFile(url, id: id, pipeline: rehash, into: sink)
                     }
                 }
             }
             try writer.close()
         } catch let error as ArchiveError {
             throw FPError.cannotWrite("\(output): \(error.message)")
+        }
+        let rehashed = rehash.drain()
+        for (id, file) in streamed where rehashed[id] != file.sha256 {
+            throw FPError.cannotWrite("\(file.archivePath): its source changed while the bundle was being built; nothing was written")
         }
         try out.commit()
         let written = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int64) ?? 0
@@ -173,19 +187,38 @@ public enum BundleBuilder {
         return (size, Digest.hex(hasher.finalize()))
     }
 
-    /// Streams a file into the archive, re-hashing it so a file changed between
-    /// planning and writing fails the build instead of producing a lying manifest.
-    private static func streamFile(_ url: URL, expectedSHA256: String,
+    /// Hashes files concurrently; a file that cannot be read is absent from the result.
+    static func hashFiles(_ urls: [URL]) -> [String: (Int64, String)] {
+        let results = UnsafeMutableBufferPointer<(Int64, String)?>.allocate(capacity: urls.count)
+        results.initialize(repeating: nil)
+        defer { results.deallocate() }
+        let box = UncheckedSendable(results)
+        DispatchQueue.concurrentPerform(iterations: urls.count) { i in
+            box.value[i] = try? hashFile(urls[i])
+        }
+        var out: [String: (Int64, String)] = [:]
+        for (i, url) in urls.enumerated() { if let r = results[i] { out[url.path] = r } }
+        return out
+    }
+
+    /// Streams a file into the archive, handing each block to `pipeline` as well.
+    private static func streamFile(_ url: URL, id: Int, pipeline: HashPipeline,
                                    into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
-        var hasher = SHA256()
         while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-            hasher.update(data: chunk)
-            try chunk.withUnsafeBytes { try sink($0) }
+            try chunk.withUnsafeBytes { block in
+                pipeline.update(id, block)
+                try sink(block)
+            }
         }
-        guard Digest.hex(hasher.finalize()) == expectedSHA256 else {
-            throw FPError.cannotWrite("\(url.path) changed while the bundle was being built; nothing was written")
-        }
+        pipeline.finish(id)
     }
+}
+
+/// For handing a buffer whose slots are written by distinct iterations of
+/// `concurrentPerform` (never the same slot twice) across the Sendable check.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

@@ -75,6 +75,9 @@ private struct ContentPass {
     /// (font file, sha256 the flow declares, where) checked once all entries are hashed.
     var fontChecks: [(path: String, sha256: String, at: String)] = []
     var flowsSeen = Set<String>()
+    /// Entries hashed on the second core, checked against the manifest in finish().
+    let pipeline = HashPipeline()
+    var pending: [(index: Int, path: String, size: Int64)] = []
 
     init(directory: ZipDirectory, options: BundleReader.Options) {
         self.directory = directory
@@ -103,18 +106,39 @@ private struct ContentPass {
                 return
             }
             let keep = entry.index == 0 || isFlowPath(entry.name)
-            guard let (size, sha, body) = readEntry(reader, entry, keepBytes: keep) else { return }
-            hashes[entry.name] = sha
-            rows.append(.init(path: entry.name, size: size, compressedSize: entry.compressedSize, sha256: sha))
-            if entry.index == 0 {
-                readManifest(body ?? Data(), names: names)
-                if manifest == nil { return }
+            guard let (size, body) = readEntry(reader, entry, keepBytes: keep) else {
+                _ = pipeline.drain()
+                return
+            }
+            if let body {
+                let sha = Digest.sha256Hex(body)
+                record(entry, size: size, sha256: sha)
+                if entry.index == 0 {
+                    readManifest(body, names: names)
+                    if manifest == nil { return }
+                } else {
+                    checkFlow(entry.name, body, names: names)
+                }
             } else {
-                checkListed(entry.name, size: size, sha256: sha)
-                if let body { checkFlow(entry.name, body, names: names) }
+                pending.append((entry.index, entry.name, size))
             }
         }
+        let digests = pipeline.drain()
+        for p in pending {
+            record(directory.entries[p.index], size: p.size, sha256: digests[p.index] ?? "")
+        }
+        let position = order
+        rows.sort { a, b in position[a.path]! < position[b.path]! }
         finish(names: names)
+    }
+
+    /// Archive position of each path, so rows list entries in archive order.
+    var order: [String: Int] { Dictionary(directory.entries.map { ($0.name, $0.index) }, uniquingKeysWith: min) }
+
+    mutating func record(_ entry: ZipDirectory.Entry, size: Int64, sha256: String) {
+        hashes[entry.name] = sha256
+        rows.append(.init(path: entry.name, size: size, compressedSize: entry.compressedSize, sha256: sha256))
+        if entry.index != 0 { checkListed(entry.name, size: size, sha256: sha256) }
     }
 
     func isFlowPath(_ path: String) -> Bool {
@@ -123,8 +147,10 @@ private struct ContentPass {
 
     /// Streams one entry, never trusting its declared size: stops at the first
     /// byte past what it declared, past the entry limit, or past the ratio limit.
-    mutating func readEntry(_ reader: ZipReader, _ entry: ZipDirectory.Entry, keepBytes: Bool) -> (Int64, String, Data?)? {
-        var hasher = SHA256()
+    /// Kept entries come back whole (the caller hashes them); the others are hashed
+    /// on the pipeline under the entry's index.
+    mutating func readEntry(_ reader: ZipReader, _ entry: ZipDirectory.Entry, keepBytes: Bool) -> (Int64, Data?)? {
+        let pipeline = self.pipeline
         var count: Int64 = 0
         var body: Data? = keepBytes ? Data() : nil
         var problem: Finding?
@@ -142,8 +168,7 @@ private struct ContentPass {
                     problem = .error("limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
                 }
                 if problem != nil { return false }
-                hasher.update(bufferPointer: chunk)
-                body?.append(contentsOf: chunk)
+                if keepBytes { body?.append(contentsOf: chunk) } else { pipeline.update(entry.index, chunk) }
                 return true
             }
         } catch {
@@ -158,7 +183,8 @@ private struct ContentPass {
             findings.append(.error("zip-size-mismatch", entry.name, "\(count) bytes, the headers declare \(entry.uncompressedSize)"))
             return nil
         }
-        return (count, Digest.hex(hasher.finalize()), body)
+        if !keepBytes { pipeline.finish(entry.index) }
+        return (count, body)
     }
 
     mutating func readManifest(_ data: Data, names: Set<String>) {

@@ -10,30 +10,15 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses UTF-8 JSON bytes. Throws `JSONValue.ParseError` naming what is wrong.
+    /// Parses UTF-8 JSON bytes (RFC 8259, duplicate keys refused). Throws
+    /// `JSONValue.ParseError` naming what is wrong and the byte offset.
     public static func parse(_ data: Data) throws -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            throw ParseError(message: Self.describe(error))
-        } catch {
-            throw ParseError(message: "\(error)")
-        }
+        try JSONParser.parse(data)
     }
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public let message: String
         public var description: String { message }
-    }
-
-    private static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .dataCorrupted(let context):
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return "not valid JSON" + (underlying.map { ": \($0)" } ?? "")
-        default:
-            return "not valid JSON"
-        }
     }
 
     // MARK: Access

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Benchmark: fpctl bundle build and validate against reference tools, same run.
+
+Generates a bundle source of ~300 flows, 600 incompressible images (20-200 KB) and
+10 fonts (~75 MB in all), then measures with the release build, median of 5:
+
+  build     fpctl bundle build      vs  bsdtar --format zip -cf      (goal <= 0.25x)
+  validate  fpctl bundle validate   vs  bsdtar -xOf | openssl sha256 (goal <= 1.5x)
+  memory    peak RSS of validate on this bundle and on one 3x larger (goal < 64 MiB)
+
+Usage: Benchmarks/bundle_bench.py [--runs 5] [--keep]   (run from anywhere)
+Needs: bsdtar, openssl, /usr/bin/time (Scripts/install-deps.sh time).
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "Benchmarks" / "work"
+
+
+def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int):
+    rng = random.Random(seed)
+    if directory.exists():
+        shutil.rmtree(directory)
+    (directory / "flows").mkdir(parents=True)
+    (directory / "assets").mkdir()
+    assets = {}
+    image_urls = []
+    for i in range(images):
+        url = f"https://cdn.example.com/bench/img{i:04d}.png"
+        path = f"assets/img{i:04d}.png"
+        (directory / path).write_bytes(os.urandom(rng.randint(20_000, 200_000)))
+        assets[url] = path
+        image_urls.append(url)
+    font_refs = []
+    for i in range(fonts):
+        url = f"https://cdn.example.com/bench/font{i}.ttf"
+        path = f"assets/font{i}.ttf"
+        # Fonts deflate (not in the stored list): make them compress like real ones, about 2:1.
+        chunk = os.urandom(1024)
+        data = b"".join(chunk if j % 2 else os.urandom(1024) for j in range(200))
+        (directory / path).write_bytes(data)
+        assets[url] = path
+        font_refs.append({"name": f"Font{i}", "url": url, "sha256": hashlib.sha256(data).hexdigest()})
+    placements = {}
+    per_flow = max(1, images // flows)
+    for f in range(flows):
+        mine = image_urls[f * per_flow:(f + 1) * per_flow]
+        font = font_refs[f % fonts]
+        screens = [{"id": f"s{s}", "components": [
+            {"type": "image", "src": mine[s % len(mine)]},
+            {"type": "text", "text": f"Screen {s} of flow {f}", "font": font["name"]},
+            {"type": "button", "text": "Next", "action": {"type": "navigate", "screen": f"s{(s + 1) % 3}"}},
+            {"type": "button", "text": "Buy", "action": {"type": "purchase", "product_id": "pro"}},
+        ]} for s in range(3)]
+        screens[0]["components"] += [{"type": "image", "src": u} for u in mine]
+        flow = {"schema_version": 1, "id": f"flow_{f}", "version": "ver_1", "screens": screens, "fonts": [font]}
+        canonical = json.dumps(flow, sort_keys=True, separators=(",", ":")).encode()
+        flow["content_hash"] = "sha256:" + hashlib.sha256(canonical).hexdigest()
+        (directory / f"flows/p{f:03d}.json").write_text(json.dumps(flow, indent=2))
+        placements[f"p{f:03d}"] = f"flows/p{f:03d}.json"
+    (directory / "bundle.json").write_text(json.dumps({"app_id": "bench", "placements": placements, "assets": assets}))
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def timed(cmd, shell=False):
+    start = time.perf_counter()
+    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def median_of(runs, cmd, shell=False, before=None):
+    samples = []
+    for _ in range(runs):
+        if before:
+            before()
+        samples.append(timed(cmd, shell))
+    return statistics.median(samples)
+
+
+def peak_rss_mib(cmd):
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True).stderr.strip().splitlines()[-1]
+    return int(out) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+
+    subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.strip() + "/fpctl"
+    WORK.mkdir(parents=True, exist_ok=True)
+    src, big_src = WORK / "source", WORK / "source-3x"
+    size = make_source(src, flows=300, images=600, fonts=10, seed=1)
+    big_size = make_source(big_src, flows=300, images=1800, fonts=10, seed=2)
+    bundle, ref_zip, big_bundle = WORK / "bench.fpbundle", WORK / "ref.zip", WORK / "big.fpbundle"
+
+    def clear(*paths):
+        return lambda: [p.unlink() for p in paths if p.exists()]
+
+    build = median_of(args.runs, [fpctl, "bundle", "build", str(src), "-o", str(bundle), "--overwrite"])
+    ref_build = median_of(args.runs, ["bsdtar", "--format", "zip", "-cf", str(ref_zip), "-C", str(src), "."],
+                          before=clear(ref_zip))
+    validate = median_of(args.runs, [fpctl, "bundle", "validate", str(bundle)])
+    ref_validate = median_of(args.runs, f"bsdtar -xOf {bundle} | openssl dgst -sha256", shell=True)
+    subprocess.run([fpctl, "bundle", "build", str(big_src), "-o", str(big_bundle), "--overwrite"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rss = peak_rss_mib([fpctl, "bundle", "validate", str(bundle)])
+    big_rss = peak_rss_mib([fpctl, "bundle", "validate", str(big_bundle)])
+
+    mb = lambda n: f"{n / 1e6:.1f} MB"
+    print(f"source: {mb(size)} ({mb(bundle.stat().st_size)} bundle); large source: {mb(big_size)}; median of {args.runs}")
+    print(f"build     fpctl {build:.3f}s  bsdtar zip {ref_build:.3f}s  ratio {build / ref_build:.3f}x  (goal <= 0.25x)")
+    print(f"validate  fpctl {validate:.3f}s  bsdtar|openssl {ref_validate:.3f}s  ratio {validate / ref_validate:.3f}x  (goal <= 1.5x)")
+    print(f"memory    validate peak RSS {rss:.1f} MiB ({mb(bundle.stat().st_size)}), {big_rss:.1f} MiB "
+          f"({mb(big_bundle.stat().st_size)})  (goal < 64 MiB)")
+    if not args.keep:
+        shutil.rmtree(WORK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+import Foundation
+
+/// A strict RFC 8259 parser straight from UTF-8 bytes into `JSONValue`.
+///
+/// Foundation's JSONDecoder would need a trial decode per type for an untyped
+/// value (each failure an error thrown and caught), which made validating a few
+/// hundred flows cost more than hashing 70 MB; this parses each byte once.
+struct JSONParser {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var i = 0
+    private var depth = 0
+    static let maxDepth = 512
+
+    static func parse(_ data: Data) throws -> JSONValue {
+        try data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            parser.skipWhitespace()
+            let value = try parser.value()
+            parser.skipWhitespace()
+            guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
+            return value
+        }
+    }
+
+    private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    private func error(_ message: String) -> JSONValue.ParseError {
+        JSONValue.ParseError(message: "not valid JSON: \(message) at byte \(i)")
+    }
+
+    private mutating func skipWhitespace() {
+        while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+    }
+
+    private mutating func value() throws -> JSONValue {
+        guard i < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws {
+        let n = word.utf8CodeUnitCount
+        guard i + n <= bytes.count else { throw error("unexpected end of input") }
+        for k in 0..<n where bytes[i + k] != word.utf8Start[k] { throw error("invalid literal") }
+        i += n
+    }
+
+    private mutating func nest() throws {
+        depth += 1
+        if depth > Self.maxDepth { throw error("nested deeper than \(Self.maxDepth) levels") }
+    }
+
+    private mutating func object() throws -> JSONValue {
+        try nest()
+        i += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(members) }
+        while true {
+            skipWhitespace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+            let key = try string()
+            skipWhitespace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            i += 1
+            skipWhitespace()
+            let v = try value()
+            if members.updateValue(v, forKey: key) != nil { throw error("duplicate key \"\(key)\"") }
+            skipWhitespace()
+            guard i < bytes.count else { throw error("unexpected end of input") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(members) }
+            throw error("expected ',' or '}'")
+        }
+    }
+
+    private mutating func array() throws -> JSONValue {
+        try nest()
+        i += 1
+        var items: [JSONValue] = []
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; depth -= 1; return .array(items) }
+        while true {
+            skipWhitespace()
+            items.append(try value())
+            skipWhitespace()
+            guard i < bytes.count else { throw error("unexpected end of input") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "]") { i += 1; depth -= 1; return .array(items) }
+            throw error("expected ',' or ']'")
+        }
+    }
+
+    private mutating func string() throws -> String {
+        i += 1
+        let start = i
+        // Fast path: no escapes.
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "\"") {
+                let s = try validUTF8(start, i)
+                i += 1
+                return s
+            }
+            if b == UInt8(ascii: "\\") { break }
+            if b < 0x20 { throw error("control character in string") }
+            i += 1
+        }
+        var out = Array(bytes[start..<i])
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "\"") {
+                i += 1
+                guard let s = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                return s
+            }
+            if b < 0x20 { throw error("control character in string") }
+            if b != UInt8(ascii: "\\") { out.append(b); i += 1; continue }
+            i += 1
+            guard i < bytes.count else { break }
+            let e = bytes[i]
+            i += 1
+            switch e {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = try hex4()
+                if (0xD800...0xDBFF).contains(scalar) {
+                    guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                        throw error("unpaired surrogate")
+                    }
+                    i += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                } else if (0xDC00...0xDFFF).contains(scalar) {
+                    throw error("unpaired surrogate")
+                }
+                out.append(contentsOf: Array(String(Unicode.Scalar(scalar)!).utf8))
+            default: throw error("invalid escape")
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    private func validUTF8(_ from: Int, _ to: Int) throws -> String {
+        guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[from..<to]), as: UTF8.self) else {
+            throw error("invalid UTF-8 in string")
+        }
+        return s
+    }
+
+    private mutating func hex4() throws -> UInt32 {
+        guard i + 4 <= bytes.count else { throw error("short \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let b = bytes[i]
+            let d: UInt32
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(b - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(b - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(b - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            v = v << 4 | d
+            i += 1
+        }
+        return v
+    }
+
+    private mutating func number() throws -> Double {
+        let start = i
+        if bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < bytes.count else { throw error("invalid number") }
+        if bytes[i] == UInt8(ascii: "0") {
+            i += 1
+        } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[i]) {
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+        } else {
+            throw error("invalid number")
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            let digits = i
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            if i == digits { throw error("invalid number") }
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            let digits = i
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            if i == digits { throw error("invalid number") }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        return value
+    }
+}

@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // libarchive from the system (Debian: libarchive-dev), found by pkg-config.
@@ -27,11 +29,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // `fpctl serve`: a local resolve backend on Hummingbird.
+        .target(
+            name: "FlowPilotServer",
+            dependencies: [
+                "FlowPilotCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
         // The command line: parse, call the core, render.
         .executableTarget(
             name: "fpctl",
             dependencies: [
                 "FlowPilotCore",
+                "FlowPilotServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -42,7 +53,10 @@ let package = Package(
         // Runs the built fpctl binary, as a pipeline or a person would.
         .testTarget(
             name: "fpctlTests",
-            dependencies: ["fpctl", "FlowPilotCore"],
+            dependencies: [
+                "fpctl", "FlowPilotCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             exclude: ["Fixtures"]
         ),
     ]

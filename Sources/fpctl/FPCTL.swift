@@ -2,7 +2,7 @@ import ArgumentParser
 import FlowPilotCore
 
 @main
-struct FPCTL: ParsableCommand {
+struct FPCTL: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpctl",
         abstract: "Build, validate and inspect FlowPilot bundled default archives",
@@ -15,6 +15,6 @@ struct FPCTL: ParsableCommand {
             73 the output cannot be written.
             """,
         version: FPVersion.current,
-        subcommands: [BundleCommand.self]
+        subcommands: [BundleCommand.self, Serve.self]
     )
 }

@@ -23,9 +23,10 @@ enum Console {
 
 /// Runs a command body, turning the core's errors into one line each on
 /// standard error and the documented exit status.
-func reportingErrors(_ body: () throws -> Void) throws {
+@discardableResult
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
-        try body()
+        return try body()
     } catch let error as FPError {
         switch error {
         case .invalid(let findings):

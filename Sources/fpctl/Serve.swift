@@ -1,0 +1,100 @@
+import ArgumentParser
+import FlowPilotCore
+import FlowPilotServer
+import Foundation
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run a local resolve backend over bundles, for development and tests",
+        discussion: """
+            Serves the resolve API (resolve, resolve-batch, media and fonts) for every
+            app in the given bundle source directories or .fpbundle files.
+            Targeting comes from rules.json in a source directory, or NAME.rules.json
+            beside NAME.fpbundle.
+            The first line on standard output is the URL it listens on, so scripts can
+            start it in the background with --port 0.
+            Each request is logged on standard error unless -q is given.
+            Faults can be changed at run time with POST /_admin/faults, and request
+            counts read with GET /_admin/stats (see docs/serve.md).
+            Bad content refuses to start with the findings bundle validate prints.
+            Exit status: 0 after SIGINT or SIGTERM, 65 invalid content, 66 missing
+            content, 64 bad options.
+            """
+    )
+
+    @Argument(help: "Bundle source directories or .fpbundle files to serve.")
+    var sources: [String]
+
+    @Option(help: "Address to bind.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port = 8080
+
+    @Option(help: "Send cache_ttl_seconds with every flow; omitted when not given.")
+    var ttl: Int?
+
+    @Option(name: .customLong("api-key-file"), help: "Require this API key as a bearer token.")
+    var apiKeyFile: String?
+
+    @Flag(name: .customLong("rewrite-asset-urls"), help: "Point flows' image and font URLs at this server.")
+    var rewriteAssetURLs = false
+
+    @Option(help: "Added latency in milliseconds, fixed (200) or a range (100-300).")
+    var latency: String?
+
+    @Option(name: .customLong("fail-rate"), help: "Fraction of resolve requests that fail (0 to 1).")
+    var failRate: Double?
+
+    @Option(name: .customLong("fail-status"), help: "Status of injected failures.")
+    var failStatus = 503
+
+    @Flag(name: .customLong("no-batch"), help: "Answer the batch endpoint with 404.")
+    var noBatch = false
+
+    @Flag(name: .shortAndLong, help: "No request log on standard error.")
+    var quiet = false
+
+    func run() async throws {
+        let server = try reportingErrors {
+            var options = ResolveServer.Options()
+            options.host = host
+            options.port = port
+            options.ttl = ttl
+            options.quiet = quiet
+            options.rewriteAssetURLs = rewriteAssetURLs
+            options.faults.fail_rate = failRate
+            options.faults.fail_status = failStatus
+            options.faults.batch_disabled = noBatch ? true : nil
+            if let latency {
+                let parts = latency.split(separator: "-").map { Int($0) }
+                guard !parts.isEmpty, parts.count <= 2, parts.allSatisfy({ $0 != nil }) else {
+                    throw FPError.usage("--latency \(latency): use milliseconds, 200 or 100-300")
+                }
+                options.faults.latency_ms = parts.map { $0! }
+            }
+            if let apiKeyFile {
+                guard let key = FileManager.default.contents(atPath: apiKeyFile) else {
+                    throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file")
+                }
+                let trimmed = String(decoding: key, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !trimmed.isEmpty else { throw FPError.usage("\(apiKeyFile): the API key file is empty") }
+                options.apiKey = trimmed
+            }
+            return try ResolveServer(sources: sources, options: options)
+        }
+        for (app, placements) in server.summary {
+            Console.note("serving app \(app): \(placements.joined(separator: ", "))")
+        }
+        do {
+            try await server.run { url in
+                Console.out("\(url)\n")
+            }
+        } catch {
+            Console.error("cannot serve on \(host):\(port): \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+}

@@ -25,6 +25,13 @@ public struct Faults: Codable, Sendable, Equatable {
 
     public init() {}
 
+    /// No fault would change a response: it can come from the pre-encoded cache.
+    /// (`fail_status` and `retry_after` only shape failures `fail_rate` causes.)
+    var isEmpty: Bool {
+        (latency_ms ?? []).allSatisfy { $0 == 0 } && (fail_rate ?? 0) == 0 && truncate_body != true
+            && invalid_json != true && close_connection != true && (no_flow ?? []).isEmpty
+    }
+
     func applies(to placement: String) -> Bool {
         placements.map { $0.contains(placement) } ?? true
     }

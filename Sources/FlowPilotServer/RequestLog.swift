@@ -4,10 +4,7 @@ import Hummingbird
 /// One line per request on standard error: method, path, status, milliseconds.
 /// Never the headers: the Authorization header carries the API key.
 struct RequestLog<Context: RequestContext>: RouterMiddleware {
-    let quiet: Bool
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard !quiet else { return try await next(request, context) }
         let start = ContinuousClock.now
         let line = { (status: Int) in
             let ms = Double((ContinuousClock.now - start).components.attoseconds) / 1e15

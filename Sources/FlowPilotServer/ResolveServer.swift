@@ -38,7 +38,7 @@ public final class ResolveServer: Sendable {
         var apps: [String: ServedApp] = [:]
         var assets: [String: LoadedBundle.Asset] = [:]
         for source in sources {
-            let app = try ServedApp.load(source)
+            let app = try ServedApp.load(source, ttl: options.ttl)
             if apps[app.bundle.appID] != nil {
                 throw FPError.usage("\(source): app '\(app.bundle.appID)' is already served from another source")
             }
@@ -59,7 +59,7 @@ public final class ResolveServer: Sendable {
     /// Runs until SIGINT or SIGTERM; `onListening` gets the bound URL (useful with port 0).
     public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
         let router = Router()
-        router.middlewares.add(RequestLog(quiet: options.quiet))
+        if !options.quiet { router.middlewares.add(RequestLog()) }
         router.post("apps/:app/placements/resolve-batch") { request, context in
             try await self.resolveBatch(request, context)
         }
@@ -83,7 +83,7 @@ public final class ResolveServer: Sendable {
         logger.logLevel = .error
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "fpctl"),
+            configuration: .init(address: .hostname(options.host, port: options.port)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? self.options.port
                 onListening("http://\(self.options.host):\(port)")
@@ -94,7 +94,7 @@ public final class ResolveServer: Sendable {
 
     // MARK: Resolve
 
-    private struct ResolveBody: Decodable {
+    private struct ResolveBody {
         let user_id: String
         let attributes: [String: JSONValue]?
         let placement_keys: [String]?
@@ -116,6 +116,10 @@ public final class ResolveServer: Sendable {
         if let faulted = await applyFaults(current, placement: placement) { return faulted }
         guard app.bundle.flows[placement] != nil || app.rules?.placements[placement] != nil else {
             return Self.error(.notFound, "unknown_placement", "no placement '\(placement)' in app '\(appID)'")
+        }
+        let flowKey = chosenFlow(app, placement: placement, body: body, faults: current)
+        if !options.rewriteAssetURLs, current.isEmpty, let cached = app.cachedResponse(placement: placement, flow: flowKey) {
+            return Self.jsonResponse(cached)
         }
         let payload = result(app, placement: placement, body: body, faults: current, base: base(request))
         return Self.deliver(payload, faults: current, placement: placement)
@@ -158,21 +162,15 @@ public final class ResolveServer: Sendable {
     }
 
     /// One `{"placement_key", "flow", "cache_ttl_seconds"?}` object, as bytes.
+    private func chosenFlow(_ app: ServedApp, placement: String, body: ResolveBody, faults: Faults) -> String? {
+        if faults.no_flow?.contains(placement) == true { return nil }
+        return app.flowKey(for: placement, userID: body.user_id, attributes: body.attributes ?? [:])
+    }
+
     private func result(_ app: ServedApp, placement: String, body: ResolveBody, faults: Faults, base: String) -> Data {
-        var flowKey = app.flowKey(for: placement, userID: body.user_id, attributes: body.attributes ?? [:])
-        if faults.no_flow?.contains(placement) == true { flowKey = nil }
-        var out = Data("{".utf8)
-        if let ttl = options.ttl { out.append(contentsOf: Array("\"cache_ttl_seconds\":\(ttl),".utf8)) }
-        out.append(contentsOf: Array("\"flow\":".utf8))
-        if let flowKey, let flow = options.rewriteAssetURLs ? app.rewrittenFlowJSON(flowKey, base: base) : app.flowJSON[flowKey] {
-            out.append(flow)
-        } else {
-            out.append(contentsOf: Array("null".utf8))
-        }
-        out.append(contentsOf: Array(",\"placement_key\":".utf8))
-        out.append(CanonicalJSON.data(.string(placement)))
-        out.append(UInt8(ascii: "}"))
-        return out
+        let flowKey = chosenFlow(app, placement: placement, body: body, faults: faults)
+        let flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
+        return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
     }
 
     private func applyFaults(_ faults: Faults, placement: String) async -> Response? {
@@ -249,10 +247,24 @@ public final class ResolveServer: Sendable {
         do { bytes = try await request.body.collect(upTo: Self.maxBodyBytes) } catch {
             return .failure(ErrorResponse(Self.error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes")))
         }
-        do { return .success(try JSONDecoder().decode(ResolveBody.self, from: Data(buffer: bytes))) } catch {
-            return .failure(ErrorResponse(Self.error(.badRequest, "invalid_request",
-                                                     "body must be JSON with a string user_id and an attributes object")))
+        // fpctl's own parser: a resolve is on the hot path, and JSONDecoder costs more than the rest of it.
+        let invalid = ErrorResponse(Self.error(.badRequest, "invalid_request",
+                                               "body must be JSON with a string user_id and an attributes object"))
+        guard let json = try? JSONValue.parse(Data(bytes.readableBytesView)), let user = json["user_id"]?.stringValue else {
+            return .failure(invalid)
         }
+        var attributes: [String: JSONValue] = [:]
+        switch json["attributes"] {
+        case nil, .null?: break
+        case .object(let a)?: attributes = a
+        default: return .failure(invalid)
+        }
+        var keys: [String]?
+        if let list = json["placement_keys"] {
+            guard let items = list.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else { return .failure(invalid) }
+            keys = items.compactMap(\.stringValue)
+        }
+        return .success(ResolveBody(user_id: user, attributes: attributes, placement_keys: keys))
     }
 
     struct ErrorResponse: Error { let response: Response; init(_ r: Response) { response = r } }
@@ -269,9 +281,13 @@ public final class ResolveServer: Sendable {
     }
 
     static func jsonResponse<D: DataProtocol>(_ data: D, status: HTTPResponse.Status = .ok) -> Response {
+        jsonResponse(ByteBuffer(bytes: data), status: status)
+    }
+
+    static func jsonResponse(_ buffer: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
     }
 
     static func json<T: Encodable>(_ value: T) throws -> Response {

@@ -21,7 +21,8 @@ final class ServeStats: Sendable {
     }
 
     func count(app: String, placement: String, user: String) {
-        state.withLock { $0.keys["\(app)/\(placement)/\(user)", default: 0] += 1 }
+        let key = app + "/" + placement + "/" + user
+        state.withLock { $0.keys[key, default: 0] += 1 }
     }
 
     func snapshot() -> Snapshot {

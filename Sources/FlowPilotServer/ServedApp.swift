@@ -1,5 +1,6 @@
 import FlowPilotCore
 import Foundation
+import NIOCore
 
 /// One app as `fpctl serve` holds it: the validated bundle, its targeting rules,
 /// and each flow pre-encoded as compact JSON.
@@ -8,26 +9,54 @@ struct ServedApp: Sendable {
     let rules: TargetingRules?
     /// placement key -> compact JSON of the flow as bundled.
     let flowJSON: [String: Data]
+    /// Whole response bodies, pre-encoded: [placement][flow key, "" for null].
+    private let responses: [String: [String: ByteBuffer]]
 
-    init(bundle: LoadedBundle, rules: TargetingRules?) {
+    init(bundle: LoadedBundle, rules: TargetingRules?, ttl: Int?) {
         self.bundle = bundle
         self.rules = rules
-        flowJSON = bundle.flows.mapValues { CanonicalJSON.data($0.document.json) }
+        let flowJSON = bundle.flows.mapValues { CanonicalJSON.data($0.document.json) }
+        self.flowJSON = flowJSON
+        var responses: [String: [String: ByteBuffer]] = [:]
+        for placement in Set(bundle.flows.keys).union(rules?.placements.keys ?? [:].keys) {
+            var byFlow: [String: ByteBuffer] = ["": ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: nil, ttl: ttl))]
+            for (key, json) in flowJSON {
+                byFlow[key] = ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: json, ttl: ttl))
+            }
+            responses[placement] = byFlow
+        }
+        self.responses = responses
+    }
+
+    func cachedResponse(placement: String, flow: String?) -> ByteBuffer? {
+        responses[placement]?[flow ?? ""]
+    }
+
+    /// `{"cache_ttl_seconds"?, "flow", "placement_key"}` with the flow's JSON spliced in.
+    static func resultJSON(placement: String, flow: Data?, ttl: Int?) -> Data {
+        var out = Data("{".utf8)
+        if let ttl { out.append(contentsOf: Array("\"cache_ttl_seconds\":\(ttl),".utf8)) }
+        out.append(contentsOf: Array("\"flow\":".utf8))
+        out.append(flow ?? Data("null".utf8))
+        out.append(contentsOf: Array(",\"placement_key\":".utf8))
+        out.append(CanonicalJSON.data(.string(placement)))
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Loads a bundle source directory or `.fpbundle`, with `rules.json` in the
     /// source directory or `NAME.rules.json` beside `NAME.fpbundle`.
-    static func load(_ path: String) throws -> ServedApp {
+    static func load(_ path: String, ttl: Int?) throws -> ServedApp {
         let bundle = try LoadedBundle.open(path)
         var isDir: ObjCBool = false
         _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
         let rulesPath = isDir.boolValue
             ? URL(fileURLWithPath: path).appendingPathComponent("rules.json").path
             : URL(fileURLWithPath: path).deletingPathExtension().path + ".rules.json"
-        guard FileManager.default.fileExists(atPath: rulesPath) else { return ServedApp(bundle: bundle, rules: nil) }
+        guard FileManager.default.fileExists(atPath: rulesPath) else { return ServedApp(bundle: bundle, rules: nil, ttl: ttl) }
         let (rules, findings) = try TargetingRules.load(rulesPath, flows: Set(bundle.flows.keys))
         guard let rules else { throw FPError.invalid(findings) }
-        return ServedApp(bundle: bundle, rules: rules)
+        return ServedApp(bundle: bundle, rules: rules, ttl: ttl)
     }
 
     /// The flow for this identity: nil for no flow; throws nothing, unknown

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Publishing immutable files so that a reader sees all of one or nothing, even
+/// when the writer is killed: the bytes go to an unnamed `O_TMPFILE` in the target
+/// directory, which `linkat` gives its final (new, unique) name only once complete.
+/// A killed writer leaves nothing behind. Where the filesystem lacks `O_TMPFILE`,
+/// a named `.tmp-<pid>-…` file and `rename` are used; readers skip such names and
+/// `cache verify` reports those of dead processes.
+enum AtomicFile {
+    static let tempPrefix = ".tmp-"
+    /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`); Glibc's macro is not imported into Swift.
+    static let oTmpFile: Int32 = 0o20200000
+
+    /// Writes `data` as `directory/name`; fails if the name exists.
+    static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let target = "\(directory)/\(name)"
+        var fd = open(directory, Self.oTmpFile | O_WRONLY | O_CLOEXEC, 0o644)
+        var tempName: String?
+        if fd < 0 {
+            let t = "\(directory)/\(tempPrefix)\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw CacheError.io("\(directory): \(String(cString: strerror(errno)))") }
+            tempName = t
+        }
+        defer { close(fd) }
+        do {
+            try writeAll(fd, data)
+            fchmod(fd, 0o644)
+            if let mtime { setTimes(fd: fd, mtime: mtime) }
+            if let tempName {
+                guard rename(tempName, target) == 0 else { throw CacheError.io("\(target): \(String(cString: strerror(errno)))") }
+            } else {
+                guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 else {
+                    throw CacheError.io("\(target): \(String(cString: strerror(errno)))")
+                }
+            }
+        } catch {
+            if let tempName { unlink(tempName) }
+            throw error
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ data: Data) throws {
+        try data.withUnsafeBytes { raw in
+            var off = 0
+            while off < raw.count {
+                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CacheError.io(String(cString: strerror(errno)))
+                }
+                off += n
+            }
+        }
+    }
+
+    static func setTimes(fd: Int32, mtime: Date) {
+        var times = [timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
+                     timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0)]
+        futimens(fd, &times)
+    }
+
+    /// Sets a file's modification time (the cache's own access record for images).
+    static func touch(_ path: String, _ date: Date) {
+        let seconds = date.timeIntervalSince1970
+        var times = [timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+                     timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))]
+        utimensat(AT_FDCWD, path, &times, 0)
+    }
+}
+
+/// Cache failures that are not findings: I/O and format refusals.
+public enum CacheError: Error, CustomStringConvertible, Sendable {
+    case io(String)
+    case missing(String)
+    case newerFormat(String)
+    case notACache(String)
+
+    public var description: String {
+        switch self {
+        case .io(let m), .missing(let m), .newerFormat(let m), .notACache(let m): m
+        }
+    }
+
+    public var asFPError: FPError {
+        switch self {
+        case .missing(let m): .inputMissing(m)
+        case .newerFormat(let m), .notACache(let m): .invalid([.error("cache-format", "", m)])
+        case .io(let m): .cannotWrite(m)
+        }
+    }
+}

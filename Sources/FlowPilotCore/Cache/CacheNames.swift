@@ -1,0 +1,59 @@
+import Foundation
+
+/// File and directory names of the cache layout (docs/cache-format.md).
+///
+/// Metadata that listing commands need lives in names, so `cache info`,
+/// `cache list` and `cache prune` cost a directory walk, not a read per entry.
+/// Free text (placement keys, user ids, flow ids) is percent-encoded: bytes
+/// outside `[A-Za-z0-9_.-]`, a leading `.`, and `~` (the field separator) become `%XX`.
+public enum CacheNames {
+    public static let separator: Character = "~"
+
+    public static func encode(_ text: String) -> String {
+        var out = ""
+        for (i, byte) in text.utf8.enumerated() {
+            let c = Character(Unicode.Scalar(byte))
+            let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && i > 0)
+            out += plain ? String(c) : String(format: "%%%02X", byte)
+        }
+        return out.isEmpty ? "%" : out
+    }
+
+    public static func decode(_ name: Substring) -> String? {
+        if name == "%" { return "" }
+        var bytes: [UInt8] = []
+        var i = name.utf8.startIndex
+        let u = name.utf8
+        while i < u.endIndex {
+            if u[i] == UInt8(ascii: "%") {
+                let h = u.index(after: i)
+                guard h < u.endIndex, u.index(after: h) < u.endIndex,
+                      let v = UInt8(String(decoding: u[h...u.index(after: h)], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(v)
+                i = u.index(h, offsetBy: 2)
+            } else {
+                bytes.append(u[i])
+                i = u.index(after: i)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Encoded text, or `#` + a hash when the encoding would not fit in a name.
+    static func bounded(_ text: String, max: Int) -> String {
+        let e = encode(text)
+        return e.utf8.count <= max ? e : "#" + String(Digest.sha256Hex(Data(text.utf8)).prefix(32))
+    }
+
+    /// `<unix ms>~<unique>` — sorts by time; unique per writer so two writers never collide.
+    static func stamp(_ date: Date) -> String {
+        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        return String(format: "%014lld", ms) + "~" + String(UInt64.random(in: 0 ... .max), radix: 36)
+    }
+
+    static func parseStamp(_ s: Substring) -> Date? {
+        guard let ms = Int64(s) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(ms) / 1000)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// Everything in a cache directory, from one walk: names and `stat` only, never
+/// file contents. What `cache info`, `list` and `prune` work from.
+public struct CacheScan: Sendable {
+    public struct Alias: Sendable {
+        public let placement: String
+        /// `<fingerprint>~<user>` of the entry it points at.
+        public let target: String
+        public let path: String
+        public let size: Int64
+    }
+
+    public struct File: Sendable {
+        public let path: String
+        public let size: Int64
+        public let mtime: Date
+    }
+
+    /// The newest entry of every (placement, fingerprint) key.
+    public var flows: [CachedFlow] = []
+    /// Older files of a key, left by a write in progress or a killed writer.
+    public var superseded: [File] = []
+    public var aliases: [Alias] = []
+    public var images: [CachedImage] = []
+    public var imageURLFiles: [File] = []
+    public var fonts: [File] = []
+    public var icons: [File] = []
+    /// `.tmp-<pid>-…` files (only where O_TMPFILE is unavailable).
+    public var temporaries: [File] = []
+    /// Files and directories that are not part of the layout.
+    public var foreign: [File] = []
+
+    public var flowBytes: Int64 { flows.reduce(0) { $0 + $1.size } }
+    public var imageBytes: Int64 { images.reduce(0) { $0 + $1.size } }
+    public var fontBytes: Int64 { fonts.reduce(0) { $0 + $1.size } }
+}
+
+extension CacheStore {
+    public func scan() -> CacheScan {
+        var scan = CacheScan()
+        for item in DirectoryWalker.list(root) ?? [] {
+            switch item.name {
+            case Self.markerName, ".lock": continue
+            case "flows": scanFlows(into: &scan)
+            case "aliases": scanAliases(into: &scan)
+            case "images": scan.images = scanImages(); scanImageExtras(into: &scan)
+            case "fonts": scan.fonts = scanFlat(fontsDir, scan: &scan)
+            case "icons": scan.icons = scanFlat(iconsDir, scan: &scan)
+            default: scan.foreign.append(.init(path: "\(root)/\(item.name)", size: item.size, mtime: item.mtime))
+            }
+        }
+        return scan
+    }
+
+    private func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
+        let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
+        if item.name.hasPrefix(AtomicFile.tempPrefix) { scan.temporaries.append(file); return true }
+        return false
+    }
+
+    private func scanFlows(into scan: inout CacheScan) {
+        for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
+            let pdir = "\(flowsDir)/\(p.name)"
+            guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
+                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast)); continue
+            }
+            for k in DirectoryWalker.list(pdir, stat: false) ?? [] {
+                let kdir = "\(pdir)/\(k.name)"
+                guard k.isDirectory else { scan.foreign.append(.init(path: kdir, size: 0, mtime: .distantPast)); continue }
+                var entries: [CachedFlow] = []
+                for f in DirectoryWalker.list(kdir) ?? [] {
+                    if classify(kdir, f, scan: &scan) { continue }
+                    let path = "\(kdir)/\(f.name)"
+                    if let e = Self.parseEntryName(placement: placement, keyDir: k.name, name: f.name, size: f.size, path: path) {
+                        entries.append(e)
+                    } else {
+                        scan.foreign.append(.init(path: path, size: f.size, mtime: f.mtime))
+                    }
+                }
+                entries.sort { $0.path < $1.path }
+                if let newest = entries.popLast() { scan.flows.append(newest) }
+                scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
+            }
+        }
+    }
+
+    private func scanAliases(into scan: inout CacheScan) {
+        for p in DirectoryWalker.list(aliasesDir, stat: false) ?? [] {
+            let pdir = "\(aliasesDir)/\(p.name)"
+            guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
+                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast)); continue
+            }
+            var found: [CacheScan.Alias] = []
+            for f in DirectoryWalker.list(pdir) ?? [] {
+                if classify(pdir, f, scan: &scan) { continue }
+                let parts = f.name.split(separator: "~", maxSplits: 2)
+                guard parts.count == 3 else { scan.foreign.append(.init(path: "\(pdir)/\(f.name)", size: f.size, mtime: f.mtime)); continue }
+                found.append(.init(placement: placement, target: String(parts[2]), path: "\(pdir)/\(f.name)", size: f.size))
+            }
+            found.sort { $0.path < $1.path }
+            if let newest = found.popLast() { scan.aliases.append(newest) }
+            scan.superseded += found.map { .init(path: $0.path, size: $0.size, mtime: .distantPast) }
+        }
+    }
+
+    private func scanImageExtras(into scan: inout CacheScan) {
+        for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
+            let d = "\(imagesDir)/\(dir.name)"
+            guard dir.isDirectory, dir.name.count == 64 else { scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast)); continue }
+            var newest: String?
+            for item in DirectoryWalker.list(d) ?? [] {
+                if classify(d, item, scan: &scan) { continue }
+                let file = CacheScan.File(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime)
+                if item.name == "url" { scan.imageURLFiles.append(file) }
+                else if item.name.hasSuffix(".img"), CacheNames.parseStamp(item.name.prefix(14)) != nil {
+                    if let n = newest, n > item.name { scan.superseded.append(file) } else {
+                        if let n = newest { scan.superseded.append(.init(path: "\(d)/\(n)", size: 0, mtime: .distantPast)) }
+                        newest = item.name
+                    }
+                } else { scan.foreign.append(file) }
+            }
+        }
+        let superseded = Set(scan.superseded.map(\.path))
+        scan.images.removeAll { superseded.contains($0.path) }
+    }
+
+    private func scanFlat(_ dir: String, scan: inout CacheScan) -> [CacheScan.File] {
+        var list: [CacheScan.File] = []
+        for item in DirectoryWalker.list(dir) ?? [] {
+            if classify(dir, item, scan: &scan) { continue }
+            list.append(.init(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime))
+        }
+        return list
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+/// Where a flow came from (`delivery_source`).
+public enum Tier: String, Sendable, Codable, CaseIterable {
+    case cache, network, stale_cache, bundled_default
+
+    public var number: Int {
+        switch self {
+        case .cache: 0
+        case .network: 1
+        case .stale_cache: 2
+        case .bundled_default: 3
+        }
+    }
+}
+
+/// One cached flow as its file name describes it (no file read needed).
+public struct CachedFlow: Sendable {
+    public let placement: String
+    public let fingerprint: String
+    /// nil when the user id was too long to keep in a name.
+    public let userID: String?
+    public let flowID: String
+    public let version: String
+    public let resolvedAt: Date
+    public let ttlSeconds: Int
+    public let size: Int64
+    public let path: String
+
+    /// The key directory's name, `<fingerprint>~<user>`.
+    public var keyName: String { (path as NSString).deletingLastPathComponent.split(separator: "/").last.map(String.init) ?? "" }
+
+    public func age(at now: Date) -> TimeInterval { now.timeIntervalSince(resolvedAt) }
+    /// Fresh while `now - resolved_at < ttl`.
+    public func isFresh(at now: Date) -> Bool { age(at: now) < TimeInterval(ttlSeconds) }
+}
+
+extension CacheStore {
+    static let maxNameField = 120
+
+    func placementDir(_ placement: String) -> String { "\(flowsDir)/\(CacheNames.encode(placement))" }
+
+    func keyDirName(fingerprint: String, userID: String) -> String {
+        "\(fingerprint)~\(CacheNames.bounded(userID, max: Self.maxNameField))"
+    }
+
+    /// Stores a validated flow for (placement, identity) and points the
+    /// placement's last-known-good alias at it. Nothing partial is ever visible.
+    @discardableResult
+    public func storeFlow(placement: String, identity: Identity, document: FlowDocument,
+                          ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date()) throws -> CachedFlow {
+        let fingerprint = identity.fingerprint
+        let flowData = CanonicalJSON.data(document.json)
+        let body: JSONValue = .object([
+            "schema_version": .number(1),
+            "placement": .string(placement),
+            "fingerprint": .string(fingerprint),
+            "user_id": .string(identity.userID),
+            "flow_id": .string(document.id),
+            "version": .string(document.version),
+            "content_hash": document.contentHash.map(JSONValue.string) ?? .null,
+            "resolved_at": .string(RFC3339.string(resolvedAt)),
+            "ttl_seconds": .number(Double(ttlSeconds)),
+            "tier": .string(tier.rawValue),
+            "flow_sha256": .string(Digest.sha256Hex(flowData)),
+            "flow": document.json,
+        ])
+        let data = CanonicalJSON.data(body)
+        let keyDirName = keyDirName(fingerprint: fingerprint, userID: identity.userID)
+        let keyDir = "\(placementDir(placement))/\(keyDirName)"
+        let name = [CacheNames.stamp(resolvedAt), String(max(0, ttlSeconds)),
+                    CacheNames.bounded(document.id, max: Self.maxNameField),
+                    CacheNames.bounded(document.version, max: Self.maxNameField)].joined(separator: "~") + ".json"
+        let aliasDir = "\(aliasesDir)/\(CacheNames.encode(placement))"
+        let aliasName = "\(CacheNames.stamp(resolvedAt))~\(keyDirName)"
+        try withLock(exclusive: false) {
+            try AtomicFile.publish(data, directory: keyDir, name: name, mtime: resolvedAt)
+            Self.removeOlder(in: keyDir, keeping: name)
+            try AtomicFile.publish(Data(), directory: aliasDir, name: aliasName, mtime: resolvedAt)
+            Self.removeOlder(in: aliasDir, keeping: aliasName)
+        }
+        return CachedFlow(placement: placement, fingerprint: fingerprint, userID: identity.userID, flowID: document.id,
+                          version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
+                          size: Int64(data.count), path: "\(keyDir)/\(name)")
+    }
+
+    /// The newest entry for exactly this (placement, fingerprint), fresh or stale,
+    /// read and checked. A corrupt or unreadable entry is a miss.
+    public func lookupFlow(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)? {
+        let dir = "\(placementDir(placement))/\(keyDirName(fingerprint: identity.fingerprint, userID: identity.userID))"
+        return newestEntry(placement: placement, keyDir: dir)
+    }
+
+    /// The placement's last-known-good flow for any identity (Tier 2 after an
+    /// identity change), or nil when the alias is missing or dangling.
+    public func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
+        guard let alias = Self.published("\(aliasesDir)/\(CacheNames.encode(placement))").last else { return nil }
+        let parts = alias.name.split(separator: "~", maxSplits: 2)
+        guard parts.count == 3 else { return nil }
+        return newestEntry(placement: placement, keyDir: "\(placementDir(placement))/\(parts[2])")
+    }
+
+    private func newestEntry(placement: String, keyDir: String) -> (CachedFlow, FlowDocument)? {
+        guard let newest = Self.published(keyDir).last,
+              let entry = Self.parseEntryName(placement: placement, keyDir: (keyDir as NSString).lastPathComponent,
+                                              name: newest.name, size: 0, path: "\(keyDir)/\(newest.name)") else { return nil }
+        guard let (doc, size) = Self.readEntry(entry) else { return nil }
+        return (CachedFlow(placement: entry.placement, fingerprint: entry.fingerprint, userID: entry.userID, flowID: entry.flowID,
+                           version: entry.version, resolvedAt: entry.resolvedAt, ttlSeconds: entry.ttlSeconds, size: size,
+                           path: entry.path), doc)
+    }
+
+    /// Reads and checks an entry file: metadata agrees with its name, the flow's
+    /// bytes match `flow_sha256`, the flow validates. Anything else: nil.
+    static func readEntry(_ entry: CachedFlow) -> (FlowDocument, Int64)? {
+        if let (doc, size, problem) = inspectEntry(entry), problem == nil, let doc { return (doc, size) }
+        return nil
+    }
+
+    /// As `readEntry`, but says what is wrong (for `cache verify`).
+    static func inspectEntry(_ entry: CachedFlow) -> (FlowDocument?, Int64, String?)? {
+        guard let data = FileManager.default.contents(atPath: entry.path) else { return (nil, 0, "unreadable") }
+        guard let json = try? JSONValue.parse(data) else { return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)") }
+        guard json["placement"]?.stringValue == entry.placement, json["fingerprint"]?.stringValue == entry.fingerprint,
+              json["flow_id"]?.stringValue == entry.flowID || entry.flowID.hasPrefix("#"),
+              json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"] else {
+            return (nil, Int64(data.count), "metadata disagrees with the file name")
+        }
+        guard json["flow_sha256"]?.stringValue == Digest.sha256Hex(CanonicalJSON.data(flow)) else {
+            return (nil, Int64(data.count), "flow bytes do not match flow_sha256")
+        }
+        let (doc, findings) = FlowDocument.validate(flow, location: entry.path)
+        guard let doc else { return (nil, Int64(data.count), "flow fails validation: \(findings.first?.line ?? "")") }
+        return (doc, Int64(data.count), nil)
+    }
+
+    /// `<stamp ms>~<unique>~<ttl>~<flow id>~<version>.json` in `<fingerprint>~<user>`.
+    static func parseEntryName(placement: String, keyDir: String, name: String, size: Int64, path: String) -> CachedFlow? {
+        guard name.hasSuffix(".json") else { return nil }
+        let fields = name.dropLast(5).split(separator: "~", omittingEmptySubsequences: false)
+        let key = keyDir.split(separator: "~", maxSplits: 1, omittingEmptySubsequences: false)
+        guard fields.count == 5, key.count == 2, key[0].count == 64,
+              let resolvedAt = CacheNames.parseStamp(fields[0]), let ttl = Int(fields[2]),
+              let flowID = fields[3].hasPrefix("#") ? String(fields[3]) : CacheNames.decode(fields[3]),
+              let version = fields[4].hasPrefix("#") ? String(fields[4]) : CacheNames.decode(fields[4]) else { return nil }
+        let user = key[1].hasPrefix("#") ? nil : CacheNames.decode(key[1])
+        return CachedFlow(placement: placement, fingerprint: String(key[0]), userID: user, flowID: flowID, version: version,
+                          resolvedAt: resolvedAt, ttlSeconds: ttl, size: size, path: path)
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import Synchronization
+
+/// One cached image as its name and stat describe it.
+public struct CachedImage: Sendable {
+    public let urlHash: String
+    public let downloadedAt: Date
+    /// The access time the cache records itself (the file's mtime, set on every hit).
+    public let lastAccess: Date
+    public let size: Int64
+    public let path: String
+
+    public func isExpired(at now: Date, ttl: TimeInterval) -> Bool { now.timeIntervalSince(downloadedAt) >= ttl }
+}
+
+extension CacheStore {
+    static func urlHash(_ url: String) -> String { Digest.sha256Hex(Data(url.utf8)) }
+
+    func imageDir(_ url: String) -> String { "\(imagesDir)/\(Self.urlHash(url))" }
+
+    /// Stores an image under its full URL. An image larger than the disk budget is
+    /// refused (returns false). After the write the image budget holds: least
+    /// recently used images, across the whole cache, go first.
+    @discardableResult
+    public func storeImage(url: String, data: Data, now: Date = Date()) throws -> Bool {
+        guard Int64(data.count) <= budgets.imageDiskBytes else { return false }
+        let dir = imageDir(url)
+        let name = CacheNames.stamp(now) + ".img"
+        try withLock(exclusive: false) {
+            // The URL beside the bytes, so `cache list --images` can show it.
+            if !FileManager.default.fileExists(atPath: "\(dir)/url") {
+                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: "url", mtime: now)
+            }
+            try AtomicFile.publish(data, directory: dir, name: name, mtime: now)
+            for item in Self.published(dir) where item.name != name && item.name != "url" { unlink("\(dir)/\(item.name)") }
+        }
+        try enforceImageBudget(adding: Int64(data.count), now: now)
+        imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
+        return true
+    }
+
+    /// The image's bytes when cached and not expired; records the access.
+    public func image(url: String, now: Date = Date()) -> Data? {
+        guard let newest = Self.published(imageDir(url)).last(where: { $0.name.hasSuffix(".img") }),
+              let downloaded = CacheNames.parseStamp(newest.name.prefix(14)),
+              now.timeIntervalSince(downloaded) < budgets.imageTTL else { return nil }
+        let path = "\(imageDir(url))/\(newest.name)"
+        if let hit = imageMemory.get(url) {
+            AtomicFile.touch(path, now)
+            return hit
+        }
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        AtomicFile.touch(path, now)
+        imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
+        return data
+    }
+
+    /// Whether a fresh copy is cached, without reading it or recording an access.
+    public func hasImage(url: String, now: Date = Date()) -> Bool {
+        guard let newest = Self.published(imageDir(url)).last(where: { $0.name.hasSuffix(".img") }),
+              let downloaded = CacheNames.parseStamp(newest.name.prefix(14)) else { return false }
+        return now.timeIntervalSince(downloaded) < budgets.imageTTL
+    }
+
+    /// Every image file, from one walk of `images/`.
+    public func scanImages() -> [CachedImage] {
+        var out: [CachedImage] = []
+        for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] where dir.isDirectory && !dir.name.hasPrefix(".") {
+            for item in DirectoryWalker.list("\(imagesDir)/\(dir.name)") ?? [] where item.name.hasSuffix(".img") && !item.name.hasPrefix(".") {
+                guard let downloaded = CacheNames.parseStamp(item.name.prefix(14)) else { continue }
+                out.append(CachedImage(urlHash: dir.name, downloadedAt: downloaded, lastAccess: item.mtime,
+                                       size: item.size, path: "\(imagesDir)/\(dir.name)/\(item.name)"))
+            }
+        }
+        return out
+    }
+
+    /// Keeps the on-disk image total within budget. The total is measured once per
+    /// process and then kept up to date by this process's writes; when a write
+    /// takes it over the budget, a global LRU sweep (one directory walk) trims to
+    /// 90% of it, so sweeps are rare and the budget holds after every write.
+    func enforceImageBudget(adding bytes: Int64, now: Date) throws {
+        let over = imageTotal.withLock { total -> Bool in
+            if total == nil { total = scanImages().reduce(0) { $0 + $1.size } } else { total! += bytes }
+            return total! > budgets.imageDiskBytes
+        }
+        guard over else { return }
+        let target = budgets.imageDiskBytes * 9 / 10
+        try withLock(exclusive: true) {
+            let images = scanImages().sorted { $0.lastAccess < $1.lastAccess }
+            var total = images.reduce(0) { $0 + $1.size }
+            for image in images where total > target {
+                unlink(image.path)
+                Self.removeImageDirIfEmpty(image.path)
+                total -= image.size
+            }
+            imageTotal.withLock { $0 = total }
+        }
+    }
+
+    static func removeImageDirIfEmpty(_ imagePath: String) {
+        let dir = (imagePath as NSString).deletingLastPathComponent
+        if !published(dir).contains(where: { $0.name.hasSuffix(".img") }) {
+            unlink("\(dir)/url")
+            rmdir(dir)
+        }
+    }
+
+    // MARK: Fonts
+
+    /// Stores a font by its SHA-256 (checked); content-addressed, so storing twice is a no-op.
+    public func storeFont(_ data: Data, sha256 expected: String?, ext: String) throws -> String {
+        let sha = Digest.sha256Hex(data)
+        if let expected, expected != sha {
+            throw CacheError.io("font sha256 \(sha) does not match the flow's \(expected)")
+        }
+        let name = "\(sha).\(BundlePath.normalizedExtension("x.\(ext)"))"
+        if !FileManager.default.fileExists(atPath: "\(fontsDir)/\(name)") {
+            try withLock(exclusive: false) {
+                do { try AtomicFile.publish(data, directory: fontsDir, name: name) } catch {
+                    if !FileManager.default.fileExists(atPath: "\(fontsDir)/\(name)") { throw error }
+                }
+            }
+        }
+        return "\(fontsDir)/\(name)"
+    }
+
+    public func hasFont(sha256: String) -> Bool {
+        (DirectoryWalker.list(fontsDir, stat: false) ?? []).contains { $0.name.hasPrefix(sha256 + ".") }
+    }
+}
+
+/// The in-process image layer: an LRU of decoded bytes under its own budget.
+final class ImageMemoryCache: Sendable {
+    private let state = Mutex<(order: [String], items: [String: Data], bytes: Int)>(([], [:], 0))
+
+    func get(_ url: String) -> Data? {
+        state.withLock { s in
+            guard let data = s.items[url] else { return nil }
+            if let i = s.order.firstIndex(of: url) { s.order.remove(at: i) }
+            s.order.append(url)
+            return data
+        }
+    }
+
+    func insert(_ url: String, _ data: Data, budget: Int) {
+        guard data.count <= budget else { return }
+        state.withLock { s in
+            if let old = s.items.updateValue(data, forKey: url) {
+                s.bytes -= old.count
+                if let i = s.order.firstIndex(of: url) { s.order.remove(at: i) }
+            }
+            s.order.append(url)
+            s.bytes += data.count
+            while s.bytes > budget, !s.order.isEmpty {
+                let victim = s.order.removeFirst()
+                s.bytes -= s.items.removeValue(forKey: victim)?.count ?? 0
+            }
+        }
+    }
+
+    var bytes: Int { state.withLock { $0.bytes } }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// The cache directory the SDK keeps between launches (docs/cache-format.md):
+/// flows keyed by (placement, identity fingerprint) with a last-known-good alias
+/// per placement, images keyed by URL, fonts keyed by SHA-256.
+///
+/// Every file is immutable once published (see `AtomicFile`): a key's directory
+/// holds its newest file and, for a moment after a write (or after a writer was
+/// killed), older ones, which readers ignore and `prune` removes.
+public final class CacheStore: Sendable {
+    public static let format = "fpcache"
+    public static let formatVersion = 1
+    public static let markerName = "fpcache.json"
+
+    public struct Budgets: Sendable {
+        public var imageDiskBytes: Int64 = 200 << 20
+        public var imageMemoryBytes: Int = 50 << 20
+        public var imageTTL: TimeInterval = 7 * 86400
+        public init() {}
+    }
+
+    public let root: String
+    public let budgets: Budgets
+    let imageMemory = ImageMemoryCache()
+    /// This process's running total of image bytes on disk (nil until first measured).
+    let imageTotal = Mutex<Int64?>(nil)
+
+    var flowsDir: String { "\(root)/flows" }
+    var aliasesDir: String { "\(root)/aliases" }
+    var imagesDir: String { "\(root)/images" }
+    var fontsDir: String { "\(root)/fonts" }
+    var iconsDir: String { "\(root)/icons" }
+    var lockPath: String { "\(root)/.lock" }
+
+    /// Opens a cache directory. `create` makes a missing (or empty) one; otherwise
+    /// a missing directory is `CacheError.missing` and a directory written by a
+    /// newer format is refused, never rewritten.
+    public init(root: String, create: Bool = false, budgets: Budgets = .init()) throws {
+        self.root = root
+        self.budgets = budgets
+        var isDir: ObjCBool = false
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: root, isDirectory: &isDir) {
+            guard create else { throw CacheError.missing("\(root): no such cache directory") }
+            do { try fm.createDirectory(atPath: root, withIntermediateDirectories: true) } catch {
+                throw CacheError.io("\(root): cannot create: \(error.localizedDescription)")
+            }
+        } else if !isDir.boolValue {
+            throw CacheError.notACache("\(root): not a directory")
+        }
+        let marker = "\(root)/\(Self.markerName)"
+        if let data = fm.contents(atPath: marker) {
+            guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == Self.format,
+                  let version = json["version"]?.numberValue else {
+                throw CacheError.notACache("\(marker): not an fpctl cache marker")
+            }
+            if version > Double(Self.formatVersion) {
+                throw CacheError.newerFormat("\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched")
+            }
+        } else {
+            let contents = (try? fm.contentsOfDirectory(atPath: root)) ?? []
+            guard contents.isEmpty else {
+                throw CacheError.notACache("\(root): not an fpctl cache (no \(Self.markerName)); refusing to touch it")
+            }
+            guard create else { throw CacheError.missing("\(root): empty directory, not a cache yet") }
+            let body = CanonicalJSON.prettyData(.object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
+            do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch CacheError.io(let m) where m.contains("exists") {
+                // Another process created it first: fine.
+            }
+        }
+    }
+
+    // MARK: Locking
+
+    /// Writers hold the lock shared for the moment of a write; `prune` and
+    /// `clear` hold it exclusively while they delete. Readers never lock.
+    func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CacheError.io("\(lockPath): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
+            guard errno == EINTR else { throw CacheError.io("\(lockPath): \(String(cString: strerror(errno)))") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    /// Files in `directory` that are published entries (not temporaries), newest last.
+    static func published(_ directory: String) -> [DirectoryWalker.Item] {
+        (DirectoryWalker.list(directory, stat: false) ?? [])
+            .filter { !$0.name.hasPrefix(".") && !$0.isDirectory }
+            .sorted { $0.name < $1.name }
+    }
+
+    /// Removes every published file of a key directory but `keep`, then the
+    /// directory itself when it is empty.
+    static func removeOlder(in directory: String, keeping keep: String) {
+        for item in published(directory) where item.name != keep {
+            unlink("\(directory)/\(item.name)")
+        }
+    }
+}

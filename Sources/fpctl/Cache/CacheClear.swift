@@ -1,0 +1,42 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+struct CacheClear: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clear",
+        abstract: "Empty the cache: flows (clearCache), images (clearImageCache) or all",
+        discussion: """
+            --flows removes flows, their aliases, fonts and icons, as the SDK's clearCache().
+            --images removes images and icons, as clearImageCache().
+            Without a flag, --all.
+            Needs --force when standard input is not a terminal.
+            """
+    )
+
+    @OptionGroup var cache: CacheDirOption
+    @Flag(help: "Flows, aliases, fonts and icons.") var flows = false
+    @Flag(help: "Images and icons.") var images = false
+    @Flag(help: "Everything (the default).") var all = false
+    @Flag(help: "Do it without a terminal to confirm on.") var force = false
+
+    func validate() throws {
+        if [flows, images, all].filter({ $0 }).count > 1 { throw ValidationError("choose one of --flows, --images, --all") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let store = try cache.open()
+            let scope: CacheStore.ClearScope = flows ? .flows : images ? .images : .all
+            if !force {
+                guard isatty(STDIN_FILENO) != 0 else {
+                    throw FPError.usage("cache clear needs --force when standard input is not a terminal")
+                }
+                FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
+                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
+            }
+            let (files, bytes) = try store.clear(scope)
+            Console.note("cleared \(scope.rawValue): \(files) files, \(bytes) bytes")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+struct CacheList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List cached flows, or images with --images",
+        discussion: """
+            One row per flow entry: placement, user id (when known), fingerprint prefix,
+            flow id, version, age, TTL, fresh or stale, size.
+            With --images, one row per image: URL, size, age, last access, expired.
+            """
+    )
+
+    @OptionGroup var cache: CacheDirOption
+    @Option(help: "Only this placement.") var placement: String?
+    @Option(name: .customLong("user-id"), help: "Only this user id.") var userID: String?
+    @Flag(help: "Only fresh entries.") var fresh = false
+    @Flag(help: "Only stale entries.") var stale = false
+    @Flag(help: "List images instead of flows.") var images = false
+    @OptionGroup var output: FormatOption
+
+    struct Row: Encodable {
+        let placement: String
+        let user_id: String?
+        let fingerprint: String
+        let flow_id: String
+        let version: String
+        let resolved_at: Date
+        let age_seconds: Int
+        let ttl_seconds: Int
+        let fresh: Bool
+        let size: Int64
+    }
+
+    struct ImageRow: Encodable {
+        let url: String
+        let size: Int64
+        let age_seconds: Int
+        let last_access: Date
+        let expired: Bool
+    }
+
+    struct Rows<T: Encodable>: Encodable {
+        let schema_version = JSONOutput.schemaVersion
+        let rows: [T]
+    }
+
+    func validate() throws {
+        if fresh && stale { throw ValidationError("--fresh and --stale exclude each other") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let store = try cache.open()
+            let scan = store.scan()
+            let now = Date()
+            if images { return try listImages(store, scan, now) }
+            let rows = scan.flows
+                .filter { placement == nil || $0.placement == placement }
+                .filter { userID == nil || $0.userID == userID }
+                .filter { !fresh || $0.isFresh(at: now) }
+                .filter { !stale || !$0.isFresh(at: now) }
+                .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
+                .map { Row(placement: $0.placement, user_id: $0.userID, fingerprint: $0.fingerprint, flow_id: $0.flowID,
+                           version: $0.version, resolved_at: $0.resolvedAt, age_seconds: Int($0.age(at: now)),
+                           ttl_seconds: $0.ttlSeconds, fresh: $0.isFresh(at: now), size: $0.size) }
+            switch output.format {
+            case .json: Console.out(try JSONOutput.string(Rows(rows: rows)))
+            case .csv, .table:
+                let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
+                                  rows: rows.map { [$0.placement, $0.user_id ?? "-", String($0.fingerprint.prefix(12)), $0.flow_id, $0.version,
+                                                    "\($0.age_seconds)s", "\($0.ttl_seconds)s", $0.fresh ? "fresh" : "stale", "\($0.size)"] })
+                Console.out(output.format == .csv ? table.csv() : table.text())
+            }
+        }
+    }
+
+    private func listImages(_ store: CacheStore, _ scan: CacheScan, _ now: Date) throws {
+        let rows = scan.images.map { image -> ImageRow in
+            let urlFile = (image.path as NSString).deletingLastPathComponent + "/url"
+            let url = FileManager.default.contents(atPath: urlFile).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+            return ImageRow(url: url, size: image.size, age_seconds: Int(now.timeIntervalSince(image.downloadedAt)),
+                            last_access: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
+        }.sorted { $0.url < $1.url }
+        switch output.format {
+        case .json: Console.out(try JSONOutput.string(Rows(rows: rows)))
+        case .csv, .table:
+            let table = Table(columns: ["url", "size", "age", "last_access", "expired"],
+                              rows: rows.map { [$0.url, "\($0.size)", "\($0.age_seconds)s", iso($0.last_access), $0.expired ? "yes" : "no"] })
+            Console.out(output.format == .csv ? table.csv() : table.text())
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import FlowPilotCore
+
+struct CachePrune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Remove expired, old, over-budget, unreferenced or one identity's entries",
+        discussion: """
+            Older copies that a write left behind always go.
+            A stale flow is never removed just for being stale: it is the offline
+            fallback; --older-than or --user-id remove flows.
+            --dry-run prints exactly what would go and the bytes it would free.
+            """
+    )
+
+    @OptionGroup var cache: CacheDirOption
+    @Flag(help: "Images past their TTL (7 days).") var expired = false
+    @Option(name: .customLong("older-than"), help: "Flows resolved, and images last used, longer ago than this (e.g. 7d).")
+    var olderThan: DurationArgument?
+    @Option(name: .customLong("max-size"), help: "Trim images to this size, least recently used first (e.g. 200MiB).")
+    var maxSize: SizeArgument?
+    @Option(name: .customLong("user-id"), help: "That identity's flows and the aliases pointing at them.")
+    var userID: String?
+    @Flag(help: "Images and fonts no cached flow refers to.") var unreferenced = false
+    @Flag(help: "Only images.") var images = false
+    @Flag(help: "Only flows (and fonts).") var flows = false
+    @Flag(name: .customLong("dry-run"), help: "Print what would be removed; remove nothing.") var dryRun = false
+    @OptionGroup var output: FormatOption
+
+    struct Result: Encodable {
+        let schema_version = JSONOutput.schemaVersion
+        let dry_run: Bool
+        let files: Int
+        let bytes: Int64
+        let removed: [Removal]
+    }
+
+    func validate() throws {
+        if images && flows { throw ValidationError("--images and --flows exclude each other") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let store = try cache.open()
+            var o = CacheStore.PruneOptions()
+            o.expired = expired
+            o.olderThan = olderThan?.seconds
+            o.maxImageBytes = maxSize?.bytes
+            o.userID = userID
+            o.unreferenced = unreferenced
+            o.images = !flows
+            o.flows = !images
+            o.dryRun = dryRun
+            let removed = try store.prune(o)
+            let bytes = removed.reduce(0) { $0 + $1.bytes }
+            switch output.format {
+            case .json: Console.out(try JSONOutput.string(Result(dry_run: dryRun, files: removed.count, bytes: bytes, removed: removed)))
+            case .csv, .table:
+                let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind, $0.path, "\($0.bytes)", $0.reason] })
+                Console.out(output.format == .csv ? table.csv() : table.text())
+            }
+            Console.note("\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes")
+        }
+    }
+}

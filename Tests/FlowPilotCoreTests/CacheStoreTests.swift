@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import FlowPilotCore
+
+private func tempDir() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("fpcache-\(UUID().uuidString)").path
+}
+
+private func flow(_ id: String, version: String = "v1", images: [String] = []) -> FlowDocument {
+    let comps = images.map { JSONValue.object(["type": .string("image"), "src": .string($0)]) }
+    let json: JSONValue = .object(["schema_version": .number(1), "id": .string(id), "version": .string(version),
+                                   "screens": .array([.object(["id": .string("s"), "components": .array(comps)])])])
+    return FlowDocument.validate(json, location: "test").0!
+}
+
+@Suite("the cache store")
+struct CacheStoreTests {
+    let alice = Identity(userID: "alice", attributes: ["plan": .string("free")])
+    let aliceUpgraded = Identity(userID: "alice", attributes: ["plan": .string("pro")])
+    let bob = Identity(userID: "bob")
+
+    @Test("an entry answers only the identity it was stored for; the alias serves any identity")
+    func identityIsolation() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        try store.storeFlow(placement: "paywall", identity: alice, document: flow("for_alice"), ttlSeconds: 300, tier: .network)
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "for_alice")
+        #expect(store.lookupFlow(placement: "paywall", identity: bob) == nil)
+        #expect(store.lookupFlow(placement: "paywall", identity: aliceUpgraded) == nil, "new attributes are a new identity")
+        #expect(store.lookupAlias(placement: "paywall")?.1.id == "for_alice")
+        try store.storeFlow(placement: "paywall", identity: bob, document: flow("for_bob"), ttlSeconds: 300, tier: .network)
+        #expect(store.lookupAlias(placement: "paywall")?.1.id == "for_bob", "the alias follows the newest resolve")
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "for_alice")
+    }
+
+    @Test("prune --user-id leaves no trace of that identity, and its aliases go with it")
+    func pruneIdentity() throws {
+        let root = tempDir()
+        let store = try CacheStore(root: root, create: true)
+        try store.storeFlow(placement: "paywall", identity: bob, document: flow("b"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(placement: "onboarding", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(placement: "paywall", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
+        var o = CacheStore.PruneOptions()
+        o.userID = "alice"
+        let removed = try store.prune(o)
+        #expect(removed.filter { $0.kind == "flow" }.count == 2)
+        let everything = FileManager.default.subpaths(atPath: root)!.joined(separator: "\n")
+        #expect(!everything.contains("alice"))
+        #expect(!everything.contains(alice.fingerprint))
+        #expect(store.lookupAlias(placement: "onboarding") == nil)
+        #expect(store.lookupFlow(placement: "paywall", identity: bob)?.1.id == "b")
+    }
+
+    @Test("freshness follows the TTL; a lapsed entry stays as the last-known-good")
+    func freshness() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        let past = Date().addingTimeInterval(-120)
+        try store.storeFlow(placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network, resolvedAt: past)
+        let (entry, _) = try #require(store.lookupFlow(placement: "p", identity: alice))
+        #expect(!entry.isFresh(at: Date()))
+        #expect(entry.isFresh(at: past.addingTimeInterval(59)))
+        #expect(store.scan().flows.count == 1)
+    }
+
+    @Test("corrupt, truncated, empty and foreign files are misses, findings, and repaired away")
+    func corruption() throws {
+        let root = tempDir()
+        let store = try CacheStore(root: root, create: true)
+        let stored = try store.storeFlow(placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network)
+        let other = try store.storeFlow(placement: "q", identity: bob, document: flow("g"), ttlSeconds: 60, tier: .network)
+        let original = try Data(contentsOf: URL(fileURLWithPath: stored.path))
+        for damage in [original.prefix(original.count / 2), Data(), Data("{\"placement\":\"p\"}".utf8), Data(original.reversed())] {
+            try damage.write(to: URL(fileURLWithPath: stored.path))
+            #expect(store.lookupFlow(placement: "p", identity: alice) == nil)
+            #expect(try store.verify(repair: false).contains { $0.rule == "cache-corrupt-entry" })
+        }
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: "\(root)/flows/p/stray.bin"))
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: "\(root)/notes.txt"))
+        let findings = try store.verify(repair: true)
+        #expect(Set(findings.map(\.rule)) == ["cache-corrupt-entry", "cache-foreign-file", "cache-dangling-alias"])
+        #expect(try store.verify(repair: false).isEmpty)
+        #expect(store.lookupFlow(placement: "q", identity: bob)?.1.id == "g", "repair removed only what was broken")
+        _ = other
+    }
+
+    @Test("a directory written by a newer format is refused and left untouched")
+    func newerFormat() throws {
+        let root = tempDir()
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let marker = Data(#"{"format":"fpcache","version":2}"#.utf8)
+        try marker.write(to: URL(fileURLWithPath: "\(root)/fpcache.json"))
+        #expect(throws: CacheError.self) { try CacheStore(root: root, create: true) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(root)/fpcache.json")) == marker)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["fpcache.json"])
+    }
+
+    @Test("image LRU is global, by the access times the cache records, and the budget holds after every write")
+    func imageBudget() throws {
+        var budgets = CacheStore.Budgets()
+        budgets.imageDiskBytes = 10_000
+        let store = try CacheStore(root: tempDir(), create: true, budgets: budgets)
+        let t0 = Date().addingTimeInterval(-1000)
+        for i in 0..<4 {
+            try store.storeImage(url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000), now: t0.addingTimeInterval(Double(i)))
+        }
+        // Touch image 0 so it becomes the most recently used.
+        #expect(store.image(url: "https://cdn/0.png", now: t0.addingTimeInterval(100)) != nil)
+        for i in 4..<12 {
+            try store.storeImage(url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000), now: t0.addingTimeInterval(200 + Double(i)))
+            #expect(store.scan().imageBytes <= budgets.imageDiskBytes, "over budget after write \(i)")
+        }
+        #expect(!store.hasImage(url: "https://cdn/1.png", now: t0.addingTimeInterval(300)), "least recently used went first")
+        #expect(try store.storeImage(url: "https://cdn/huge.png", data: Data(count: 20_000)) == false, "larger than the budget: refused")
+    }
+
+    @Test("images expire after their TTL and prune --expired removes them")
+    func imageTTL() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        let old = Date().addingTimeInterval(-8 * 86400)
+        try store.storeImage(url: "https://cdn/old.png", data: Data(count: 10), now: old)
+        try store.storeImage(url: "https://cdn/new.png", data: Data(count: 10))
+        #expect(store.image(url: "https://cdn/old.png") == nil)
+        var o = CacheStore.PruneOptions()
+        o.expired = true
+        #expect(try store.prune(o).map(\.kind) == ["image"])
+        #expect(store.scan().images.count == 1)
+    }
+
+    @Test("unreferenced media and fonts are garbage once no cached flow uses them")
+    func unreferenced() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        try store.storeFlow(placement: "p", identity: alice, document: flow("f", images: ["https://cdn/used.png"]), ttlSeconds: 60, tier: .network)
+        try store.storeImage(url: "https://cdn/used.png", data: Data(count: 10))
+        try store.storeImage(url: "https://cdn/orphan.png", data: Data(count: 10))
+        _ = try store.storeFont(Data("font".utf8), sha256: nil, ext: "ttf")
+        var o = CacheStore.PruneOptions()
+        o.unreferenced = true
+        o.dryRun = true
+        let removed = try store.prune(o)
+        #expect(removed.map(\.kind).sorted() == ["font", "image"])
+        #expect(store.scan().images.count == 2, "dry run removes nothing")
+    }
+}

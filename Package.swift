@@ -28,6 +28,9 @@ let package = Package(
             dependencies: [
                 "CArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // `fpctl serve`: a local resolve backend on Hummingbird.

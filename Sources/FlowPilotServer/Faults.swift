@@ -20,6 +20,8 @@ public struct Faults: Codable, Sendable, Equatable {
     public var close_connection: Bool?
     /// Placements that answer `flow: null`.
     public var no_flow: [String]?
+    /// Media and font routes answer 404 (broken image URLs).
+    public var fail_media: Bool?
     /// When set, the faults above apply to these placements only.
     public var placements: [String]?
 

@@ -15,6 +15,6 @@ struct FPCTL: AsyncParsableCommand {
             73 the output cannot be written.
             """,
         version: FPVersion.current,
-        subcommands: [BundleCommand.self, CacheCommand.self, Serve.self]
+        subcommands: [BundleCommand.self, CacheCommand.self, Serve.self, Warm.self, Resolve.self, Ready.self]
     )
 }

@@ -36,7 +36,8 @@ struct ManPageTests {
     func lintClean() throws {
         let pages = try FileManager.default.contentsOfDirectory(atPath: Self.committed).filter { $0.hasSuffix(".1") }
         for command in ["fpctl", "fpctl.bundle", "fpctl.bundle.build", "fpctl.bundle.validate", "fpctl.bundle.inspect", "fpctl.bundle.extract", "fpctl.serve",
-                        "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune", "fpctl.cache.clear", "fpctl.cache.put"] {
+                        "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune", "fpctl.cache.clear", "fpctl.cache.put",
+                        "fpctl.warm", "fpctl.resolve", "fpctl.ready"] {
             #expect(pages.contains("\(command).1"), "no page for \(command)")
         }
         let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "warning"] + pages.map { "\(Self.committed)/\($0)" })

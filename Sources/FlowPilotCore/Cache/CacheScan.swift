@@ -44,7 +44,7 @@ extension CacheStore {
             case Self.markerName, ".lock": continue
             case "flows": scanFlows(into: &scan)
             case "aliases": scanAliases(into: &scan)
-            case "images": scan.images = scanImages(); scanImageExtras(into: &scan)
+            case "images": scanImageDirs(into: &scan)
             case "fonts": scan.fonts = scanFlat(fontsDir, scan: &scan)
             case "icons": scan.icons = scanFlat(iconsDir, scan: &scan)
             default: scan.foreign.append(.init(path: "\(root)/\(item.name)", size: item.size, mtime: item.mtime))
@@ -104,25 +104,29 @@ extension CacheStore {
         }
     }
 
-    private func scanImageExtras(into scan: inout CacheScan) {
+    /// One pass over `images/`: the newest `.img` of each URL, its `url` file, and
+    /// anything else (older copies, debris, foreign files).
+    private func scanImageDirs(into scan: inout CacheScan) {
         for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
             let d = "\(imagesDir)/\(dir.name)"
             guard dir.isDirectory, dir.name.count == 64 else { scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast)); continue }
-            var newest: String?
+            var copies: [DirectoryWalker.Item] = []
             for item in DirectoryWalker.list(d) ?? [] {
                 if classify(d, item, scan: &scan) { continue }
-                let file = CacheScan.File(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime)
-                if item.name == "url" { scan.imageURLFiles.append(file) }
-                else if item.name.hasSuffix(".img"), CacheNames.parseStamp(item.name.prefix(14)) != nil {
-                    if let n = newest, n > item.name { scan.superseded.append(file) } else {
-                        if let n = newest { scan.superseded.append(.init(path: "\(d)/\(n)", size: 0, mtime: .distantPast)) }
-                        newest = item.name
-                    }
-                } else { scan.foreign.append(file) }
+                if item.name == "url" {
+                    scan.imageURLFiles.append(.init(path: "\(d)/url", size: item.size, mtime: item.mtime))
+                } else if item.name.hasSuffix(".img"), CacheNames.parseStamp(item.name.prefix(14)) != nil {
+                    copies.append(item)
+                } else {
+                    scan.foreign.append(.init(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime))
+                }
             }
+            copies.sort { $0.name < $1.name }
+            guard let newest = copies.popLast() else { continue }
+            scan.images.append(CachedImage(urlHash: dir.name, downloadedAt: CacheNames.parseStamp(newest.name.prefix(14))!,
+                                           lastAccess: newest.mtime, size: newest.size, path: "\(d)/\(newest.name)"))
+            scan.superseded += copies.map { .init(path: "\(d)/\($0.name)", size: $0.size, mtime: $0.mtime) }
         }
-        let superseded = Set(scan.superseded.map(\.path))
-        scan.images.removeAll { superseded.contains($0.path) }
     }
 
     private func scanFlat(_ dir: String, scan: inout CacheScan) -> [CacheScan.File] {

@@ -45,8 +45,12 @@ extension CacheStore {
         for image in scan.images where !urlDirs.contains((image.path as NSString).deletingLastPathComponent) {
             bad("cache-image-url", image.path, "image without its url file")
         }
+        let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
         for urlFile in scan.imageURLFiles {
             let dir = (urlFile.path as NSString).deletingLastPathComponent
+            // A url file whose image is not (yet) written is what a writer killed between
+            // the two leaves: harmless, and `prune` removes it.
+            if !imageDirs.contains(dir) { continue }
             let url = FileManager.default.contents(atPath: urlFile.path).map { String(decoding: $0, as: UTF8.self) }
             if url.map({ Self.urlHash($0) }) != (dir as NSString).lastPathComponent {
                 bad("cache-image-url", urlFile.path, "url file does not hash to its directory name")
@@ -107,18 +111,22 @@ extension CacheStore {
                 out.append(Removal(kind: kind, path: self.relative(path), bytes: bytes, reason: reason))
             }
             for file in scan.superseded { remove("superseded", file.path, file.size, "older copy of a key") }
+            let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
+            for urlFile in scan.imageURLFiles where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
+                remove("orphan", urlFile.path, urlFile.size, "url file without an image")
+            }
             if o.flows {
                 var removedKeys = Set<String>()
-                let userSuffix = o.userID.map { "~" + CacheNames.bounded($0, max: Self.maxNameField) }
+                let userSuffix = o.userID.map { "~" + CacheNames.bounded($0, max: Self.maxNameField) + "/" }
                 for entry in scan.flows {
-                    let key = "\(CacheNames.encode(entry.placement))/\(entry.keyName)"
-                    if let user = o.userID, let userSuffix, entry.keyName.hasSuffix(userSuffix) {
+                    if let user = o.userID, let userSuffix, entry.path.contains(userSuffix) {
                         remove("flow", entry.path, entry.size, "identity \(user)")
-                        removedKeys.insert(key)
                     } else if let age = o.olderThan, entry.age(at: o.now) > age {
                         remove("flow", entry.path, entry.size, "resolved \(Int(entry.age(at: o.now)))s ago")
-                        removedKeys.insert(key)
+                    } else {
+                        continue
                     }
+                    removedKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
                 }
                 for alias in scan.aliases where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
                     remove("alias", alias.path, alias.size, "points at a removed entry")

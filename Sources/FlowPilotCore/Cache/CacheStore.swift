@@ -65,8 +65,9 @@ public final class CacheStore: Sendable {
             }
             guard create else { throw CacheError.missing("\(root): empty directory, not a cache yet") }
             let body = CanonicalJSON.prettyData(.object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
-            do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch CacheError.io(let m) where m.contains("exists") {
-                // Another process created it first: fine.
+            do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch {
+                // Another process may have created it first; anything else is a real failure.
+                guard fm.fileExists(atPath: marker) else { throw error }
             }
         }
     }
@@ -93,8 +94,7 @@ public final class CacheStore: Sendable {
             .sorted { $0.name < $1.name }
     }
 
-    /// Removes every published file of a key directory but `keep`, then the
-    /// directory itself when it is empty.
+    /// Removes every published file of a key directory but `keep`.
     static func removeOlder(in directory: String, keeping keep: String) {
         for item in published(directory) where item.name != keep {
             unlink("\(directory)/\(item.name)")

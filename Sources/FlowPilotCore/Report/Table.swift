@@ -17,12 +17,18 @@ public struct Table: Sendable {
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
         }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, c in
-                i == cells.count - 1 ? c : c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
+        var out = ""
+        out.reserveCapacity((rows.count + 1) * (widths.reduce(0, +) + 2 * widths.count + 1))
+        func line(_ cells: [String]) {
+            for (i, c) in cells.enumerated() {
+                out += c
+                if i < cells.count - 1 { out += String(repeating: " ", count: max(0, widths[i] - c.count) + 2) }
+            }
+            out += "\n"
         }
-        return ([line(columns.map { $0.uppercased() })] + rows.map(line)).joined(separator: "\n") + "\n"
+        line(columns.map { $0.uppercased() })
+        rows.forEach(line)
+        return out
     }
 
     /// RFC 4180 CSV: quoted when a cell holds a comma, quote or newline.

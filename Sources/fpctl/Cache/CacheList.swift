@@ -57,17 +57,35 @@ struct CacheList: ParsableCommand {
             let scan = store.scan()
             let now = Date()
             if images { return try listImages(store, scan, now) }
-            let rows = scan.flows
+            let entries = scan.flows
                 .filter { placement == nil || $0.placement == placement }
                 .filter { userID == nil || $0.userID == userID }
                 .filter { !fresh || $0.isFresh(at: now) }
                 .filter { !stale || !$0.isFresh(at: now) }
                 .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
-                .map { Row(placement: $0.placement, user_id: $0.userID, fingerprint: $0.fingerprint, flow_id: $0.flowID,
-                           version: $0.version, resolved_at: $0.resolvedAt, age_seconds: Int($0.age(at: now)),
-                           ttl_seconds: $0.ttlSeconds, fresh: $0.isFresh(at: now), size: $0.size) }
+            if output.format == .json {
+                // Streamed row by row: 100,000 entries must not become one document in memory.
+                let out = BufferedOutput()
+                out.write("{\"rows\":[")
+                for (i, e) in entries.enumerated() {
+                    let row: JSONValue = .object([
+                        "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
+                        "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID), "version": .string(e.version),
+                        "resolved_at": .string(RFC3339.string(e.resolvedAt)), "age_seconds": .number(Double(Int(e.age(at: now)))),
+                        "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)), "size": .number(Double(e.size)),
+                    ])
+                    out.write(i == 0 ? "\n" : ",\n")
+                    out.write(CanonicalJSON.data(row))
+                }
+                out.write("\n],\"schema_version\":\(JSONOutput.schemaVersion)}\n")
+                out.flush()
+                return
+            }
+            let rows = entries.map { Row(placement: $0.placement, user_id: $0.userID, fingerprint: $0.fingerprint, flow_id: $0.flowID,
+                                         version: $0.version, resolved_at: $0.resolvedAt, age_seconds: Int($0.age(at: now)),
+                                         ttl_seconds: $0.ttlSeconds, fresh: $0.isFresh(at: now), size: $0.size) }
             switch output.format {
-            case .json: Console.out(try JSONOutput.string(Rows(rows: rows)))
+            case .json: break
             case .csv, .table:
                 let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
                                   rows: rows.map { [$0.placement, $0.user_id ?? "-", String($0.fingerprint.prefix(12)), $0.flow_id, $0.version,

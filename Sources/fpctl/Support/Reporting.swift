@@ -37,3 +37,20 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
         throw ExitCode(error.exitCode)
     }
 }
+
+/// Standard output in 64 KiB writes, for long streamed listings.
+final class BufferedOutput {
+    private var buffer = Data()
+
+    func write(_ text: String) { write(Data(text.utf8)) }
+
+    func write(_ data: Data) {
+        buffer.append(data)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func flush() {
+        FileHandle.standardOutput.write(buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

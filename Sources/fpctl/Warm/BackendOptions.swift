@@ -1,0 +1,72 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+/// Options shared by warm, resolve and ready: backend, identity, cache, chain.
+struct BackendOptions: ParsableArguments {
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (default: $FPCTL_CACHE_DIR); created when missing.")
+    var cacheDir: String?
+    @Option(name: .customLong("api-url"), help: "The resolve backend's base URL.") var apiURL: String
+    @Option(name: .customLong("app-id"), help: "The app id.") var appID: String
+    @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).")
+    var apiKeyFile: String?
+    @Option(name: .customLong("user-id"), help: "The identity's user id.") var userID: String = ""
+    @Option(name: .customLong("attribute"), help: "A targeting attribute, key=value (repeatable); numbers and true/false are typed.")
+    var attributes: [String] = []
+    @Option(help: "A bundled default .fpbundle for Tier 3.") var bundle: String?
+    @Option(help: "production, staging, development or custom (sets the default TTL).")
+    var environment: String = "production"
+    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).") var timeout: String = "4s"
+    @Option(help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
+    @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
+
+    func identity() throws -> Identity {
+        var attrs: [String: JSONValue] = [:]
+        for pair in attributes {
+            guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
+                throw FPError.usage("--attribute \(pair): use key=value")
+            }
+            let key = String(pair[..<eq]), raw = String(pair[pair.index(after: eq)...])
+            attrs[key] = raw == "true" ? .bool(true) : raw == "false" ? .bool(false) : Double(raw).map(JSONValue.number) ?? .string(raw)
+        }
+        return Identity(userID: userID, attributes: attrs)
+    }
+
+    func cachePath() throws -> String {
+        if let cacheDir { return cacheDir }
+        if let env = ProcessInfo.processInfo.environment["FPCTL_CACHE_DIR"], !env.isEmpty { return env }
+        throw FPError.usage("no cache directory: pass --cache-dir or set FPCTL_CACHE_DIR")
+    }
+
+    /// The key: from --api-key-file, else FLOWPILOT_API_KEY. Never printed.
+    func apiKey() throws -> String? {
+        if let apiKeyFile {
+            guard let data = FileManager.default.contents(atPath: apiKeyFile) else {
+                throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file")
+            }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return ProcessInfo.processInfo.environment["FLOWPILOT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func makeWarmer(media: MediaStrategy) throws -> Warmer {
+        guard let env = SDKEnvironment(rawValue: environment) else {
+            throw FPError.usage("--environment \(environment): use production, staging, development or custom")
+        }
+        guard let seconds = Units.parseDuration(timeout), seconds > 0 else { throw FPError.usage("--timeout \(timeout): use a duration like 4s or 500ms") }
+        guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else { throw FPError.usage("--api-url \(apiURL): use an http(s) URL") }
+        let store: CacheStore
+        do { store = try CacheStore(root: try cachePath(), create: true) } catch let e as CacheError { throw e.asFPError }
+        let loaded = try bundle.map { try LoadedBundle.open($0) }
+        var config = WarmConfiguration()
+        config.environment = env
+        config.resolveTimeout = .milliseconds(Int(seconds * 1000))
+        config.media = media
+        config.batch = !noBatch
+        let client = ResolveClient(baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries))
+        if env.defaultTTL == 0 {
+            Console.warn("environment \(env.rawValue) defaults to a 0 s TTL: flows the backend sends without cache_ttl_seconds expire at once (they still serve Tier 2)")
+        }
+        return Warmer(client: client, store: store, bundle: loaded, config: config)
+    }
+}

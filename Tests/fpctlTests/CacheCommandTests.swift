@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+/// JSON Lines for `fpctl cache put`: `count` flow entries for distinct users.
+private func putLines(_ prefix: String, count: Int, placement: String = "paywall") -> String {
+    let flow = Paths.sample("demo") + "/flows/paywall.json"
+    return (0..<count).map { i in
+        #"{"placement":"\#(placement)","user_id":"\#(prefix)-\#(i)","attributes":{"n":\#(i)},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
+    }.joined(separator: "\n") + "\n"
+}
+
+private func writeLines(_ tmp: TemporaryDirectory, _ name: String, _ text: String) throws -> String {
+    let path = tmp.file(name)
+    try text.write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}
+
+@Suite("fpctl cache on real directories and real processes")
+struct CacheCommandTests {
+    @Test("exit 66 for a missing directory, 65 for a newer format, 64 without a directory")
+    func exitStatuses() throws {
+        let tmp = try TemporaryDirectory()
+        let missing = try fpctl("cache", "info", "--cache-dir", tmp.file("nope"))
+        #expect(missing.status == 66)
+        #expect(missing.stderr.contains("no such cache directory"))
+        try FileManager.default.createDirectory(atPath: tmp.file("future"), withIntermediateDirectories: true)
+        try #"{"format":"fpcache","version":9}"#.write(toFile: tmp.file("future/fpcache.json"), atomically: true, encoding: .utf8)
+        let future = try fpctl("cache", "list", "--cache-dir", tmp.file("future"))
+        #expect(future.status == 65)
+        #expect(future.stderr.contains("newer than this fpctl reads"))
+        #expect(try fpctl(["cache", "info"], environment: ["FPCTL_CACHE_DIR": ""]).status == 64)
+    }
+
+    @Test("info, list and prune --dry-run report what put wrote; FPCTL_CACHE_DIR is the default directory")
+    func reports() throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        let lines = try writeLines(tmp, "in.jsonl", putLines("u", count: 3) + putLines("v", count: 2, placement: "onboarding"))
+        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", lines).status == 0)
+        let info = try fpctl(["cache", "info", "--format", "json"], environment: ["FPCTL_CACHE_DIR": dir])
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any])
+        #expect(doc["flows"] as? Int == 5 && doc["fresh"] as? Int == 5 && doc["aliases"] as? Int == 2)
+        let list = try fpctl("cache", "list", "--cache-dir", dir, "--user-id", "u-1", "--format", "csv")
+        #expect(list.stdout.split(separator: "\n").count == 2)
+        #expect(list.stdout.contains("paywall,u-1,"))
+        let dry = try fpctl("cache", "prune", "--cache-dir", dir, "--user-id", "v-0", "--dry-run", "--format", "json")
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(dry.stdout.utf8)) as? [String: Any])
+        #expect(plan["files"] as? Int == 1 && plan["dry_run"] as? Bool == true)
+        #expect(try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 6)
+    }
+
+    @Test("clear needs --force without a terminal, then empties what it names")
+    func clear() throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        let lines = try writeLines(tmp, "in.jsonl", putLines("u", count: 2)
+            + #"{"image_url":"https://cdn/x.png","image_file":"\#(Paths.sample("demo"))/assets/logo.png"}"# + "\n")
+        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", lines).status == 0)
+        let refused = try fpctl("cache", "clear", "--cache-dir", dir)
+        #expect(refused.status == 64)
+        #expect(try fpctl("cache", "clear", "--cache-dir", dir, "--flows", "--force").status == 0)
+        let info = try fpctl("cache", "info", "--cache-dir", dir, "--format", "json").stdout
+        #expect(info.contains("\"flows\" : 0") && info.contains("\"images\" : 1"))
+    }
+
+    @Test("two writers and a pruner at once: afterwards verify is clean and every surviving entry reads")
+    func concurrentWritersAndPruner() throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "seed.jsonl", putLines("seed", count: 1))).status == 0)
+        let a = try writeLines(tmp, "a.jsonl", putLines("a", count: 400) + putLines("a", count: 400))
+        let b = try writeLines(tmp, "b.jsonl", putLines("b", count: 400, placement: "onboarding") + putLines("b", count: 400))
+        let writers = [a, b].map { input -> Process in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Paths.fpctl)
+            p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
+            p.standardError = FileHandle.nullDevice
+            try? p.run()
+            return p
+        }
+        var prunes = 0
+        while writers.contains(where: \.isRunning) {
+            let r = try fpctl("cache", "prune", "--cache-dir", dir, "--older-than", "300ms")
+            #expect(r.status == 0, "\(r.stderr)")
+            prunes += 1
+        }
+        for w in writers { w.waitUntilExit(); #expect(w.terminationStatus == 0) }
+        #expect(prunes >= 2)
+        let verify = try fpctl("cache", "verify", "--cache-dir", dir)
+        #expect(verify.status == 0, "\(verify.stdout)")
+        let listed = try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count - 1
+        #expect(listed > 0)
+    }
+
+    @Test("a writer killed with SIGKILL at random moments never leaves the cache unclean", arguments: 0..<8)
+    func killedWriter(round: Int) throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        let input = try writeLines(tmp, "in.jsonl", putLines("k\(round)", count: 3000)
+            + (0..<200).map { #"{"image_url":"https://cdn/\#($0).png","image_file":"\#(Paths.sample("demo"))/assets/welcome.png"}"# }.joined(separator: "\n"))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        usleep(UInt32.random(in: 30_000...600_000))
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        guard FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") else { return }  // killed before it began
+        let verify = try fpctl("cache", "verify", "--cache-dir", dir)
+        #expect(verify.status == 0, "\(verify.stdout)")
+    }
+
+    @Test("planted corrupt and foreign files: verify exits 65 naming them, --repair removes only them")
+    func plantedDamage() throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 3))).status == 0)
+        let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(dir)/flows").filter { $0.hasSuffix(".json") }.sorted()
+        try Data("{".utf8).write(to: URL(fileURLWithPath: "\(dir)/flows/\(entries[0])"))
+        try Data().write(to: URL(fileURLWithPath: "\(dir)/flows/\(entries[1])"))
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: "\(dir)/README"))
+        let verify = try fpctl("cache", "verify", "--cache-dir", dir)
+        #expect(verify.status == 65)
+        #expect(verify.stdout.split(separator: "\n").filter { $0.hasPrefix("cache-corrupt-entry:") }.count == 2)
+        #expect(verify.stdout.contains("cache-foreign-file: README:"))
+        let repair = try fpctl("cache", "verify", "--cache-dir", dir, "--repair")
+        #expect(repair.status == 65 && repair.stdout.contains("removed: "))
+        #expect(try fpctl("cache", "verify", "--cache-dir", dir).stdout == "ok\n")
+        #expect(try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 2)
+    }
+}

@@ -1,0 +1,150 @@
+import FlowPilotCore
+import Foundation
+import Testing
+
+/// `fpctl warm` against a real `fpctl serve`, counting the requests it really made.
+@Suite("fpctl warm, resolve and ready against fpctl serve")
+struct WarmTests {
+    let tmp: TemporaryDirectory
+    var cache: String { tmp.file("cache") }
+
+    init() throws { tmp = try TemporaryDirectory() }
+
+    func warm(_ server: ServeProcess?, _ args: [String], url: String? = nil) throws -> ProcessResult {
+        try fpctl(["warm"] + args + ["--cache-dir", cache, "--api-url", url ?? server!.url, "--app-id", "demo", "--format", "json"])
+    }
+
+    func rows(_ r: ProcessResult) -> [[String: Any]] {
+        ((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any])?["rows"] as? [[String: Any]] ?? []
+    }
+
+    func stats(_ server: ServeProcess) async throws -> (routes: [String: Int], keys: [String: Int]) {
+        let s = try await http(.GET, "\(server.url)/_admin/stats").json ?? [:]
+        return (s["routes"] as? [String: Int] ?? [:], s["keys"] as? [String: Int] ?? [:])
+    }
+
+    @Test("two placements for one identity make one batch request; duplicates cost nothing")
+    func oneBatch() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let r = try warm(server, ["onboarding", "paywall", "paywall", "--user-id", "alice", "--media", "none"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(rows(r).count == 2)
+        let (routes, keys) = try await stats(server)
+        #expect(routes["resolve-batch"] == 1 && routes["resolve"] == nil)
+        #expect(keys == ["demo/onboarding/alice": 1, "demo/paywall/alice": 1])
+    }
+
+    @Test("without a batch endpoint: one request per placement, and the batch is not retried for later identities")
+    func batchFallback() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--no-batch"])
+        let ids = tmp.file("ids.jsonl")
+        try #"{"user_id":"a"}"# .appending("\n" + #"{"user_id":"b"}"# + "\n" + #"{"user_id":"a"}"# + "\n").write(toFile: ids, atomically: true, encoding: .utf8)
+        let r = try warm(server, ["onboarding", "paywall", "--identities", ids, "--media", "none", "--concurrency", "1"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(rows(r).count == 4)
+        let (routes, _) = try await stats(server)
+        #expect(routes["resolve-batch"] == 1)
+        #expect(routes["resolve"] == 4)
+    }
+
+    @Test("the chain: Tier 0 with no requests, Tier 1 after the TTL, Tier 2 with the server down, Tier 3 from the bundle, else failed")
+    func tiers() async throws {
+        var server: ServeProcess? = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "1"])
+        let url = server!.url
+        let first = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        #expect(first.first?["delivery_source"] as? String == "network" && first.first?["from_cache"] as? Bool == false)
+        let again = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        #expect(again.first?["delivery_source"] as? String == "cache" && again.first?["from_cache"] as? Bool == true)
+        #expect(try await stats(server!).keys["demo/paywall/u"] == 1, "Tier 0 makes no request")
+        try await Task.sleep(for: .milliseconds(1100))
+        let lapsed = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        #expect(lapsed.first?["delivery_source"] as? String == "network")
+        server?.stop()
+        server = nil
+        try await Task.sleep(for: .milliseconds(1100))
+        let down = try warm(nil, ["paywall", "--user-id", "u", "--media", "none", "--retries", "0"], url: url)
+        #expect(rows(down).first?["delivery_source"] as? String == "stale_cache" && rows(down).first?["from_cache"] as? Bool == true)
+        let otherIdentity = rows(try warm(nil, ["paywall", "--user-id", "someone-else", "--media", "none", "--retries", "0"], url: url))
+        #expect(otherIdentity.first?["delivery_source"] as? String == "stale_cache", "the alias serves Tier 2 after an identity change")
+
+        let bundle = tmp.file("demo.fpbundle")
+        #expect(try fpctl("bundle", "build", Paths.sample("demo"), "-o", bundle).status == 0)
+        let emptyCache = tmp.file("empty")
+        let bundled = try fpctl(["warm", "onboarding", "--cache-dir", emptyCache, "--api-url", url, "--app-id", "demo",
+                                 "--bundle", bundle, "--retries", "0", "--format", "json", "--media", "none"])
+        #expect(rows(bundled).first?["delivery_source"] as? String == "bundled_default" && rows(bundled).first?["from_cache"] as? Bool == false)
+        let nothing = try fpctl(["warm", "onboarding", "--cache-dir", tmp.file("empty2"), "--api-url", url, "--app-id", "demo",
+                                 "--retries", "0", "--format", "json"])
+        #expect(nothing.status == 69)
+        let failed = rows(nothing).first
+        #expect(failed?["state"] as? String == "failed")
+        #expect((failed?["error"] as? [String: Any])?["code"] as? String == "unreachable")
+    }
+
+    @Test("a server slower than the timeout: the outcome degrades, the late response lands, the next run hits Tier 0")
+    func lateResolve() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300", "--latency", "1200"])
+        let slow = try warm(server, ["paywall", "--user-id", "slow", "--timeout", "200ms", "--media", "none", "--grace", "10s"])
+        #expect(slow.status == 3)
+        #expect((rows(slow).first?["error"] as? [String: Any])?["code"] as? String == "timeout")
+        #expect(slow.stderr.contains("1 late resolves landed"))
+        let next = rows(try warm(server, ["paywall", "--user-id", "slow", "--timeout", "200ms", "--media", "none"]))
+        #expect(next.first?["delivery_source"] as? String == "cache")
+        #expect(try await stats(server).keys["demo/paywall/slow"] == 1)
+    }
+
+    @Test("changed attributes or user resolve fresh, never the other identity's fresh entry")
+    func identityChange() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300"])
+        _ = try warm(server, ["paywall", "--user-id", "u", "--attribute", "plan=free", "--media", "none"])
+        let changed = rows(try warm(server, ["paywall", "--user-id", "u", "--attribute", "plan=pro", "--media", "none"]))
+        #expect(changed.first?["delivery_source"] as? String == "network")
+        let other = rows(try warm(server, ["paywall", "--user-id", "v", "--attribute", "plan=free", "--media", "none"]))
+        #expect(other.first?["delivery_source"] as? String == "network")
+        #expect(try await stats(server).routes["resolve"] == 3)
+    }
+
+    @Test("faults give the right outcome and cache nothing", arguments: [
+        (#"{"fail_rate":1,"fail_status":503}"#, "http_503"),
+        (#"{"fail_rate":1,"fail_status":429,"retry_after":1}"#, "http_429"),
+        (#"{"truncate_body":true}"#, "invalid_response"),
+        (#"{"invalid_json":true}"#, "invalid_response"),
+        (#"{"close_connection":true}"#, "connection_error"),
+    ])
+    func faults(fault: String, code: String) async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        #expect(try await http(.POST, "\(server.url)/_admin/faults", body: Data(fault.utf8)).status == 200)
+        let r = try warm(server, ["paywall", "--user-id", "f", "--media", "none", "--retries", "1", "--timeout", "10s"])
+        #expect(r.status == 3)
+        #expect((rows(r).first?["error"] as? [String: Any])?["code"] as? String == code, "\(r.stdout)")
+        #expect(try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv").stdout.split(separator: "\n").count == 1)
+        if code.hasPrefix("http_") { #expect(try await stats(server).keys["demo/paywall/f"] == 2, "one retry") }
+    }
+
+    @Test("first-screen and all-screens warm exactly the images flow.md says; a broken image leaves the flow warmed")
+    func media() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let first = rows(try warm(server, ["onboarding", "--user-id", "m", "--media", "first-screen"]))
+        #expect(first.first?["media_warmed"] as? Bool == true)
+        #expect(try await stats(server).routes["media"] == 2 + 1, "welcome.png, logo.png and the font")
+        let all = rows(try warm(server, ["onboarding", "--user-id", "m2", "--media", "all-screens"]))
+        #expect(all.first?["media_warmed"] as? Bool == true)
+        #expect(try await stats(server).routes["media"] == 3 + 2, "only the two images not cached yet")
+        #expect(try await http(.POST, "\(server.url)/_admin/faults", json: ["fail_media": true]).status == 200)
+        let broken = rows(try warm(server, ["paywall", "--user-id", "m3", "--media", "first-screen"]))
+        #expect(broken.first?["state"] as? String == "warmed" && broken.first?["media_warmed"] as? Bool == false)
+    }
+
+    @Test("resolve explains the chain; ready answers 0 or 1")
+    func resolveAndReady() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300"])
+        let base = ["--cache-dir", cache, "--api-url", server.url, "--app-id", "demo", "--user-id", "r"]
+        let out = tmp.file("flow.json")
+        let r = try fpctl(["resolve", "paywall", "--output", out] + base)
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("tier 0 cache: no entry") && r.stdout.contains("tier 1 live resolve: ok"))
+        #expect(FlowDocument.validate(data: try Data(contentsOf: URL(fileURLWithPath: out)), location: "out").0?.id == "flow_paywall")
+        #expect(try fpctl(["ready", "paywall"] + base).status == 0)
+        #expect(try fpctl(["ready", "nope"] + base).status == 1)
+    }
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job, end to end, on the sample bundles: installs what is missing,
-# builds fpctl, builds the demo and travel bundles, validates and inspects them,
-# extracts one, then serves both bundles locally and resolves every placement for
-# two identities against that server. Output lands in .demo/ (ignored by git).
+# The main job, end to end, on the sample bundles. Installs what is missing, builds
+# fpctl, builds and validates the demo and travel bundles, serves them locally with
+# `fpctl serve`, warms a cache for three identities against it and for a fourth with
+# the backend unreachable (served from the bundled default), prints the outcome
+# tables, then `cache info`. Everything lands in .demo/ (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/install-deps.sh
@@ -10,6 +11,7 @@ swift build -c release --product fpctl
 fpctl=$(swift build -c release --show-bin-path)/fpctl
 out=.demo
 rm -rf "$out" && mkdir -p "$out"
+
 for sample in demo travel; do
   echo "== fpctl bundle build bundles/$sample"
   "$fpctl" bundle build "bundles/$sample" -o "$out/$sample.fpbundle"
@@ -18,26 +20,25 @@ echo "== fpctl bundle validate"
 "$fpctl" bundle validate "$out"/*.fpbundle
 echo "== fpctl bundle inspect $out/demo.fpbundle"
 "$fpctl" bundle inspect "$out/demo.fpbundle"
-echo "== fpctl bundle extract $out/travel.fpbundle"
-"$fpctl" bundle extract "$out/travel.fpbundle" -o "$out/travel"
-find "$out/travel" -type f | sort
-cp bundles/travel/rules.json "$out/travel.rules.json"   # targeting rules sit beside the bundle
-echo "== fpctl serve $out/demo.fpbundle $out/travel.fpbundle --port 0"
-"$fpctl" serve "$out/demo.fpbundle" "$out/travel.fpbundle" --port 0 --ttl 300 -q > "$out/serve.url" &
+
+echo "== fpctl serve $out/demo.fpbundle --port 0 --ttl 300 --rewrite-asset-urls"
+"$fpctl" serve "$out/demo.fpbundle" --port 0 --ttl 300 --rewrite-asset-urls -q > "$out/serve.url" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$out/serve.url" ] && break; sleep 0.1; done
 url=$(head -n 1 "$out/serve.url")
 echo "serving at $url"
-printf '%-8s %-8s %-14s %-22s %s\n' app user placement flow version
-for user in alice:US bob:DE; do
-  for app in demo:onboarding,paywall travel:welcome,trip-upsell; do
-    keys=$(echo "${app#*:}" | sed 's/[^,]*/"&"/g')
-    curl -sS -X POST "$url/apps/${app%%:*}/placements/resolve-batch" \
-      -d "{\"user_id\":\"${user%%:*}\",\"attributes\":{\"country\":\"${user#*:}\"},\"placement_keys\":[$keys]}" |
-      python3 -c 'import json,sys
-for r in json.load(sys.stdin)["results"]:
-    f = r.get("flow") or {}
-    print("%-8s %-8s %-14s %-22s %s" % (sys.argv[1], sys.argv[2], r["placement_key"], f.get("id", "-"), f.get("version", "-")))' "${app%%:*}" "${user%%:*}"
-  done
-done
+
+cat > "$out/identities.jsonl" <<'IDS'
+{"user_id": "alice", "attributes": {"plan": "free", "country": "US"}}
+{"user_id": "bob", "attributes": {"plan": "pro", "country": "DE"}}
+{"user_id": "carol", "attributes": {}}
+IDS
+echo "== fpctl warm onboarding paywall --identities $out/identities.jsonl"
+"$fpctl" warm onboarding paywall --cache-dir "$out/cache" --api-url "$url" --app-id demo \
+  --identities "$out/identities.jsonl" --media all-screens
+echo "== fpctl warm onboarding paywall --user-id dave (backend unreachable, bundled default)"
+"$fpctl" warm onboarding paywall --cache-dir "$out/offline-cache" --api-url http://127.0.0.1:9 --app-id demo \
+  --user-id dave --bundle "$out/demo.fpbundle" --retries 0 --fail-on never
+echo "== fpctl cache info --cache-dir $out/cache"
+"$fpctl" cache info --cache-dir "$out/cache"

@@ -5,14 +5,15 @@ import FlowPilotCore
 struct FPCTL: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpctl",
-        abstract: "Build, validate and inspect FlowPilot bundled default archives",
+        abstract: "Bundled defaults, cache directories and warmups for the FlowPilot SDK",
         discussion: """
             fpctl is the build-and-ops toolkit around the FlowPilot mobile SDK.
             Data goes to standard output; warnings and errors to standard error.
             Exit status: 0 success, 1 unexpected failure, 64 usage error,
             65 invalid data (a bundle or flow breaks a rule),
             66 an input file or directory is missing,
-            73 the output cannot be written.
+            73 the output cannot be written;
+            warm adds 3 (some placements failed) and 69 (backend unreachable).
             """,
         version: FPVersion.current,
         subcommands: [BundleCommand.self, CacheCommand.self, Serve.self, Warm.self, Resolve.self, Ready.self]

@@ -90,7 +90,7 @@ struct CacheList: ParsableCommand {
                 let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
                                   rows: rows.map { [$0.placement, $0.user_id ?? "-", String($0.fingerprint.prefix(12)), $0.flow_id, $0.version,
                                                     "\($0.age_seconds)s", "\($0.ttl_seconds)s", $0.fresh ? "fresh" : "stale", "\($0.size)"] })
-                Console.out(output.format == .csv ? table.csv() : table.text())
+                Console.out(output.render(table))
             }
         }
     }
@@ -107,7 +107,7 @@ struct CacheList: ParsableCommand {
         case .csv, .table:
             let table = Table(columns: ["url", "size", "age", "last_access", "expired"],
                               rows: rows.map { [$0.url, "\($0.size)", "\($0.age_seconds)s", iso($0.last_access), $0.expired ? "yes" : "no"] })
-            Console.out(output.format == .csv ? table.csv() : table.text())
+            Console.out(output.render(table))
         }
     }
 }

@@ -57,7 +57,7 @@ struct CachePrune: ParsableCommand {
             case .json: Console.out(try JSONOutput.string(Result(dry_run: dryRun, files: removed.count, bytes: bytes, removed: removed)))
             case .csv, .table:
                 let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind, $0.path, "\($0.bytes)", $0.reason] })
-                Console.out(output.format == .csv ? table.csv() : table.text())
+                Console.out(output.render(table))
             }
             Console.note("\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes")
         }

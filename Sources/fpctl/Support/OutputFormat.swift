@@ -10,4 +10,9 @@ enum OutputFormat: String, ExpressibleByArgument {
 struct FormatOption: ParsableArguments {
     @Option(help: "Output format: table, json or csv.", completion: .list(["table", "json", "csv"]))
     var format: OutputFormat = .table
+
+    /// A table as text or CSV (JSON is each command's own shape).
+    func render(_ table: Table) -> String {
+        format == .csv ? table.csv() : table.text()
+    }
 }

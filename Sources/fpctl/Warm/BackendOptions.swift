@@ -4,8 +4,7 @@ import Foundation
 
 /// Options shared by warm, resolve and ready: backend, identity, cache, chain.
 struct BackendOptions: ParsableArguments {
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (default: $FPCTL_CACHE_DIR); created when missing.")
-    var cacheDir: String?
+    @OptionGroup var cache: CacheDirOption
     @Option(name: .customLong("api-url"), help: "The resolve backend's base URL.") var apiURL: String
     @Option(name: .customLong("app-id"), help: "The app id.") var appID: String
     @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).")
@@ -32,12 +31,6 @@ struct BackendOptions: ParsableArguments {
         return Identity(userID: userID, attributes: attrs)
     }
 
-    func cachePath() throws -> String {
-        if let cacheDir { return cacheDir }
-        if let env = ProcessInfo.processInfo.environment["FPCTL_CACHE_DIR"], !env.isEmpty { return env }
-        throw FPError.usage("no cache directory: pass --cache-dir or set FPCTL_CACHE_DIR")
-    }
-
     /// The key: from --api-key-file, else FLOWPILOT_API_KEY. Never printed.
     func apiKey() throws -> String? {
         if let apiKeyFile {
@@ -55,8 +48,7 @@ struct BackendOptions: ParsableArguments {
         }
         guard let seconds = Units.parseDuration(timeout), seconds > 0 else { throw FPError.usage("--timeout \(timeout): use a duration like 4s or 500ms") }
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else { throw FPError.usage("--api-url \(apiURL): use an http(s) URL") }
-        let store: CacheStore
-        do { store = try CacheStore(root: try cachePath(), create: true) } catch let e as CacheError { throw e.asFPError }
+        let store = try cache.open(create: true)
         let loaded = try bundle.map { try LoadedBundle.open($0) }
         var config = WarmConfiguration()
         config.environment = env

@@ -135,6 +135,21 @@ struct WarmTests {
         #expect(broken.first?["state"] as? String == "warmed" && broken.first?["media_warmed"] as? Bool == false)
     }
 
+    @Test("--shard K/N splits identities stably: the shards cover every identity exactly once")
+    func shards() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let ids = tmp.file("ids.jsonl")
+        try (0..<20).map { #"{"user_id":"s\#($0)"}"# }.joined(separator: "\n").write(toFile: ids, atomically: true, encoding: .utf8)
+        func users(_ shard: String) throws -> Set<String> {
+            Set(rows(try warm(server, ["paywall", "--identities", ids, "--shard", shard, "--media", "none"])).compactMap { $0["user_id"] as? String })
+        }
+        let a = try users("1/2"), b = try users("2/2")
+        #expect(a.isDisjoint(with: b))
+        #expect(a.union(b).count == 20)
+        #expect(try users("1/2") == a)
+        #expect(try fpctl(["warm", "paywall", "--shard", "3/2", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo"]).status == 64)
+    }
+
     @Test("resolve explains the chain; ready answers 0 or 1")
     func resolveAndReady() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300"])

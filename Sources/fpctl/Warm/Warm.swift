@@ -12,7 +12,8 @@ struct Warm: AsyncParsableCommand {
             placements), stale cache, bundled default.
             One identity from --user-id and --attribute, or many from --identities,
             JSON Lines of {"user_id", "attributes"}, streamed.
-            Prints one row per (identity, placement) and a summary on standard error.
+            Prints one row per (identity, placement) and a summary on standard error,
+            with a progress line while it runs when standard error is a terminal.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
             69 the backend was unreachable for every request, 64 bad options.
             """
@@ -48,6 +49,7 @@ struct Warm: AsyncParsableCommand {
             return (try backend.makeWarmer(media: strategy), spec, g)
         }
         let report = OutcomeReport(format: output.format)
+        let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
         var counts: [PrefetchOutcome.State: Int] = [:]
         let started = ContinuousClock.now
         // Backpressure: the reader thread stays at most 1024 identities ahead of the warmers.
@@ -62,17 +64,22 @@ struct Warm: AsyncParsableCommand {
                     if running >= concurrency, let done = try await group.next() {
                         running -= 1
                         for o in done { counts[o.state, default: 0] += 1; report.add(o) }
+                        progress.identityDone(counts)
                     }
                     group.addTask { await warmer.prefetch(placements, for: identity) }
                     running += 1
                 }
-                for try await done in group { for o in done { counts[o.state, default: 0] += 1; report.add(o) } }
+                for try await done in group {
+                    for o in done { counts[o.state, default: 0] += 1; report.add(o) }
+                    progress.identityDone(counts)
+                }
             }
         } catch let e as FPError {
             Console.error(e.description)
             throw ExitCode(e.exitCode)
         }
         report.finish()
+        progress.clear()
         let (landed, pending) = await warmer.waitForLateResolves(grace: .milliseconds(Int(graceSeconds * 1000)))
         let seconds = Double(Warmer.ms(since: started)) / 1000
         Console.note("warmed \(counts[.warmed] ?? 0), no flow \(counts[.no_flow] ?? 0), failed \(counts[.failed] ?? 0) in \(String(format: "%.2f", seconds))s"
@@ -122,5 +129,29 @@ struct Warm: AsyncParsableCommand {
             }
             thread.start()
         }
+    }
+}
+
+/// A one-line progress counter on standard error, only when it is a terminal,
+/// redrawn at most five times a second.
+final class Progress {
+    let enabled: Bool
+    private var identities = 0
+    private var last = ContinuousClock.now
+    private let start = ContinuousClock.now
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func identityDone(_ counts: [PrefetchOutcome.State: Int]) {
+        identities += 1
+        guard enabled, ContinuousClock.now - last > .milliseconds(200) else { return }
+        last = ContinuousClock.now
+        let seconds = Double((ContinuousClock.now - start).components.seconds) + 0.001
+        let line = "\r\u{1B}[2K\(identities) identities, \(counts[.warmed] ?? 0) warmed, \(counts[.failed] ?? 0) failed, \(Int(Double(identities) / seconds))/s"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    func clear() {
+        if enabled && identities > 0 { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
     }
 }

@@ -37,7 +37,8 @@ struct ManPageTests {
         let pages = try FileManager.default.contentsOfDirectory(atPath: Self.committed).filter { $0.hasSuffix(".1") }
         for command in ["fpctl", "fpctl.bundle", "fpctl.bundle.build", "fpctl.bundle.validate", "fpctl.bundle.inspect", "fpctl.bundle.extract", "fpctl.serve",
                         "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune", "fpctl.cache.clear", "fpctl.cache.put",
-                        "fpctl.warm", "fpctl.resolve", "fpctl.ready"] {
+                        "fpctl.warm", "fpctl.resolve", "fpctl.ready",
+                        "fpctl.bundle.pull", "fpctl.bundle.diff", "fpctl.bundle.sign", "fpctl.bundle.keygen"] {
             #expect(pages.contains("\(command).1"), "no page for \(command)")
         }
         let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "warning"] + pages.map { "\(Self.committed)/\($0)" })

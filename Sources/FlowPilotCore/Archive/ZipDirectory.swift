@@ -18,11 +18,17 @@ struct ZipDirectory {
         let uncompressedSize: Int64
         let externalAttributes: UInt32
         let localHeaderOffset: Int64
+        /// The central record's bytes, for the canonical-form check.
+        let centralRecord: [UInt8]
         var isEncrypted: Bool { flags & 0x0001 != 0 || flags & 0x0040 != 0 || method == 99 }
     }
 
+    /// Local header (with name and extra field) and data descriptor bytes, by entry index.
+    var localHeaders: [Int: [UInt8]] = [:]
+    var descriptors: [Int: [UInt8]] = [:]
+
     let fileSize: Int64
-    let entries: [Entry]
+    var entries: [Entry]
 
     private static let localSignature: [UInt8] = [0x50, 0x4B, 0x03, 0x04]
     private static let centralSignature: UInt32 = 0x0201_4B50
@@ -111,7 +117,8 @@ struct ZipDirectory {
                 versionMadeBy: le16(cd, p + 4), flags: le16(cd, p + 8), method: le16(cd, p + 10),
                 crc32: le32(cd, p + 16), compressedSize: Int64(le32(cd, p + 20)),
                 uncompressedSize: Int64(le32(cd, p + 24)), externalAttributes: le32(cd, p + 38),
-                localHeaderOffset: Int64(le32(cd, p + 42))))
+                localHeaderOffset: Int64(le32(cd, p + 42)),
+                centralRecord: Array(cd[p..<(p + 46 + nameLength + extraLength + commentLen)])))
             p += 46 + nameLength + extraLength + commentLen
         }
         if p != cd.count {
@@ -119,8 +126,9 @@ struct ZipDirectory {
         }
 
         findings += checkEntries(entries)
-        findings += checkLayout(entries, file: file, centralDirectoryOffset: cdOffset)
-        return (ZipDirectory(fileSize: size, entries: entries), findings)
+        var directory = ZipDirectory(fileSize: size, entries: entries)
+        findings += directory.checkLayout(file: file, centralDirectoryOffset: cdOffset)
+        return (directory, findings)
     }
 
     /// Per-entry rules: type, mode, path, encryption, method, names, order, limits.
@@ -207,7 +215,8 @@ struct ZipDirectory {
 
     /// Every local header agrees with its central record, and the entries tile the
     /// file from offset 0 to the central directory with nothing between them.
-    private static func checkLayout(_ entries: [Entry], file: RandomAccessFile, centralDirectoryOffset: Int64) -> [Finding] {
+    private mutating func checkLayout(file: RandomAccessFile, centralDirectoryOffset: Int64) -> [Finding] {
+        let le16 = Self.le16, le32 = Self.le32, localSignature = Self.localSignature, descriptorSignature = Self.descriptorSignature
         var findings: [Finding] = []
         var expectedOffset: Int64 = 0
         for e in entries {
@@ -224,6 +233,7 @@ struct ZipDirectory {
                 return findings
             }
             let nameLength = Int(le16(h, 26)), extraLength = Int(le16(h, 28))
+            localHeaders[e.index] = h + ((try? file.read(at: e.localHeaderOffset + 30, count: nameLength + extraLength)) ?? [])
             let flags = le16(h, 6), method = le16(h, 8)
             let crc = le32(h, 14), csize = Int64(le32(h, 18)), usize = Int64(le32(h, 22))
             let localName = (try? file.read(at: e.localHeaderOffset + 30, count: nameLength)) ?? []
@@ -243,6 +253,7 @@ struct ZipDirectory {
                     return findings
                 }
                 let o = le32(d, 0) == descriptorSignature ? 4 : 0
+                descriptors[e.index] = Array(d.prefix(o + 12))
                 if o + 12 > d.count || le32(d, o) != e.crc32 || Int64(le32(d, o + 4)) != e.compressedSize
                     || Int64(le32(d, o + 8)) != e.uncompressedSize {
                     mismatches.append("data descriptor")
@@ -265,6 +276,45 @@ struct ZipDirectory {
         }
         if expectedOffset != centralDirectoryOffset {
             findings.append(.error("zip-gap", "-", "\(centralDirectoryOffset - expectedOffset) unexplained bytes before the central directory"))
+        }
+        return findings
+    }
+
+    /// Every header byte as fpctl's writer (libarchive, pinned fields) produces it
+    /// for this `created_at`: nothing in a bundle may vary without breaking the
+    /// canonical form, so no byte can be changed unnoticed (timestamps, attributes,
+    /// extra fields, versions). Returns the entries that differ.
+    func canonicalHeaderProblems(createdAt: Date) -> [Finding] {
+        var t = time_t(createdAt.timeIntervalSince1970)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        let dosDate = UInt16((Int(tm.tm_year) + 1900 - 1980) << 9 | Int(tm.tm_mon + 1) << 5 | Int(tm.tm_mday))
+        let dosTime = UInt16(Int(tm.tm_hour) << 11 | Int(tm.tm_min) << 5 | Int(tm.tm_sec) / 2)
+        func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        func u32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+        let extra: [UInt8] = [0x55, 0x54, 0x05, 0x00, 0x01] + u32(UInt32(truncatingIfNeeded: Int64(createdAt.timeIntervalSince1970)))
+            + [0x75, 0x78, 0x0B, 0x00, 0x01, 0x04, 0, 0, 0, 0, 0x04, 0, 0, 0, 0]
+        var findings: [Finding] = []
+        for e in entries {
+            let name = Array(e.name.utf8)
+            let stored = e.method == 0
+            let needed: UInt16 = stored ? 10 : 20
+            let size = u32(UInt32(truncatingIfNeeded: e.uncompressedSize))
+            let local = Self.localSignature + u16(needed) + u16(0x0008) + u16(e.method) + u16(dosTime) + u16(dosDate)
+                + u32(0) + (stored ? size : u32(0)) + size + u16(UInt16(name.count)) + u16(UInt16(extra.count)) + name + extra
+            let central = u32(Self.centralSignature) + u16(0x0300 | needed) + u16(needed) + u16(0x0008) + u16(e.method) + u16(dosTime)
+                + u16(dosDate) + u32(e.crc32) + u32(UInt32(truncatingIfNeeded: e.compressedSize)) + size
+                + u16(UInt16(name.count)) + u16(UInt16(extra.count)) + u16(0) + u16(0) + u16(0) + u32(0o100644 << 16)
+                + u32(UInt32(truncatingIfNeeded: e.localHeaderOffset)) + name + extra
+            let descriptor = u32(Self.descriptorSignature) + u32(e.crc32) + u32(UInt32(truncatingIfNeeded: e.compressedSize)) + size
+            var parts: [String] = []
+            if localHeaders[e.index] != local { parts.append("local header") }
+            if e.centralRecord != central { parts.append("central record") }
+            if descriptors[e.index] != descriptor { parts.append("data descriptor") }
+            if !parts.isEmpty {
+                findings.append(.error("zip-noncanonical-header", e.name,
+                                       "\(parts.joined(separator: ", ")) differ from the canonical form (times, attributes, extra fields or versions)"))
+            }
         }
         return findings
     }

@@ -30,6 +30,8 @@ public enum BundleReader {
         public var strict = false
         /// Warn (fail under `strict`) when `created_at` is older than this many seconds.
         public var maxAge: TimeInterval?
+        /// When set (raw Ed25519 public key bytes), `manifest.sig` must be a valid signature by this key.
+        public var publicKey: Data?
         public var now = Date()
         public init(strict: Bool = false, maxAge: TimeInterval? = nil) {
             self.strict = strict
@@ -78,6 +80,8 @@ private struct ContentPass {
     /// Entries hashed on the second core, checked against the manifest in finish().
     let pipeline = HashPipeline()
     var pending: [(index: Int, path: String, size: Int64)] = []
+    var manifestBytes: Data?
+    var signatureBytes: Data?
 
     init(directory: ZipDirectory, options: BundleReader.Options) {
         self.directory = directory
@@ -105,7 +109,7 @@ private struct ContentPass {
                 findings.append(.error("zip-encrypted", entry.name, "entry is encrypted"))
                 return
             }
-            let keep = entry.index == 0 || isFlowPath(entry.name)
+            let keep = entry.index == 0 || entry.name == BundleManifest.signaturePath || isFlowPath(entry.name)
             guard let (size, body) = readEntry(reader, entry, keepBytes: keep) else {
                 _ = pipeline.drain()
                 return
@@ -114,8 +118,11 @@ private struct ContentPass {
                 let sha = Digest.sha256Hex(body)
                 record(entry, size: size, sha256: sha)
                 if entry.index == 0 {
+                    manifestBytes = body
                     readManifest(body, names: names)
                     if manifest == nil { return }
+                } else if entry.name == BundleManifest.signaturePath {
+                    signatureBytes = body
                 } else {
                     checkFlow(entry.name, body, names: names)
                 }
@@ -193,6 +200,7 @@ private struct ContentPass {
         findings += manifestFindings
         guard let parsed else { return }
         manifest = parsed
+        findings += directory.canonicalHeaderProblems(createdAt: parsed.createdAt)
         for (key, placement) in parsed.placements {
             let at = "\(BundleManifest.path)#/placements/\(key)"
             if placement.path != "flows/\(key).json" {
@@ -261,6 +269,10 @@ private struct ContentPass {
     }
 
     mutating func finish(names: Set<String>) {
+        if let raw = options.publicKey, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw), let manifestBytes,
+           let problem = BundleSigning.verify(signature: signatureBytes, manifest: manifestBytes, publicKey: key) {
+            findings.append(problem)
+        }
         for check in fontChecks where hashes[check.path] != nil && hashes[check.path] != check.sha256 {
             findings.append(.error("bundle-font-hash", check.path, "sha256 differs from the one \(check.at) declares"))
         }

@@ -3,7 +3,8 @@ import ArgumentParser
 struct BundleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
-        abstract: "Build, validate, inspect and extract bundled default archives",
-        subcommands: [BundleBuild.self, BundleValidate.self, BundleInspect.self, BundleExtract.self]
+        abstract: "Build, validate, sign, pull and diff bundled default archives",
+        subcommands: [BundleBuild.self, BundleValidate.self, BundleInspect.self, BundleExtract.self,
+                      BundlePull.self, BundleDiff.self, BundleSign.self, BundleKeygen.self]
     )
 }

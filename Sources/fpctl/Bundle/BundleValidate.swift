@@ -24,6 +24,9 @@ struct BundleValidate: ParsableCommand {
     @Option(name: .customLong("max-age"), help: "Warn when the bundle's created_at is older than this (e.g. 60d).")
     var maxAge: DurationArgument?
 
+    @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
+    var publicKey: String?
+
     @Option(help: "Output format: text or json.", completion: .list(["text", "json"]))
     var format: ValidateFormat = .text
 
@@ -45,9 +48,13 @@ struct BundleValidate: ParsableCommand {
     func run() throws {
         var results: [FileResult] = []
         var missing = false
+        var options = BundleReader.Options(strict: strict, maxAge: maxAge?.seconds)
+        if let publicKey {
+            options.publicKey = try reportingErrors { try BundleSigning.loadPublic(publicKey).rawRepresentation }
+        }
         for bundle in bundles {
             do {
-                let report = try BundleReader.validate(bundle, options: .init(strict: strict, maxAge: maxAge?.seconds))
+                let report = try BundleReader.validate(bundle, options: options)
                 results.append(FileResult(file: bundle, valid: report.isValid, digest: report.digest,
                                           findings: report.findings, error: nil))
             } catch let error as FPError {

@@ -1,0 +1,122 @@
+import Foundation
+
+/// `bundle pull` and `bundle diff`: keep a bundled default in step with what the
+/// backend resolves.
+public enum BundlePipeline {
+    public struct PullResult: Sendable {
+        public let changedFiles: [String]
+        public let removedFiles: [String]
+        public let findings: [Finding]
+    }
+
+    /// Resolves each placement for `identity` and writes a bundle source directory
+    /// (bundle.md layout): flows as served, every image and font downloaded and
+    /// mapped by URL. Files are rewritten only when their content changed, and
+    /// `created_at` moves only when something did. Media over `maxMediaBytes` or
+    /// failing to download are errors unless `allowMissingMedia`.
+    public static func pull(into directory: String, client: ResolveClient, identity: Identity, placements: [String],
+                            allowMissingMedia: Bool, maxMediaBytes: Int64 = BundleLimits.maxEntryBytes) async throws -> PullResult {
+        var findings: [Finding] = []
+        var flows: [String: FlowDocument] = [:]
+        for key in placements {
+            switch await client.resolve(key, identity) {
+            case .flow(let doc, _): flows[key] = doc
+            case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
+            case .failed(let code, let message): findings.append(.error("pull-failed", key, "\(code): \(message)"))
+            }
+        }
+        if findings.hasErrors { throw FPError.invalid(findings) }
+
+        var urls: [String] = []
+        for key in placements.sorted() {
+            urls += flows[key]!.allImages + flows[key]!.fonts.map(\.url)
+        }
+        var assets: [String: (name: String, data: Data)] = [:]
+        for url in Set(urls).sorted() {
+            var request = HTTPClientRequestFactory.get(url)
+            request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
+            let data = await HTTPClientRequestFactory.fetch(request, client: client.client, limit: maxMediaBytes)
+            switch data {
+            case .success(let bytes):
+                let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
+                assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
+            case .failure(let reason):
+                findings.append(allowMissingMedia ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
+            }
+        }
+        if findings.hasErrors { throw FPError.invalid(findings) }
+
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: "\(directory)/flows", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: "\(directory)/assets", withIntermediateDirectories: true)
+        var changed: [String] = []
+        func write(_ rel: String, _ data: Data) throws {
+            let path = "\(directory)/\(rel)"
+            if fm.contents(atPath: path) == data { return }
+            let out = try AtomicOutput(destination: path, overwrite: true)
+            try data.write(to: URL(fileURLWithPath: out.temporaryPath))
+            try out.commit()
+            changed.append(rel)
+        }
+        for (key, doc) in flows { try write("flows/\(key).json", CanonicalJSON.prettyData(doc.json)) }
+        for (_, asset) in assets { try write(asset.name, asset.data) }
+
+        let keep = Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name))
+        var removed: [String] = []
+        for folder in ["flows", "assets"] {
+            for name in (try? fm.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? [] where !keep.contains("\(folder)/\(name)") {
+                try? fm.removeItem(atPath: "\(directory)/\(folder)/\(name)")
+                removed.append("\(folder)/\(name)")
+            }
+        }
+        let manifestPath = "\(directory)/\(BundleSource.fileName)"
+        var createdAt = RFC3339.string(Date())
+        if changed.isEmpty && removed.isEmpty, let old = fm.contents(atPath: manifestPath).flatMap({ try? JSONValue.parse($0) }),
+           let previous = old["created_at"]?.stringValue {
+            createdAt = previous
+        }
+        let bundleJSON: JSONValue = .object([
+            "app_id": .string(client.appID),
+            "created_at": .string(createdAt),
+            "placements": .object(flows.keys.reduce(into: [:]) { $0[$1] = .string("flows/\($1).json") }),
+            "assets": .object(assets.mapValues { .string($0.name) }),
+        ])
+        try write(BundleSource.fileName, CanonicalJSON.prettyData(bundleJSON))
+        return PullResult(changedFiles: changed.sorted(), removedFiles: removed.sorted(), findings: findings)
+    }
+
+    public struct DiffRow: Sendable, Encodable {
+        public let placement: String
+        /// `in_sync`, `changed`, `missing_in_bundle`, `missing_on_backend`, `failed`.
+        public let status: String
+        public let bundled: String?
+        public let backend: String?
+        public let changed_media: [String]
+    }
+
+    /// Per placement, whether the bundled flow is what the backend resolves now:
+    /// same id, version and content hash, same media.
+    public static func diff(_ bundle: LoadedBundle, client: ResolveClient, identity: Identity, extra: [String]) async -> [DiffRow] {
+        var rows: [DiffRow] = []
+        for key in Set(bundle.flows.keys).union(extra).sorted() {
+            let bundled = bundle.flows[key]?.document
+            let live = await client.resolve(key, identity)
+            func describe(_ d: FlowDocument) -> String { "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))" }
+            switch (bundled, live) {
+            case (nil, .flow(let doc, _)):
+                rows.append(DiffRow(placement: key, status: "missing_in_bundle", bundled: nil, backend: describe(doc), changed_media: []))
+            case (nil, _):
+                continue
+            case (let b?, .noFlow):
+                rows.append(DiffRow(placement: key, status: "missing_on_backend", bundled: describe(b), backend: nil, changed_media: []))
+            case (let b?, .failed(let code, let message)):
+                rows.append(DiffRow(placement: key, status: "failed", bundled: describe(b), backend: "\(code): \(message)", changed_media: []))
+            case (let b?, .flow(let doc, _)):
+                let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(doc.allImages + doc.fonts.map(\.url)).sorted()
+                let same = describe(b) == describe(doc) && media.isEmpty
+                rows.append(DiffRow(placement: key, status: same ? "in_sync" : "changed", bundled: describe(b), backend: describe(doc), changed_media: media))
+            }
+        }
+        return rows
+    }
+}

@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+
+/// Ed25519 signing of a bundle's manifest (spec/bundle.md): `manifest.sig` holds
+/// `{"alg":"ed25519","key_id":…,"signature":…}` over the exact bytes of
+/// `manifest.json`. Key files are JSON; the private key file is mode 0600.
+public enum BundleSigning {
+    public struct KeyPair {
+        public let keyID: String
+        public let privateKey: Curve25519.Signing.PrivateKey
+    }
+
+    /// The key id: the first 16 hex digits of the SHA-256 of the raw public key.
+    public static func keyID(_ publicKey: Curve25519.Signing.PublicKey) -> String {
+        String(Digest.sha256Hex(publicKey.rawRepresentation).prefix(16))
+    }
+
+    /// Writes `<base>.key` (0600) and `<base>.pub`; refuses to replace either.
+    public static func generate(base: String) throws -> String {
+        let key = Curve25519.Signing.PrivateKey()
+        let id = keyID(key.publicKey)
+        let priv = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(id),
+                                                     "private_key": .string(key.rawRepresentation.base64EncodedString())]))
+        let pub = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(id),
+                                                    "public_key": .string(key.publicKey.rawRepresentation.base64EncodedString())]))
+        for (path, data, mode) in [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))] {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard fd >= 0 else { throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            fchmod(fd, mode)
+            try AtomicFile.writeAll(fd, data)
+        }
+        return id
+    }
+
+    public static func loadPrivate(_ path: String) throws -> KeyPair {
+        guard let data = FileManager.default.contents(atPath: path) else { throw FPError.inputMissing("\(path): cannot read the key file") }
+        guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
+              let raw = json["private_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+              let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
+            throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 private key file")])
+        }
+        return KeyPair(keyID: keyID(key.publicKey), privateKey: key)
+    }
+
+    public static func loadPublic(_ path: String) throws -> Curve25519.Signing.PublicKey {
+        guard let data = FileManager.default.contents(atPath: path) else { throw FPError.inputMissing("\(path): cannot read the public key file") }
+        guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
+              let raw = json["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+              let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+            throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 public key file")])
+        }
+        return key
+    }
+
+    /// Checks `manifest.sig` against the manifest bytes and a trusted key.
+    static func verify(signature sigData: Data?, manifest: Data, publicKey: Curve25519.Signing.PublicKey) -> Finding? {
+        guard let sigData else { return .error("signature-missing", BundleManifest.signaturePath, "the bundle is not signed") }
+        guard let json = try? JSONValue.parse(sigData), json["alg"]?.stringValue == "ed25519",
+              let id = json["key_id"]?.stringValue, let sig = json["signature"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {
+            return .error("signature-invalid", BundleManifest.signaturePath, "not an ed25519 signature record")
+        }
+        guard id == keyID(publicKey) else {
+            return .error("signature-unknown-key", BundleManifest.signaturePath, "signed with key \(id), not the trusted key \(keyID(publicKey))")
+        }
+        guard publicKey.isValidSignature(sig, for: manifest) else {
+            return .error("signature-invalid", BundleManifest.signaturePath, "the signature does not match manifest.json")
+        }
+        return nil
+    }
+
+    /// Re-writes a valid bundle with `manifest.sig` as its second entry, every
+    /// other entry and header as before, so it stays canonical; replaces the file
+    /// atomically (or writes `output`).
+    public static func sign(_ bundle: String, key: KeyPair, output: String? = nil) throws -> String {
+        let report = try BundleReader.validate(bundle)
+        guard report.isValid, let manifest = report.manifest, let digest = report.digest else { throw FPError.invalid(report.findings) }
+        var contents: [String: Data] = [:]
+        let reader = try ZipReader(path: bundle)
+        var order: [String] = []
+        while let entry = try reader.next() {
+            var data = Data()
+            try reader.readData { data.append(contentsOf: $0); return true }
+            if entry.path != BundleManifest.signaturePath { order.append(entry.path); contents[entry.path] = data }
+        }
+        let manifestData = contents[BundleManifest.path]!
+        let signature = try key.privateKey.signature(for: manifestData)
+        let sig = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(key.keyID),
+                                                    "signature": .string(signature.base64EncodedString())]))
+        let out = try AtomicOutput(destination: output ?? bundle, overwrite: true)
+        let mtime = Int64(manifest.createdAt.timeIntervalSince1970)
+        do {
+            let writer = try ZipWriter(path: out.temporaryPath)
+            let entries = [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)]
+                + order.dropFirst().map { ($0, contents[$0]!) }
+            for (path, data) in entries {
+                try writer.addFile(path: path, size: Int64(data.count), mtime: mtime, store: BundlePath.isStored(path)) { sink in
+                    try data.withUnsafeBytes { try sink($0) }
+                }
+            }
+            try writer.close()
+        } catch let error as ArchiveError {
+            throw FPError.cannotWrite("\(output ?? bundle): \(error.message)")
+        }
+        try out.commit()
+        return digest
+    }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+/// Backend and identity options of pull and diff.
+struct PipelineBackend: ParsableArguments {
+    @Option(name: .customLong("api-url"), help: "The resolve backend's base URL.") var apiURL: String
+    @Option(name: .customLong("app-id"), help: "The app id.") var appID: String
+    @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).") var apiKeyFile: String?
+    @Option(name: .customLong("user-id"), help: "The identity to resolve for (default: anonymous).") var userID: String = ""
+    @Option(name: .customLong("attribute"), help: "A targeting attribute, key=value (repeatable).") var attributes: [String] = []
+
+    func client() throws -> ResolveClient {
+        var key: String?
+        if let apiKeyFile {
+            guard let data = FileManager.default.contents(atPath: apiKeyFile) else { throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file") }
+            key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            key = ProcessInfo.processInfo.environment["FLOWPILOT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        return ResolveClient(baseURL: apiURL, appID: appID, apiKey: key)
+    }
+
+    func identity() throws -> Identity {
+        var attrs: [String: JSONValue] = [:]
+        for pair in attributes {
+            guard let eq = pair.firstIndex(of: "=") else { throw FPError.usage("--attribute \(pair): use key=value") }
+            attrs[String(pair[..<eq])] = .string(String(pair[pair.index(after: eq)...]))
+        }
+        return Identity(userID: userID, attributes: attrs)
+    }
+}
+
+struct BundlePull: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract: "Write a bundle source directory from what the backend resolves now",
+        discussion: """
+            Resolves each placement for one identity and writes bundle.json, the flows
+            as served, and every image and font they reference, downloaded and mapped
+            by URL, so bundle build gives a fully offline bundle.
+            Rerunning into the same directory rewrites only what changed.
+            Exit status: 65 a placement has no flow, or media failed to download or
+            are over --max-media-size (unless --allow-missing-media).
+            """
+    )
+
+    @Argument(help: "Placement keys to pull.") var placements: [String]
+    @OptionGroup var backend: PipelineBackend
+    @Option(name: .shortAndLong, help: "The bundle source directory to write.") var output: String
+    @Flag(name: .customLong("allow-missing-media"), help: "Warn, not fail, when media cannot be downloaded.") var allowMissingMedia = false
+    @Option(name: .customLong("max-media-size"), help: "Largest image or font to accept (default 64MiB).") var maxMediaSize: SizeArgument?
+
+    func run() async throws {
+        let (client, identity) = try reportingErrors { (try backend.client(), try backend.identity()) }
+        do {
+            let result = try await BundlePipeline.pull(into: output, client: client, identity: identity, placements: placements,
+                                                       allowMissingMedia: allowMissingMedia,
+                                                       maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
+            for f in result.findings { Console.warn(f.line) }
+            for file in result.changedFiles { Console.out("wrote \(file)\n") }
+            for file in result.removedFiles { Console.out("removed \(file)\n") }
+            Console.note("\(output): \(result.changedFiles.count) files written, \(result.removedFiles.count) removed")
+        } catch let error as FPError {
+            try reportingErrors { throw error }
+        }
+    }
+}
+
+struct BundleDiff: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Compare a bundle's flows with what the backend resolves now",
+        discussion: """
+            Per placement: in_sync (same flow id, version, content hash and media),
+            changed, missing_on_backend, missing_in_bundle (for --placement keys the
+            bundle lacks), or failed.
+            Exit status: 0 in sync, 3 not, so CI can fail a release with stale defaults.
+            """
+    )
+
+    @Argument(help: "The .fpbundle file.") var bundle: String
+    @OptionGroup var backend: PipelineBackend
+    @Option(name: .customLong("placement"), help: "Also check a placement the bundle may lack (repeatable).") var extra: [String] = []
+    @OptionGroup var output: FormatOption
+
+    struct Result: Encodable {
+        let schema_version = JSONOutput.schemaVersion
+        let in_sync: Bool
+        let placements: [BundlePipeline.DiffRow]
+    }
+
+    func run() async throws {
+        let (loaded, client, identity) = try reportingErrors { (try LoadedBundle.open(bundle), try backend.client(), try backend.identity()) }
+        let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
+        let inSync = rows.allSatisfy { $0.status == "in_sync" }
+        switch output.format {
+        case .json: Console.out(try JSONOutput.string(Result(in_sync: inSync, placements: rows)))
+        case .csv, .table:
+            Console.out(output.render(Table(columns: ["placement", "status", "bundled", "backend", "changed_media"],
+                                            rows: rows.map { [$0.placement, $0.status, $0.bundled ?? "-", $0.backend ?? "-", $0.changed_media.joined(separator: " ")] })))
+        }
+        if !inSync { throw ExitCode(3) }
+    }
+}

@@ -2,35 +2,6 @@ import ArgumentParser
 import FlowPilotCore
 import Foundation
 
-/// Backend and identity options of pull and diff.
-struct PipelineBackend: ParsableArguments {
-    @Option(name: .customLong("api-url"), help: "The resolve backend's base URL.") var apiURL: String
-    @Option(name: .customLong("app-id"), help: "The app id.") var appID: String
-    @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).") var apiKeyFile: String?
-    @Option(name: .customLong("user-id"), help: "The identity to resolve for (default: anonymous).") var userID: String = ""
-    @Option(name: .customLong("attribute"), help: "A targeting attribute, key=value (repeatable).") var attributes: [String] = []
-
-    func client() throws -> ResolveClient {
-        var key: String?
-        if let apiKeyFile {
-            guard let data = FileManager.default.contents(atPath: apiKeyFile) else { throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file") }
-            key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        } else {
-            key = ProcessInfo.processInfo.environment["FLOWPILOT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        }
-        return ResolveClient(baseURL: apiURL, appID: appID, apiKey: key)
-    }
-
-    func identity() throws -> Identity {
-        var attrs: [String: JSONValue] = [:]
-        for pair in attributes {
-            guard let eq = pair.firstIndex(of: "=") else { throw FPError.usage("--attribute \(pair): use key=value") }
-            attrs[String(pair[..<eq])] = .string(String(pair[pair.index(after: eq)...]))
-        }
-        return Identity(userID: userID, attributes: attrs)
-    }
-}
-
 struct BundlePull: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
@@ -46,7 +17,7 @@ struct BundlePull: AsyncParsableCommand {
     )
 
     @Argument(help: "Placement keys to pull.") var placements: [String]
-    @OptionGroup var backend: PipelineBackend
+    @OptionGroup var backend: RemoteOptions
     @Option(name: .shortAndLong, help: "The bundle source directory to write.") var output: String
     @Flag(name: .customLong("allow-missing-media"), help: "Warn, not fail, when media cannot be downloaded.") var allowMissingMedia = false
     @Option(name: .customLong("max-media-size"), help: "Largest image or font to accept (default 64MiB).") var maxMediaSize: SizeArgument?
@@ -80,7 +51,7 @@ struct BundleDiff: AsyncParsableCommand {
     )
 
     @Argument(help: "The .fpbundle file.") var bundle: String
-    @OptionGroup var backend: PipelineBackend
+    @OptionGroup var backend: RemoteOptions
     @Option(name: .customLong("placement"), help: "Also check a placement the bundle may lack (repeatable).") var extra: [String] = []
     @OptionGroup var output: FormatOption
 

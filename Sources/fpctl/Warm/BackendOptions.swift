@@ -2,22 +2,16 @@ import ArgumentParser
 import FlowPilotCore
 import Foundation
 
-/// Options shared by warm, resolve and ready: backend, identity, cache, chain.
-struct BackendOptions: ParsableArguments {
-    @OptionGroup var cache: CacheDirOption
+/// The backend and the identity to resolve for: shared by warm, resolve, ready,
+/// bundle pull and bundle diff.
+struct RemoteOptions: ParsableArguments {
     @Option(name: .customLong("api-url"), help: "The resolve backend's base URL.") var apiURL: String
     @Option(name: .customLong("app-id"), help: "The app id.") var appID: String
     @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).")
     var apiKeyFile: String?
-    @Option(name: .customLong("user-id"), help: "The identity's user id.") var userID: String = ""
+    @Option(name: .customLong("user-id"), help: "The identity's user id (default: anonymous).") var userID: String = ""
     @Option(name: .customLong("attribute"), help: "A targeting attribute, key=value (repeatable); numbers and true/false are typed.")
     var attributes: [String] = []
-    @Option(help: "A bundled default .fpbundle for Tier 3.") var bundle: String?
-    @Option(help: "production, staging, development or custom (sets the default TTL).")
-    var environment: String = "production"
-    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).") var timeout: String = "4s"
-    @Option(help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
-    @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
 
     func identity() throws -> Identity {
         var attrs: [String: JSONValue] = [:]
@@ -42,12 +36,31 @@ struct BackendOptions: ParsableArguments {
         return ProcessInfo.processInfo.environment["FLOWPILOT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
+    func client(retries: Int = 2) throws -> ResolveClient {
+        guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else { throw FPError.usage("--api-url \(apiURL): use an http(s) URL") }
+        return ResolveClient(baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries))
+    }
+}
+
+/// Options shared by warm, resolve and ready: backend, identity, cache, chain.
+struct BackendOptions: ParsableArguments {
+    @OptionGroup var cache: CacheDirOption
+    @OptionGroup var remote: RemoteOptions
+    @Option(help: "A bundled default .fpbundle for Tier 3.") var bundle: String?
+    @Option(help: "production, staging, development or custom (sets the default TTL).")
+    var environment: String = "production"
+    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).") var timeout: String = "4s"
+    @Option(help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
+    @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
+
+    func identity() throws -> Identity { try remote.identity() }
+
     func makeWarmer(media: MediaStrategy) throws -> Warmer {
         guard let env = SDKEnvironment(rawValue: environment) else {
             throw FPError.usage("--environment \(environment): use production, staging, development or custom")
         }
         guard let seconds = Units.parseDuration(timeout), seconds > 0 else { throw FPError.usage("--timeout \(timeout): use a duration like 4s or 500ms") }
-        guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else { throw FPError.usage("--api-url \(apiURL): use an http(s) URL") }
+        let client = try remote.client(retries: retries)
         let store = try cache.open(create: true)
         let loaded = try bundle.map { try LoadedBundle.open($0) }
         var config = WarmConfiguration()
@@ -55,7 +68,6 @@ struct BackendOptions: ParsableArguments {
         config.resolveTimeout = .milliseconds(Int(seconds * 1000))
         config.media = media
         config.batch = !noBatch
-        let client = ResolveClient(baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries))
         if env.defaultTTL == 0 {
             Console.warn("environment \(env.rawValue) defaults to a 0 s TTL: flows the backend sends without cache_ttl_seconds expire at once (they still serve Tier 2)")
         }

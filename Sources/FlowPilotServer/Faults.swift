@@ -20,6 +20,8 @@ public struct Faults: Codable, Sendable, Equatable {
     public var close_connection: Bool?
     /// Placements that answer `flow: null`.
     public var no_flow: [String]?
+    /// Flows that fail validation: an empty id and no screens (clients must not cache them).
+    public var invalid_flow: Bool?
     /// Media and font routes answer 404 (broken image URLs).
     public var fail_media: Bool?
     /// When set, the faults above apply to these placements only.
@@ -31,7 +33,7 @@ public struct Faults: Codable, Sendable, Equatable {
     /// (`fail_status` and `retry_after` only shape failures `fail_rate` causes.)
     var isEmpty: Bool {
         (latency_ms ?? []).allSatisfy { $0 == 0 } && (fail_rate ?? 0) == 0 && truncate_body != true
-            && invalid_json != true && close_connection != true && (no_flow ?? []).isEmpty
+            && invalid_json != true && close_connection != true && (no_flow ?? []).isEmpty && invalid_flow != true
     }
 
     func applies(to placement: String) -> Bool {

@@ -169,7 +169,10 @@ public final class ResolveServer: Sendable {
 
     private func result(_ app: ServedApp, placement: String, body: ResolveBody, faults: Faults, base: String) -> Data {
         let flowKey = chosenFlow(app, placement: placement, body: body, faults: faults)
-        let flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
+        var flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
+        if faults.invalid_flow == true && faults.applies(to: placement) && flow != nil {
+            flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
+        }
         return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
     }
 

@@ -110,6 +110,7 @@ struct WarmTests {
         (#"{"truncate_body":true}"#, "invalid_response"),
         (#"{"invalid_json":true}"#, "invalid_response"),
         (#"{"close_connection":true}"#, "connection_error"),
+        (#"{"invalid_flow":true}"#, "invalid_response"),
     ])
     func faults(fault: String, code: String) async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
@@ -148,6 +149,22 @@ struct WarmTests {
         #expect(a.union(b).count == 20)
         #expect(try users("1/2") == a)
         #expect(try fpctl(["warm", "paywall", "--shard", "3/2", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo"]).status == 64)
+    }
+
+    @Test("concurrent prefetches of one (placement, identity) share one request")
+    func coalescing() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "300"])
+        let store = try CacheStore(root: cache, create: true)
+        var config = WarmConfiguration()
+        config.media = .none
+        let warmer = Warmer(client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil, config: config)
+        let identity = Identity(userID: "same")
+        async let a = warmer.prefetch(["paywall"], for: identity)
+        async let b = warmer.prefetch(["paywall"], for: identity)
+        async let c = warmer.isReady("paywall", for: identity)
+        let (ra, rb, rc) = await (a, b, c)
+        #expect(ra.first?.state == .warmed && rb.first?.state == .warmed && rc)
+        #expect(try await stats(server).keys["demo/paywall/same"] == 1)
     }
 
     @Test("resolve explains the chain; ready answers 0 or 1")

@@ -33,10 +33,7 @@ public enum BundlePipeline {
         }
         var assets: [String: (name: String, data: Data)] = [:]
         for url in Set(urls).sorted() {
-            var request = HTTPClientRequestFactory.get(url)
-            request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
-            let data = await HTTPClientRequestFactory.fetch(request, client: client.client, limit: maxMediaBytes)
-            switch data {
+            switch await MediaDownload.fetch(url, client: client.client, limit: maxMediaBytes) {
             case .success(let bytes):
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
                 assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)

@@ -75,27 +75,32 @@ public enum BundleSigning {
     public static func sign(_ bundle: String, key: KeyPair, output: String? = nil) throws -> String {
         let report = try BundleReader.validate(bundle)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else { throw FPError.invalid(report.findings) }
-        var contents: [String: Data] = [:]
-        let reader = try ZipReader(path: bundle)
-        var order: [String] = []
-        while let entry = try reader.next() {
-            var data = Data()
-            try reader.readData { data.append(contentsOf: $0); return true }
-            if entry.path != BundleManifest.signaturePath { order.append(entry.path); contents[entry.path] = data }
-        }
-        let manifestData = contents[BundleManifest.path]!
-        let signature = try key.privateKey.signature(for: manifestData)
-        let sig = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(key.keyID),
-                                                    "signature": .string(signature.base64EncodedString())]))
+        let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         let out = try AtomicOutput(destination: output ?? bundle, overwrite: true)
         let mtime = Int64(manifest.createdAt.timeIntervalSince1970)
         do {
+            // One entry at a time from the old archive into the new one: the manifest
+            // (small, needed whole to sign), the new signature, then the rest as they come.
+            let reader = try ZipReader(path: bundle)
             let writer = try ZipWriter(path: out.temporaryPath)
-            let entries = [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)]
-                + order.dropFirst().map { ($0, contents[$0]!) }
-            for (path, data) in entries {
-                try writer.addFile(path: path, size: Int64(data.count), mtime: mtime, store: BundlePath.isStored(path)) { sink in
-                    try data.withUnsafeBytes { try sink($0) }
+            while let entry = try reader.next() {
+                if entry.path == BundleManifest.signaturePath { continue }
+                if entry.path == BundleManifest.path {
+                    var manifestData = Data()
+                    try reader.readData { manifestData.append(contentsOf: $0); return true }
+                    let signature = try key.privateKey.signature(for: manifestData)
+                    let sig = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(key.keyID),
+                                                                "signature": .string(signature.base64EncodedString())]))
+                    for (path, data) in [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)] {
+                        try writer.addFile(path: path, size: Int64(data.count), mtime: mtime, store: false) { sink in
+                            try data.withUnsafeBytes { try sink($0) }
+                        }
+                    }
+                    continue
+                }
+                try writer.addFile(path: entry.path, size: sizes[entry.path] ?? 0, mtime: mtime,
+                                   store: BundlePath.isStored(entry.path)) { sink in
+                    try reader.readData { chunk in try sink(chunk); return true }
                 }
             }
             try writer.close()

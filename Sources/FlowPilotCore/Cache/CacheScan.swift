@@ -106,7 +106,7 @@ extension CacheStore {
 
     /// One pass over `images/`: the newest `.img` of each URL, its `url` file, and
     /// anything else (older copies, debris, foreign files).
-    private func scanImageDirs(into scan: inout CacheScan) {
+    func scanImageDirs(into scan: inout CacheScan) {
         for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
             let d = "\(imagesDir)/\(dir.name)"
             guard dir.isDirectory, dir.name.count == 64 else { scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast)); continue }

@@ -39,17 +39,19 @@ extension CacheStore {
         return true
     }
 
-    /// The image's bytes when cached and not expired; records the access.
-    public func image(url: String, now: Date = Date()) -> Data? {
+    /// The newest copy of the URL's image when it has not expired.
+    private func freshImagePath(_ url: String, now: Date) -> String? {
         guard let newest = Self.published(imageDir(url)).last(where: { $0.name.hasSuffix(".img") }),
               let downloaded = CacheNames.parseStamp(newest.name.prefix(14)),
               now.timeIntervalSince(downloaded) < budgets.imageTTL else { return nil }
-        let path = "\(imageDir(url))/\(newest.name)"
-        if let hit = imageMemory.get(url) {
-            AtomicFile.touch(path, now)
-            return hit
-        }
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return "\(imageDir(url))/\(newest.name)"
+    }
+
+    /// The image's bytes when cached and not expired; records the access.
+    public func image(url: String, now: Date = Date()) -> Data? {
+        guard let path = freshImagePath(url, now: now) else { return nil }
+        let data = imageMemory.get(url) ?? FileManager.default.contents(atPath: path)
+        guard let data else { return nil }
         AtomicFile.touch(path, now)
         imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
         return data
@@ -57,22 +59,15 @@ extension CacheStore {
 
     /// Whether a fresh copy is cached, without reading it or recording an access.
     public func hasImage(url: String, now: Date = Date()) -> Bool {
-        guard let newest = Self.published(imageDir(url)).last(where: { $0.name.hasSuffix(".img") }),
-              let downloaded = CacheNames.parseStamp(newest.name.prefix(14)) else { return false }
-        return now.timeIntervalSince(downloaded) < budgets.imageTTL
+        freshImagePath(url, now: now) != nil
     }
 
-    /// Every image file, from one walk of `images/`.
+    /// The newest copy of every cached image, from one walk of `images/`
+    /// (the same walk `scan()` makes).
     public func scanImages() -> [CachedImage] {
-        var out: [CachedImage] = []
-        for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] where dir.isDirectory && !dir.name.hasPrefix(".") {
-            for item in DirectoryWalker.list("\(imagesDir)/\(dir.name)") ?? [] where item.name.hasSuffix(".img") && !item.name.hasPrefix(".") {
-                guard let downloaded = CacheNames.parseStamp(item.name.prefix(14)) else { continue }
-                out.append(CachedImage(urlHash: dir.name, downloadedAt: downloaded, lastAccess: item.mtime,
-                                       size: item.size, path: "\(imagesDir)/\(dir.name)/\(item.name)"))
-            }
-        }
-        return out
+        var scan = CacheScan()
+        scanImageDirs(into: &scan)
+        return scan.images
     }
 
     /// Keeps the on-disk image total within budget. The total is measured once per

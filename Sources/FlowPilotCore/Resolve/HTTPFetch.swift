@@ -2,20 +2,19 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 
-/// Plain GETs of media and fonts, with a size limit and a reason on failure.
-enum HTTPClientRequestFactory {
-    static func get(_ url: String) -> HTTPClientRequest {
-        HTTPClientRequest(url: url)
-    }
-
+/// Plain GETs of images and fonts (warm, bundle pull): 200 only, a size limit,
+/// and a reason on failure.
+enum MediaDownload {
     enum Fetched: Sendable {
         case success(Data)
         case failure(String)
     }
 
-    static func fetch(_ request: HTTPClientRequest, client: HTTPClient, limit: Int64) async -> Fetched {
+    static func fetch(_ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30)) async -> Fetched {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
         do {
-            let response = try await client.execute(request, timeout: .seconds(30))
+            let response = try await client.execute(request, timeout: timeout)
             guard response.status.code == 200 else { return .failure("answered \(response.status.code)") }
             if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init), length > limit {
                 return .failure("\(length) bytes, over the \(limit)-byte limit")

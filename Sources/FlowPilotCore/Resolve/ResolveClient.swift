@@ -71,16 +71,17 @@ public struct ResolveClient: Sendable {
     /// One request for several placements; throws `BatchUnavailable` on 404/405/501.
     func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [String: LiveResult] {
         let url = "\(baseURL)/apps/\(encode(appID))/placements/resolve-batch"
+        func failAll(_ code: String, _ message: String) -> [String: LiveResult] {
+            Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(code: code, message: message)) })
+        }
         switch await post(url, body(identity, keys: placements)) {
         case .failure(let code, let message):
-            return Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(code: code, message: message)) })
+            return failAll(code, message)
         case .response(let status, let json):
             if [404, 405, 501].contains(status) { throw BatchUnavailable() }
-            guard (200..<300).contains(status) else {
-                return Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(code: "http_\(status)", message: "backend answered \(status)")) })
-            }
+            guard (200..<300).contains(status) else { return failAll("http_\(status)", "backend answered \(status)") }
             guard let results = json?["results"]?.arrayValue else {
-                return Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(code: "invalid_response", message: "batch response is not valid JSON")) })
+                return failAll("invalid_response", "batch response is not valid JSON")
             }
             var out: [String: LiveResult] = [:]
             for r in results {

@@ -355,14 +355,13 @@ public actor Warmer {
         if mediaWaiters.isEmpty { mediaRunning -= 1 } else { mediaWaiters.removeFirst().resume() }
     }
 
-    /// A plain GET (images, fonts); nil on any failure.
+    /// A plain GET (images, fonts); nil on any failure: media never fail a prefetch.
     nonisolated func download(_ url: String) async -> Data? {
-        var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
-        guard let response = try? await client.client.execute(request, timeout: .seconds(10)),
-              response.status.code == 200,
-              let body = try? await response.body.collect(upTo: Int(store.budgets.imageDiskBytes)) else { return nil }
-        return Data(body.readableBytesView)
+        if case .success(let data) = await MediaDownload.fetch(url, client: client.client, limit: store.budgets.imageDiskBytes,
+                                                               timeout: .seconds(10)) {
+            return data
+        }
+        return nil
     }
 }
 

@@ -21,19 +21,6 @@ struct CacheList: ParsableCommand {
     @Flag(help: "List images instead of flows.") var images = false
     @OptionGroup var output: FormatOption
 
-    struct Row: Encodable {
-        let placement: String
-        let user_id: String?
-        let fingerprint: String
-        let flow_id: String
-        let version: String
-        let resolved_at: Date
-        let age_seconds: Int
-        let ttl_seconds: Int
-        let fresh: Bool
-        let size: Int64
-    }
-
     struct ImageRow: Encodable {
         let url: String
         let size: Int64
@@ -81,17 +68,10 @@ struct CacheList: ParsableCommand {
                 out.flush()
                 return
             }
-            let rows = entries.map { Row(placement: $0.placement, user_id: $0.userID, fingerprint: $0.fingerprint, flow_id: $0.flowID,
-                                         version: $0.version, resolved_at: $0.resolvedAt, age_seconds: Int($0.age(at: now)),
-                                         ttl_seconds: $0.ttlSeconds, fresh: $0.isFresh(at: now), size: $0.size) }
-            switch output.format {
-            case .json: break
-            case .csv, .table:
-                let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
-                                  rows: rows.map { [$0.placement, $0.user_id ?? "-", String($0.fingerprint.prefix(12)), $0.flow_id, $0.version,
-                                                    "\($0.age_seconds)s", "\($0.ttl_seconds)s", $0.fresh ? "fresh" : "stale", "\($0.size)"] })
-                Console.out(output.render(table))
-            }
+            let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
+                              rows: entries.map { [$0.placement, $0.userID ?? "-", String($0.fingerprint.prefix(12)), $0.flowID, $0.version,
+                                                   "\(Int($0.age(at: now)))s", "\($0.ttlSeconds)s", $0.isFresh(at: now) ? "fresh" : "stale", "\($0.size)"] })
+            Console.out(output.render(table))
         }
     }
 

@@ -56,6 +56,10 @@ struct Warm: AsyncParsableCommand {
         let window = DispatchSemaphore(value: 1024)
         let stream: AsyncThrowingStream<Identity, Error>
         do { stream = try identityStream(shardSpec, window: window) } catch let e as FPError { Console.error(e.description); throw ExitCode(e.exitCode) }
+        func record(_ outcomes: [PrefetchOutcome]) {
+            for o in outcomes { counts[o.state, default: 0] += 1; report.add(o) }
+            progress.identityDone(counts)
+        }
         do {
             try await withThrowingTaskGroup(of: [PrefetchOutcome].self) { group in
                 var running = 0
@@ -63,16 +67,12 @@ struct Warm: AsyncParsableCommand {
                     window.signal()
                     if running >= concurrency, let done = try await group.next() {
                         running -= 1
-                        for o in done { counts[o.state, default: 0] += 1; report.add(o) }
-                        progress.identityDone(counts)
+                        record(done)
                     }
                     group.addTask { await warmer.prefetch(placements, for: identity) }
                     running += 1
                 }
-                for try await done in group {
-                    for o in done { counts[o.state, default: 0] += 1; report.add(o) }
-                    progress.identityDone(counts)
-                }
+                for try await done in group { record(done) }
             }
         } catch let e as FPError {
             Console.error(e.description)

@@ -1,6 +1,7 @@
 import FlowPilotCore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import Synchronization
@@ -61,10 +62,11 @@ public final class ResolveServer: Sendable {
         let router = Router()
         if !options.quiet { router.middlewares.add(RequestLog()) }
         router.post("apps/:app/placements/resolve-batch") { request, context in
-            try await self.resolveBatch(request, context)
+            await self.routed(.batch(app: context.parameters.get("app") ?? ""), request)
         }
         router.post("apps/:app/placements/:placement/resolve") { request, context in
-            try await self.resolveOne(request, context)
+            await self.routed(.single(app: context.parameters.get("app") ?? "",
+                                      placement: context.parameters.get("placement") ?? ""), request)
         }
         router.get("media/:file") { request, context in self.asset("media", request, context) }
         router.get("fonts/:file") { request, context in self.asset("fonts", request, context) }
@@ -83,6 +85,11 @@ public final class ResolveServer: Sendable {
         logger.logLevel = .error
         let app = Application(
             router: router,
+            // Plain resolves are answered on the event loop (ResolveFastPath); the rest
+            // goes through the router.
+            server: HTTPServerBuilder { responder in
+                ResolveHTTP1Channel(http1: HTTP1Channel(responder: responder), server: self, log: !self.options.quiet)
+            },
             configuration: .init(address: .hostname(options.host, port: options.port)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? self.options.port
@@ -94,119 +101,30 @@ public final class ResolveServer: Sendable {
 
     // MARK: Resolve
 
-    private struct ResolveBody {
-        let user_id: String
-        let attributes: [String: JSONValue]?
-        let placement_keys: [String]?
-    }
+    var currentFaults: Faults { faults.withLock { $0 } }
 
-    private func resolveOne(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        stats.count(route: "resolve")
-        if let denied = authorize(request) { return denied }
-        let appID = context.parameters.get("app") ?? ""
-        let placement = context.parameters.get("placement") ?? ""
-        let body: ResolveBody
-        switch await decode(request) {
-        case .success(let b): body = b
-        case .failure(let failure): return failure.response
-        }
-        guard let app = apps[appID] else { return Self.error(.notFound, "unknown_app", "no app '\(appID)' is served here") }
-        stats.count(app: appID, placement: placement, user: body.user_id)
-        let current = faults.withLock { $0 }
-        if let faulted = await applyFaults(current, placement: placement) { return faulted }
-        guard app.bundle.flows[placement] != nil || app.rules?.placements[placement] != nil else {
-            return Self.error(.notFound, "unknown_placement", "no placement '\(placement)' in app '\(appID)'")
-        }
-        let flowKey = chosenFlow(app, placement: placement, body: body, faults: current)
-        if !options.rewriteAssetURLs, current.isEmpty, let cached = app.cachedResponse(placement: placement, flow: flowKey) {
-            return Self.jsonResponse(cached)
-        }
-        let payload = result(app, placement: placement, body: body, faults: current, base: base(request))
-        return Self.deliver(payload, faults: current, placement: placement)
-    }
-
-    private func resolveBatch(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        stats.count(route: "resolve-batch")
-        let current = faults.withLock { $0 }
-        if current.batch_disabled == true { return Self.error(.notFound, "not_found", "no such route") }
-        if let denied = authorize(request) { return denied }
-        let appID = context.parameters.get("app") ?? ""
-        let body: ResolveBody
-        switch await decode(request) {
-        case .success(let b): body = b
-        case .failure(let failure): return failure.response
-        }
-        guard let keys = body.placement_keys, !keys.isEmpty else {
-            return Self.error(.badRequest, "invalid_request", "placement_keys must be a non-empty array of strings")
-        }
-        guard let app = apps[appID] else { return Self.error(.notFound, "unknown_app", "no app '\(appID)' is served here") }
-        for key in keys { stats.count(app: appID, placement: key, user: body.user_id) }
-        if let faulted = await applyFaults(current, placement: keys.first { current.applies(to: $0) } ?? "") { return faulted }
-        var parts: [Data] = []
-        let base = base(request)
-        for key in keys {
-            if app.bundle.flows[key] == nil && app.rules?.placements[key] == nil {
-                parts.append(Data("{\"error\":{\"code\":\"unknown_placement\",\"message\":\"no placement in this app\"},\"placement_key\":".utf8)
-                    + CanonicalJSON.data(.string(key)) + Data("}".utf8))
-            } else {
-                parts.append(result(app, placement: key, body: body, faults: current, base: base))
-            }
-        }
-        var payload = Data("{\"results\":[".utf8)
-        for (i, part) in parts.enumerated() {
-            if i > 0 { payload.append(UInt8(ascii: ",")) }
-            payload.append(part)
-        }
-        payload.append(contentsOf: Array("]}".utf8))
-        return Self.deliver(payload, faults: current, placement: keys.first { current.applies(to: $0) } ?? "")
-    }
-
-    /// One `{"placement_key", "flow", "cache_ttl_seconds"?}` object, as bytes.
-    private func chosenFlow(_ app: ServedApp, placement: String, body: ResolveBody, faults: Faults) -> String? {
-        if faults.no_flow?.contains(placement) == true { return nil }
-        return app.flowKey(for: placement, userID: body.user_id, attributes: body.attributes ?? [:])
-    }
-
-    private func result(_ app: ServedApp, placement: String, body: ResolveBody, faults: Faults, base: String) -> Data {
-        let flowKey = chosenFlow(app, placement: placement, body: body, faults: faults)
-        var flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
-        if faults.invalid_flow == true && faults.applies(to: placement) && flow != nil {
-            flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
-        }
-        return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
-    }
-
-    private func applyFaults(_ faults: Faults, placement: String) async -> Response? {
-        guard faults.applies(to: placement) else { return nil }
-        let delay = faults.delayMilliseconds()
-        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-        if faults.shouldFail() {
-            let status = HTTPResponse.Status(code: faults.fail_status ?? 503)
-            var response = Self.error(status, status.code == 429 ? "rate_limited" : "injected_fault", "fault injected by fpctl serve")
-            if let after = faults.retry_after { response.headers[.retryAfter] = String(after) }
-            return response
-        }
-        return nil
-    }
-
-    private struct ConnectionClosed: Error {}
-
-    /// Sends a JSON payload, damaged the way the current faults ask.
-    private static func deliver(_ payload: Data, faults: Faults, placement: String) -> Response {
-        guard faults.applies(to: placement) else { return jsonResponse(payload) }
-        if faults.close_connection == true {
-            let half = ByteBuffer(bytes: payload.prefix(payload.count / 2))
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: payload.count) { writer in
+    /// A resolve through the router: the requests the fast path passes on.
+    private func routed(_ route: ResolveRoute, _ request: Request) async -> Response {
+        let current = currentFaults
+        let body = try? await request.body.collect(upTo: Self.maxBodyBytes)
+        let reply = resolve(route, authorization: request.headers[.authorization], authority: request.head.authority,
+                            body: body, faults: current)
+        if reply.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(reply.delayMilliseconds)) }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if let after = reply.retryAfter { headers[.retryAfter] = String(after) }
+        if reply.closeMidBody {
+            let whole = reply.body.readableBytes
+            let half = reply.body.getSlice(at: reply.body.readerIndex, length: whole / 2)!
+            return Response(status: reply.status, headers: headers, body: ResponseBody(contentLength: whole) { writer in
                 try await writer.write(half)
                 throw ConnectionClosed()
             })
         }
-        if faults.invalid_json == true { return jsonResponse(Data("<html>not json</html>".utf8)) }
-        if faults.truncate_body == true { return jsonResponse(payload.prefix(payload.count / 2)) }
-        return jsonResponse(payload)
+        return Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: reply.body))
     }
+
+    private struct ConnectionClosed: Error {}
 
     // MARK: Media and admin
 
@@ -239,51 +157,6 @@ public final class ResolveServer: Sendable {
 
     // MARK: Helpers
 
-    private func authorize(_ request: Request) -> Response? {
-        guard let key = options.apiKey else { return nil }
-        let given = request.headers[.authorization] ?? ""
-        if Self.constantTimeEquals(given, "Bearer \(key)") { return nil }
-        return Self.error(.unauthorized, "unauthorized", "missing or invalid API key")
-    }
-
-    private func decode(_ request: Request) async -> Result<ResolveBody, ErrorResponse> {
-        let bytes: ByteBuffer
-        do { bytes = try await request.body.collect(upTo: Self.maxBodyBytes) } catch {
-            return .failure(ErrorResponse(Self.error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes")))
-        }
-        // fpctl's own parser: a resolve is on the hot path, and JSONDecoder costs more than the rest of it.
-        let invalid = ErrorResponse(Self.error(.badRequest, "invalid_request",
-                                               "body must be JSON with a string user_id and an attributes object"))
-        guard let json = try? JSONValue.parse(Data(bytes.readableBytesView)), let user = json["user_id"]?.stringValue else {
-            return .failure(invalid)
-        }
-        var attributes: [String: JSONValue] = [:]
-        switch json["attributes"] {
-        case nil, .null?: break
-        case .object(let a)?: attributes = a
-        default: return .failure(invalid)
-        }
-        var keys: [String]?
-        if let list = json["placement_keys"] {
-            guard let items = list.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else { return .failure(invalid) }
-            keys = items.compactMap(\.stringValue)
-        }
-        return .success(ResolveBody(user_id: user, attributes: attributes, placement_keys: keys))
-    }
-
-    struct ErrorResponse: Error { let response: Response; init(_ r: Response) { response = r } }
-
-    private func base(_ request: Request) -> String {
-        "http://\(request.head.authority ?? "\(options.host):\(options.port)")"
-    }
-
-    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var diff = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
-        return diff == 0
-    }
-
     static func jsonResponse<D: DataProtocol>(_ data: D, status: HTTPResponse.Status = .ok) -> Response {
         jsonResponse(ByteBuffer(bytes: data), status: status)
     }
@@ -299,8 +172,8 @@ public final class ResolveServer: Sendable {
     }
 
     static func error(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
-        let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
-        return jsonResponse(CanonicalJSON.data(body), status: status)
+        let reply = ResolveReply.error(status, code, message)
+        return jsonResponse(reply.body, status: reply.status)
     }
 
     static func contentType(_ file: String) -> String {

@@ -11,7 +11,19 @@ final class ServeStats: Sendable {
         let keys: [String: Int]
     }
 
-    private let state = Mutex<(total: Int, routes: [String: Int], keys: [String: Int])>((0, [:], [:]))
+    private struct Key: Hashable {
+        let app: String
+        let placement: String
+        let user: String
+    }
+
+    private struct Counts {
+        var total = 0
+        var routes: [String: Int] = [:]
+        var keys: [Key: Int] = [:]
+    }
+
+    private let state = Mutex(Counts())
 
     func count(route: String) {
         state.withLock {
@@ -21,15 +33,18 @@ final class ServeStats: Sendable {
     }
 
     func count(app: String, placement: String, user: String) {
-        let key = app + "/" + placement + "/" + user
+        let key = Key(app: app, placement: placement, user: user)
         state.withLock { $0.keys[key, default: 0] += 1 }
     }
 
     func snapshot() -> Snapshot {
-        state.withLock { Snapshot(total: $0.total, routes: $0.routes, keys: $0.keys) }
+        let counts = state.withLock { $0 }
+        var keys: [String: Int] = [:]
+        for (key, n) in counts.keys { keys[key.app + "/" + key.placement + "/" + key.user, default: 0] += n }
+        return Snapshot(total: counts.total, routes: counts.routes, keys: keys)
     }
 
     func reset() {
-        state.withLock { $0 = (0, [:], [:]) }
+        state.withLock { $0 = Counts() }
     }
 }

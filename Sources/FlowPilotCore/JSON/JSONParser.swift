@@ -12,14 +12,16 @@ struct JSONParser {
     static let maxDepth = 512
 
     static func parse(_ data: Data) throws -> JSONValue {
-        try data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
-            parser.skipWhitespace()
-            let value = try parser.value()
-            parser.skipWhitespace()
-            guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
-            return value
-        }
+        try data.withUnsafeBytes { try parse(bytes: $0) }
+    }
+
+    static func parse(bytes raw: UnsafeRawBufferPointer) throws -> JSONValue {
+        var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        parser.skipWhitespace()
+        let value = try parser.value()
+        parser.skipWhitespace()
+        guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
+        return value
     }
 
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }

@@ -16,6 +16,11 @@ public enum JSONValue: Sendable, Equatable {
         try JSONParser.parse(data)
     }
 
+    /// `parse(_:)` over bytes the caller holds (a network buffer, say), without copying them.
+    public static func parse(bytes: UnsafeRawBufferPointer) throws -> JSONValue {
+        try JSONParser.parse(bytes: bytes)
+    }
+
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public let message: String
         public var description: String { message }

@@ -1,0 +1,155 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+/// Answers plain resolve requests on the event loop that read them.
+///
+/// Hummingbird converts each request to HTTPTypes and hands it to a Swift
+/// concurrency task: the event loop reads it, a pool thread routes it, and the
+/// event loop writes the answer. A resolve is a few microseconds of work (a small
+/// JSON body in, a pre-encoded flow out), so those conversions and thread hops cost
+/// more than the resolve itself. This handler sits in Hummingbird's HTTP/1.1
+/// pipeline right after NIO's HTTP parser and answers
+/// `POST /apps/{app}/placements/{key}/resolve` and `…/resolve-batch` itself,
+/// through the same `ResolveServer.resolve` the router's routes call, so the two
+/// paths cannot disagree. Everything else passes on to the router, and so does a
+/// resolve:
+///
+/// - whose path is not in its plain form (`ResolveRoute(path:)`);
+/// - that ends the connection (`Connection: close`, HTTP/1.0 without keep-alive);
+/// - while faults that take time or break the connection are set (latency,
+///   `close_connection`): the router's async path delivers those;
+/// - while an earlier request on the connection is still with the router: HTTP/1.1
+///   answers in order, so a later one must not overtake it.
+final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A request this handler answers, while its body arrives.
+    private struct Pending {
+        let route: ResolveRoute
+        let head: HTTPRequestHead
+        let path: Substring
+        let faults: Faults
+        let start: ContinuousClock.Instant
+        var body: ByteBuffer?
+        /// Over the limit: the rest is read and dropped, and the answer is 413.
+        var tooLarge = false
+    }
+
+    private let server: ResolveServer
+    private let log: Bool
+    private var pending: Pending?
+    /// Requests passed to the router whose response has not ended yet.
+    private var forwardedInFlight = 0
+    private var needsFlush = false
+
+    init(server: ResolveServer, log: Bool) {
+        self.server = server
+        self.log = log
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            if forwardedInFlight == 0, let answerable = answerable(head) {
+                pending = answerable
+                return
+            }
+            forwardedInFlight += 1
+        case .body(let chunk) where pending != nil:
+            if !pending!.tooLarge {
+                if pending!.body == nil {
+                    pending!.body = chunk
+                } else {
+                    pending!.body!.writeImmutableBuffer(chunk)
+                }
+                if pending!.body!.readableBytes > ResolveServer.maxBodyBytes {
+                    pending!.tooLarge = true
+                    pending!.body = nil
+                }
+            }
+            return
+        case .end where pending != nil:
+            answer(pending.take()!, context: context)
+            return
+        case .body, .end:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Only the router's responses come through here; this handler writes its
+        // own from its context, past itself.
+        if case .end = unwrapOutboundIn(data), forwardedInFlight > 0 { forwardedInFlight -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    private func answerable(_ head: HTTPRequestHead) -> Pending? {
+        guard head.method == .POST, head.isKeepAlive else { return nil }
+        let path = head.uri.prefix { $0 != "?" }
+        guard let route = ResolveRoute(path: path) else { return nil }
+        let faults = server.currentFaults
+        if faults.needsAsyncDelivery { return nil }
+        return Pending(route: route, head: head, path: path, faults: faults, start: .now)
+    }
+
+    private func answer(_ pending: Pending, context: ChannelHandlerContext) {
+        let body = pending.tooLarge ? nil : pending.body ?? context.channel.allocator.buffer(capacity: 0)
+        let reply = server.resolve(pending.route, authorization: pending.head.headers.first(name: "authorization"),
+                                   authority: pending.head.headers.first(name: "host"), body: body, faults: pending.faults)
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(4)
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(reply.body.readableBytes))
+        headers.add(name: "Date", value: HTTPDate.now())
+        if let after = reply.retryAfter { headers.add(name: "Retry-After", value: String(after)) }
+        let head = HTTPResponseHead(version: pending.head.version,
+                                    status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
+                                    headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        needsFlush = true
+        if log {
+            RequestLogLine.write(method: pending.head.method.rawValue, path: pending.path, status: reply.status.code,
+                                 since: pending.start)
+        }
+    }
+}
+
+/// Hummingbird's HTTP/1.1 child channel with `ResolveFastPath` placed between NIO's
+/// HTTP parser and Hummingbird's conversion of requests to HTTPTypes.
+struct ResolveHTTP1Channel: ServerChildChannel {
+    let http1: HTTP1Channel
+    let server: ResolveServer
+    let log: Bool
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
+        http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
+            try pipeline.addHandler(ResolveFastPath(server: server, log: log), position: .before(codec))
+            return value
+        }
+    }
+
+    func handle(value: HTTP1Channel.Value, logger: Logger) async {
+        await http1.handle(value: value, logger: logger)
+    }
+}

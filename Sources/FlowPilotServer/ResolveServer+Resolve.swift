@@ -1,0 +1,234 @@
+import FlowPilotCore
+import Foundation
+import HTTPTypes
+import NIOCore
+
+/// The two resolve routes, parsed from the request path.
+enum ResolveRoute: Equatable {
+    case single(app: String, placement: String)
+    case batch(app: String)
+
+    var name: String {
+        switch self {
+        case .single: "resolve"
+        case .batch: "resolve-batch"
+        }
+    }
+
+    /// `/apps/{app}/placements/{key}/resolve` and `/apps/{app}/placements/resolve-batch`
+    /// in their plain form only: segments of unreserved characters (RFC 3986:
+    /// letters, digits, `-._~`), no empty segment or trailing slash. Other
+    /// spellings the router may still accept are left to it.
+    init?(path: Substring) {
+        let slash = UInt8(ascii: "/")
+        let utf8 = path.utf8
+        guard utf8.first == slash, utf8.dropFirst().allSatisfy({ $0 == slash || Self.isUnreserved($0) }) else { return nil }
+        let parts = utf8.dropFirst().split(separator: slash, maxSplits: 6, omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts.allSatisfy({ !$0.isEmpty }),
+              parts[0].elementsEqual("apps".utf8), parts[2].elementsEqual("placements".utf8) else { return nil }
+        if parts.count == 4, parts[3].elementsEqual("resolve-batch".utf8) {
+            self = .batch(app: String(Substring(parts[1])))
+        } else if parts.count == 5, parts[4].elementsEqual("resolve".utf8) {
+            self = .single(app: String(Substring(parts[1])), placement: String(Substring(parts[3])))
+        } else {
+            return nil
+        }
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+}
+
+/// What a resolve request is answered with: a JSON body and status, plus the
+/// parts of the current faults that take time or damage the delivery.
+struct ResolveReply {
+    var status: HTTPResponse.Status = .ok
+    var body: ByteBuffer
+    var retryAfter: Int?
+    /// Milliseconds to wait before answering (`latency_ms`).
+    var delayMilliseconds = 0
+    /// Send half the body, then close the connection (`close_connection`).
+    var closeMidBody = false
+
+    init(_ status: HTTPResponse.Status = .ok, body: ByteBuffer) {
+        self.status = status
+        self.body = body
+    }
+
+    init<D: DataProtocol>(_ status: HTTPResponse.Status = .ok, json: D) {
+        self.init(status, body: ByteBuffer(bytes: json))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> ResolveReply {
+        let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
+        return ResolveReply(status, json: CanonicalJSON.data(body))
+    }
+}
+
+extension ResolveServer {
+    /// Answers one resolve request without suspending: counts it, checks the key,
+    /// parses the body, applies targeting and faults. Both the router and the
+    /// event-loop fast path (`ResolveFastPath`) call this, so they cannot disagree.
+    ///
+    /// - Parameters:
+    ///   - authorization: the `Authorization` header, if any.
+    ///   - authority: the `Host` the client used, for rewritten asset URLs.
+    ///   - body: the request body, or nil when it was over `maxBodyBytes`.
+    ///   - faults: the fault set in force when the request arrived.
+    func resolve(_ route: ResolveRoute, authorization: String?, authority: String?,
+                 body: ByteBuffer?, faults: Faults) -> ResolveReply {
+        stats.count(route: route.name)
+        if case .batch = route, faults.batch_disabled == true { return .error(.notFound, "not_found", "no such route") }
+        if let denied = authorize(authorization) { return denied }
+        guard let body else { return .error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes") }
+        guard let request = ResolveBody(body) else {
+            return .error(.badRequest, "invalid_request", "body must be JSON with a string user_id and an attributes object")
+        }
+        switch route {
+        case .single(let appID, let placement):
+            return resolveOne(appID: appID, placement: placement, request, authority: authority, faults: faults)
+        case .batch(let appID):
+            return resolveBatch(appID: appID, request, authority: authority, faults: faults)
+        }
+    }
+
+    private func resolveOne(appID: String, placement: String, _ request: ResolveBody, authority: String?,
+                            faults: Faults) -> ResolveReply {
+        guard let app = apps[appID] else { return .error(.notFound, "unknown_app", "no app '\(appID)' is served here") }
+        stats.count(app: appID, placement: placement, user: request.userID)
+        if let failed = injectedFailure(faults, placement: placement) { return failed }
+        guard app.bundle.flows[placement] != nil || app.rules?.placements[placement] != nil else {
+            return faults.shaping(.error(.notFound, "unknown_placement", "no placement '\(placement)' in app '\(appID)'"),
+                                  placement: placement)
+        }
+        let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
+        if !options.rewriteAssetURLs, faults.isEmpty, let cached = app.cachedResponse(placement: placement, flow: flowKey) {
+            return faults.shaping(ResolveReply(body: cached), placement: placement)
+        }
+        let payload = result(app, placement: placement, request, faults: faults, authority: authority)
+        return faults.shaping(Self.damaged(payload, faults: faults, placement: placement), placement: placement)
+    }
+
+    private func resolveBatch(appID: String, _ request: ResolveBody, authority: String?, faults: Faults) -> ResolveReply {
+        guard let keys = request.placementKeys, !keys.isEmpty else {
+            return .error(.badRequest, "invalid_request", "placement_keys must be a non-empty array of strings")
+        }
+        guard let app = apps[appID] else { return .error(.notFound, "unknown_app", "no app '\(appID)' is served here") }
+        for key in keys { stats.count(app: appID, placement: key, user: request.userID) }
+        let faulted = keys.first { faults.applies(to: $0) } ?? ""
+        if let failed = injectedFailure(faults, placement: faulted) { return failed }
+        var payload = Data("{\"results\":[".utf8)
+        for (i, key) in keys.enumerated() {
+            if i > 0 { payload.append(UInt8(ascii: ",")) }
+            if app.bundle.flows[key] == nil && app.rules?.placements[key] == nil {
+                payload.append(contentsOf: Array("{\"error\":{\"code\":\"unknown_placement\",\"message\":\"no placement in this app\"},\"placement_key\":".utf8))
+                payload.append(CanonicalJSON.data(.string(key)))
+                payload.append(UInt8(ascii: "}"))
+            } else {
+                payload.append(result(app, placement: key, request, faults: faults, authority: authority))
+            }
+        }
+        payload.append(contentsOf: Array("]}".utf8))
+        return faults.shaping(Self.damaged(payload, faults: faults, placement: faulted), placement: faulted)
+    }
+
+    private func chosenFlow(_ app: ServedApp, placement: String, _ request: ResolveBody, faults: Faults) -> String? {
+        if faults.no_flow?.contains(placement) == true { return nil }
+        return app.flowKey(for: placement, userID: request.userID, attributes: request.attributes)
+    }
+
+    /// One `{"cache_ttl_seconds"?, "flow", "placement_key"}` object, as bytes.
+    private func result(_ app: ServedApp, placement: String, _ request: ResolveBody, faults: Faults,
+                        authority: String?) -> Data {
+        let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
+        let base = "http://\(authority ?? "\(options.host):\(options.port)")"
+        var flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
+        if faults.invalid_flow == true && faults.applies(to: placement) && flow != nil {
+            flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
+        }
+        return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
+    }
+
+    /// The `fail_rate` fault: that fraction of requests fail with `fail_status`.
+    private func injectedFailure(_ faults: Faults, placement: String) -> ResolveReply? {
+        guard faults.applies(to: placement), faults.shouldFail() else { return nil }
+        let status = HTTPResponse.Status(code: faults.fail_status ?? 503)
+        var reply = ResolveReply.error(status, status.code == 429 ? "rate_limited" : "injected_fault",
+                                       "fault injected by fpctl serve")
+        reply.retryAfter = faults.retry_after
+        reply.delayMilliseconds = faults.delayMilliseconds()
+        return reply
+    }
+
+    /// A payload, damaged the way the body faults ask.
+    private static func damaged(_ payload: Data, faults: Faults, placement: String) -> ResolveReply {
+        guard faults.applies(to: placement) else { return ResolveReply(json: payload) }
+        if faults.invalid_json == true { return ResolveReply(json: Data("<html>not json</html>".utf8)) }
+        if faults.truncate_body == true { return ResolveReply(json: payload.prefix(payload.count / 2)) }
+        return ResolveReply(json: payload)
+    }
+
+    private func authorize(_ authorization: String?) -> ResolveReply? {
+        guard let key = options.apiKey else { return nil }
+        if Self.constantTimeEquals(authorization ?? "", "Bearer \(key)") { return nil }
+        return .error(.unauthorized, "unauthorized", "missing or invalid API key")
+    }
+
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return diff == 0
+    }
+}
+
+extension Faults {
+    /// Whether answering needs time or a damaged connection: such requests take
+    /// the router's async path, never the event-loop fast path.
+    var needsAsyncDelivery: Bool {
+        (latency_ms ?? []).contains { $0 > 0 } || close_connection == true
+    }
+
+    /// Adds the delivery faults (latency, connection closed mid-body) to a reply.
+    fileprivate func shaping(_ reply: ResolveReply, placement: String) -> ResolveReply {
+        guard applies(to: placement) else { return reply }
+        var reply = reply
+        reply.delayMilliseconds = delayMilliseconds()
+        reply.closeMidBody = close_connection == true && reply.status == .ok
+        return reply
+    }
+}
+
+/// A resolve request body: `user_id`, optional `attributes`, and for a batch
+/// `placement_keys`.
+struct ResolveBody {
+    let userID: String
+    let attributes: [String: JSONValue]
+    let placementKeys: [String]?
+
+    /// fpctl's own parser: a resolve is on the hot path, and JSONDecoder costs
+    /// more than the rest of it.
+    init?(_ bytes: ByteBuffer) {
+        guard let json = bytes.withUnsafeReadableBytes({ try? JSONValue.parse(bytes: $0) }),
+              let user = json["user_id"]?.stringValue else {
+            return nil
+        }
+        switch json["attributes"] {
+        case nil, .null?: attributes = [:]
+        case .object(let a)?: attributes = a
+        default: return nil
+        }
+        if let list = json["placement_keys"] {
+            guard let items = list.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else { return nil }
+            placementKeys = items.compactMap(\.stringValue)
+        } else {
+            placementKeys = nil
+        }
+        userID = user
+    }
+}

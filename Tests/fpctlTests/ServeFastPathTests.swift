@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+
+/// `fpctl serve` answers plain resolve requests on the event loop and passes the
+/// rest to Hummingbird's router (docs/serve.md, "Performance"). A client must not
+/// be able to tell the two apart: same bytes, same order, same counts.
+@Suite("fpctl serve: the event-loop resolve path and the router agree")
+struct ServeFastPathTests {
+    static let user = #"{"user_id":"u1","attributes":{"plan":"free","country":"DE"}}"#
+
+    @Test("pipelined requests are answered in order, whichever path answers each")
+    func pipelining() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let c = try RawHTTPConnection(server.url)
+        // Admin route (router), plain resolve (event loop), a trailing slash (router),
+        // a batch (event loop) and the stats (router), all in one write.
+        var burst = c.request("GET", "/_admin/faults")
+        burst += c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
+        burst += c.request("POST", "/apps/demo/placements/onboarding/resolve/", body: Self.user)
+        burst += c.request("POST", "/apps/demo/placements/resolve-batch",
+                           body: #"{"user_id":"u1","placement_keys":["onboarding","paywall"]}"#)
+        burst += c.request("GET", "/_admin/stats")
+        try c.send(burst)
+
+        let faults = try c.readResponse()
+        #expect(faults.status == 200 && faults.json != nil && faults.json?["placement_key"] == nil)
+        let paywall = try c.readResponse()
+        #expect(paywall.status == 200 && paywall.json?["placement_key"] as? String == "paywall")
+        let onboarding = try c.readResponse()
+        #expect(onboarding.status == 200 && onboarding.json?["placement_key"] as? String == "onboarding")
+        let batch = try c.readResponse()
+        let results = batch.json?["results"] as? [[String: Any]]
+        #expect(results?.compactMap { $0["placement_key"] as? String } == ["onboarding", "paywall"])
+        let stats = try c.readResponse()
+        let routes = stats.json?["routes"] as? [String: Int]
+        #expect(routes?["resolve"] == 2 && routes?["resolve-batch"] == 1)
+        #expect((stats.json?["keys"] as? [String: Int])?["demo/paywall/u1"] == 2)
+    }
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        let name: String
+        let route: String
+        let body: String
+        var headers: [String] = []
+        let status: Int
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "a flow", route: "paywall/resolve", body: user, status: 200),
+        Case(name: "unknown placement", route: "nope/resolve", body: user, status: 404),
+        Case(name: "malformed JSON", route: "paywall/resolve", body: "{nope", status: 400),
+        Case(name: "attributes not an object", route: "paywall/resolve", body: #"{"user_id":"u1","attributes":[1]}"#, status: 400),
+        Case(name: "no user_id", route: "paywall/resolve", body: #"{"attributes":{}}"#, status: 400),
+        Case(name: "body over 64 KiB", route: "paywall/resolve", body: #"{"user_id":"u1","pad":""# + String(repeating: "x", count: 70_000) + #""}"#, status: 413),
+        Case(name: "batch with an unknown key", route: "resolve-batch",
+             body: #"{"user_id":"u1","placement_keys":["paywall","nope"]}"#, status: 200),
+        Case(name: "batch without keys", route: "resolve-batch", body: user, status: 400),
+        Case(name: "no API key", route: "paywall/resolve", body: user, headers: ["X-Key: none"], status: 401),
+        Case(name: "wrong API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer nope"], status: 401),
+        Case(name: "right API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer k_fast"], status: 200),
+    ]
+
+    /// The same request three ways: plain (event loop), with a trailing slash and
+    /// with `Connection: close` (both router).
+    private func threeWays(_ server: ServeProcess, app: String, _ c: Case) throws -> [RawHTTPConnection.Response] {
+        let plain = try RawHTTPConnection(server.url)
+        try plain.send(plain.request("POST", "/apps/\(app)/placements/\(c.route)", body: c.body, headers: c.headers))
+        let slash = try RawHTTPConnection(server.url)
+        try slash.send(slash.request("POST", "/apps/\(app)/placements/\(c.route)/", body: c.body, headers: c.headers))
+        let closing = try RawHTTPConnection(server.url)
+        try closing.send(closing.request("POST", "/apps/\(app)/placements/\(c.route)", body: c.body,
+                                         headers: c.headers + ["Connection: close"]))
+        return try [plain.readResponse(), slash.readResponse(), closing.readResponse()]
+    }
+
+    private func expectAlike(_ answers: [RawHTTPConnection.Response], _ name: String) {
+        let first = answers[0]
+        for other in answers.dropFirst() {
+            #expect(other.status == first.status, "\(name): status")
+            #expect(other.body == first.body, "\(name): \(first.text) vs \(other.text)")
+            #expect(other.headers["content-type"] == first.headers["content-type"], "\(name): content type")
+            #expect(other.headers["retry-after"] == first.headers["retry-after"], "\(name): Retry-After")
+        }
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        format.timeZone = TimeZone(identifier: "GMT")
+        for answer in answers {
+            let date = answer.headers["date"].flatMap(format.date(from:))
+            #expect(date.map { abs($0.timeIntervalSinceNow) < 60 } == true, "\(name): Date \(answer.headers["date"] ?? "missing")")
+        }
+    }
+
+    @Test("same status, headers and bytes from both paths", arguments: cases)
+    func sameAnswers(_ c: Case) throws {
+        let tmp = try TemporaryDirectory()
+        try "k_fast\n".write(toFile: tmp.file("key"), atomically: true, encoding: .utf8)
+        let keyed = c.name.contains("API key")
+        let server = try ServeProcess([Paths.sample("demo"), Paths.sample("travel"), "-q", "--ttl", "60", "--rewrite-asset-urls"]
+                                      + (keyed ? ["--api-key-file", tmp.file("key")] : []))
+        let answers = try threeWays(server, app: "demo", c)
+        expectAlike(answers, c.name)
+        #expect(answers[0].status == c.status)
+        if c.name == "a flow" {
+            // Rewritten asset URLs name the address the client used, on both paths.
+            #expect(answers[0].text.contains("http://\(try RawHTTPConnection(server.url).hostHeader)/media/"))
+        }
+    }
+
+    @Test("targeting and every body fault give the same answer on both paths")
+    func faultsAndTargeting() async throws {
+        let server = try ServeProcess([Paths.sample("travel"), "-q"])
+        let german = Case(name: "targeted", route: "trip-upsell/resolve",
+                          body: #"{"user_id":"u7","attributes":{"country":"DE","plan":"free"}}"#, status: 200)
+        expectAlike(try threeWays(server, app: "travel", german), "targeting")
+        let faults: [String: String] = [
+            "fail 429": #"{"fail_rate":1,"fail_status":429,"retry_after":7}"#,
+            "truncated": #"{"truncate_body":true}"#,
+            "invalid JSON": #"{"invalid_json":true}"#,
+            "no flow": #"{"no_flow":["trip-upsell"]}"#,
+            "invalid flow": #"{"invalid_flow":true}"#,
+            "other placement only": #"{"invalid_json":true,"placements":["welcome"]}"#,
+        ]
+        for (name, json) in faults {
+            let set = try await http(.POST, "\(server.url)/_admin/faults", body: Data(json.utf8))
+            #expect(set.status == 200, "\(name)")
+            let answers = try threeWays(server, app: "travel", german)
+            expectAlike(answers, name)
+            #expect((answers[0].status == 429) == (name == "fail 429"), "\(name)")
+            #expect((answers[0].json == nil) == (name == "truncated" || name == "invalid JSON"), "\(name)")
+        }
+    }
+
+    @Test("a body in pieces or chunked is read whole; over 64 KiB is 413 and the connection goes on")
+    func bodies() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let c = try RawHTTPConnection(server.url)
+        let body = Data(Self.user.utf8)
+        try c.send("POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nContent-Length: \(body.count)\r\n\r\n")
+        for piece in stride(from: 0, to: body.count, by: 20) {
+            usleep(30_000)
+            try c.send(body.subdata(in: piece..<min(piece + 20, body.count)))
+        }
+        #expect(try c.readResponse().json?["placement_key"] as? String == "paywall")
+
+        let half = body.count / 2
+        try c.send("POST /apps/demo/placements/onboarding/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   + String(half, radix: 16) + "\r\n" + String(decoding: body.prefix(half), as: UTF8.self) + "\r\n")
+        usleep(30_000)
+        try c.send(String(body.count - half, radix: 16) + "\r\n" + String(decoding: body.dropFirst(half), as: UTF8.self) + "\r\n0\r\n\r\n")
+        #expect(try c.readResponse().json?["placement_key"] as? String == "onboarding")
+
+        let huge = String(repeating: " ", count: 100_000)
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: huge))
+        let refused = try c.readResponse()
+        #expect(refused.status == 413)
+        #expect((refused.json?["error"] as? [String: Any])?["code"] as? String == "too_large")
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+        #expect(try c.readResponse().status == 200)
+    }
+}

@@ -119,7 +119,7 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         headers.add(name: "Content-Length", value: String(reply.body.readableBytes))
         headers.add(name: "Date", value: HTTPDate.now())
         if let after = reply.retryAfter { headers.add(name: "Retry-After", value: String(after)) }
-        let head = HTTPResponseHead(version: pending.head.version,
+        let head = HTTPResponseHead(version: .http1_1,  // as Hummingbird answers every request
                                     status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
                                     headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)

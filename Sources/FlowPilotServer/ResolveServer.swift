@@ -75,7 +75,7 @@ public final class ResolveServer: Sendable {
             self.stats.reset()
             return Response(status: .noContent)
         }
-        router.get("_admin/faults") { _, _ in try Self.json(self.faults.withLock { $0 }) }
+        router.get("_admin/faults") { _, _ in try Self.json(self.currentFaults) }
         router.post("_admin/faults") { request, context in try await self.setFaults(request, context) }
         router.delete("_admin/faults") { _, _ in
             self.faults.withLock { $0 = self.options.faults }

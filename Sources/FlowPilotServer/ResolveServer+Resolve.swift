@@ -108,7 +108,7 @@ extension ResolveServer {
         }
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
         if !options.rewriteAssetURLs, faults.isEmpty, let cached = app.cachedResponse(placement: placement, flow: flowKey) {
-            return faults.shaping(ResolveReply(body: cached), placement: placement)
+            return ResolveReply(body: cached)  // no fault can touch it: the common case, pre-encoded
         }
         let payload = result(app, placement: placement, request, faults: faults, authority: authority)
         return faults.shaping(Self.damaged(payload, faults: faults, placement: placement), placement: placement)

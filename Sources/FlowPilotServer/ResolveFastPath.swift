@@ -48,6 +48,8 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Requests passed to the router whose response has not ended yet.
     private var forwardedInFlight = 0
     private var needsFlush = false
+    /// A read held back while the channel is not writable.
+    private var readHeld = false
 
     init(server: ResolveServer, log: Bool) {
         self.server = server
@@ -90,6 +92,26 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             context.flush()
         }
         context.fireChannelReadComplete()
+    }
+
+    // Backpressure: answers written here bypass the async channel's own, so a client
+    // that pipelines requests without reading the answers would otherwise make the
+    // server buffer them without bound. While the socket cannot take more, read no more.
+
+    func read(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, readHeld {
+            readHeld = false
+            context.read()
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

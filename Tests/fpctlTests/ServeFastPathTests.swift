@@ -159,4 +159,39 @@ struct ServeFastPathTests {
         try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
         #expect(try c.readResponse().status == 200)
     }
+
+    @Test("a client that pipelines without reading holds the server back instead of filling its memory")
+    func backpressure() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let c = try RawHTTPConnection(server.url, receiveBuffer: 16 * 1024)
+        let count = 40_000
+        let one = c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
+        var burst = Data(capacity: one.count * count)
+        for _ in 0..<count { burst += one }
+        var sent = c.sendWhileAccepted(burst, seconds: 3)
+
+        // The server answers what the socket buffers hold (about 1.4 KB each), then
+        // stops reading until the client reads.
+        func answered() async throws -> Int {
+            let stats = try await http(.GET, "\(server.url)/_admin/stats")
+            return (stats.json?["routes"] as? [String: Int])?["resolve"] ?? 0
+        }
+        var last = -1
+        var held = try await answered()
+        while held != last {
+            try await Task.sleep(for: .milliseconds(500))
+            (last, held) = (held, try await answered())
+        }
+        #expect(held < count / 2, "answered \(held) of \(count) requests nobody read")
+
+        // Reading resumes the flow: every request is answered, in order, and counted once.
+        let reader = Task.detached { () throws -> Int in
+            var ok = 0
+            for _ in 0..<count where try c.readResponse().status == 200 { ok += 1 }
+            return ok
+        }
+        while sent < burst.count { sent += c.sendWhileAccepted(burst.subdata(in: sent..<burst.count), seconds: 1) }
+        #expect(try await reader.value == count)
+        #expect(try await answered() == count)
+    }
 }

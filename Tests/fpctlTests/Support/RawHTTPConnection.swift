@@ -5,8 +5,10 @@ import Glibc
 
 /// One TCP connection to a loopback server, written and read byte for byte: for
 /// what an HTTP client library never does on purpose (pipelining several requests
-/// in one write, sending a body in pieces, chunked bodies).
-final class RawHTTPConnection {
+/// in one write, sending a body in pieces, chunked bodies, not reading answers).
+/// One task may read while another writes: the socket allows it, and only reads
+/// touch the buffer.
+final class RawHTTPConnection: @unchecked Sendable {
     struct Response {
         let status: Int
         /// Header names lowercased.
@@ -23,13 +25,16 @@ final class RawHTTPConnection {
     private var buffered = Data()
     let hostHeader: String
 
-    init(_ url: String) throws {
+    /// - Parameter receiveBuffer: SO_RCVBUF, set before connecting (a small one
+    ///   stands for a client that reads slowly).
+    init(_ url: String, receiveBuffer: Int32? = nil) throws {
         guard let port = URL(string: url)?.port else { throw Failure(description: "no port in \(url)") }
         hostHeader = "127.0.0.1:\(port)"
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -62,6 +67,18 @@ final class RawHTTPConnection {
     }
 
     func send(_ text: String) throws { try send(Data(text.utf8)) }
+
+    /// Writes as much of `data` as the socket takes within `seconds`, never
+    /// blocking on a peer that stopped reading; returns how many bytes went.
+    func sendWhileAccepted(_ data: Data, seconds: Double) -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
+        var sent = 0
+        while sent < data.count, Date() < deadline {
+            let n = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, data.count - sent, Int32(MSG_DONTWAIT)) }
+            if n > 0 { sent += n } else { usleep(10_000) }
+        }
+        return sent
+    }
 
     /// Reads one response framed by `Content-Length`.
     func readResponse() throws -> Response {

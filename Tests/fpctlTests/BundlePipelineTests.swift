@@ -27,8 +27,7 @@ struct BundlePipelineTests {
     @Test("a changed flow on the server makes diff exit 3 and name it")
     func diffDetectsChange() throws {
         let tmp = try TemporaryDirectory()
-        let bundle = tmp.file("demo.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("demo"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("demo")
         let same = try ServeProcess([Paths.sample("demo"), "-q"])
         #expect(try fpctl("bundle", "diff", bundle, "--api-url", same.url, "--app-id", "demo").status == 0)
 
@@ -53,8 +52,7 @@ struct BundlePipelineTests {
         #expect(mode == 0o600)
         #expect(try fpctl("bundle", "keygen", "-o", tmp.file("release")).status == 73, "never replaces a key")
         #expect(try fpctl("bundle", "keygen", "-o", tmp.file("other")).status == 0)
-        let bundle = tmp.file("demo.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("demo"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("demo")
         #expect(try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("release.pub")).stdout.contains("signature-missing"))
         let unsignedBytes = try Data(contentsOf: URL(fileURLWithPath: bundle))
         #expect(try fpctl("bundle", "sign", bundle, "--key", tmp.file("release.key")).status == 0)
@@ -92,8 +90,7 @@ struct BundlePipelineTests {
     @Test("--max-age warns about an old bundle, and fails it under --strict")
     func maxAge() throws {
         let tmp = try TemporaryDirectory()
-        let bundle = tmp.file("travel.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("travel"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("travel")
         let warned = try fpctl("bundle", "validate", bundle, "--max-age", "1d")
         #expect(warned.status == 0 && warned.stdout.contains("warning: bundle-age"))
         #expect(try fpctl("bundle", "validate", bundle, "--max-age", "1d", "--strict").status == 65)

@@ -42,8 +42,7 @@ struct BundleRoundTripTests {
     @Test("bsdtar, unzip and Python's zipfile read back the same entries and bytes")
     func independentReaders() throws {
         let tmp = try TemporaryDirectory()
-        let bundle = tmp.file("demo.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("demo"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("demo")
         let csv = try fpctl("bundle", "inspect", bundle, "--format", "csv")
         let rows = csv.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
         let ours = rows.map { "\($0[1]) \($0[2]) \($0[4])" }
@@ -71,8 +70,7 @@ struct BundleRoundTripTests {
     @Test("media are stored, JSON and fonts deflated, every entry 0644 and dated created_at")
     func canonicalEntries() throws {
         let tmp = try TemporaryDirectory()
-        let bundle = tmp.file("travel.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("travel"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("travel")
         let script = """
             import sys, zipfile
             with zipfile.ZipFile(sys.argv[1]) as z:

@@ -67,8 +67,7 @@ struct WarmTests {
         let otherIdentity = rows(try warm(nil, ["paywall", "--user-id", "someone-else", "--media", "none", "--retries", "0"], url: url))
         #expect(otherIdentity.first?["delivery_source"] as? String == "stale_cache", "the alias serves Tier 2 after an identity change")
 
-        let bundle = tmp.file("demo.fpbundle")
-        #expect(try fpctl("bundle", "build", Paths.sample("demo"), "-o", bundle).status == 0)
+        let bundle = try tmp.buildSample("demo")
         let emptyCache = tmp.file("empty")
         let bundled = try fpctl(["warm", "onboarding", "--cache-dir", emptyCache, "--api-url", url, "--app-id", "demo",
                                  "--bundle", bundle, "--retries", "0", "--format", "json", "--media", "none"])

@@ -101,6 +101,14 @@ final class TemporaryDirectory: Sendable {
 
     func file(_ name: String) -> String { "\(path)/\(name)" }
 
+    /// `fpctl bundle build` of the sample `name` into this directory, as `NAME.fpbundle`.
+    func buildSample(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let bundle = file("\(name).fpbundle")
+        let build = try fpctl("bundle", "build", Paths.sample(name), "-o", bundle)
+        #expect(build.status == 0, "bundle build \(name): \(build.stderr)", sourceLocation: sourceLocation)
+        return bundle
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 

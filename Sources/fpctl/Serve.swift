@@ -42,7 +42,7 @@ struct Serve: AsyncParsableCommand {
     var rewriteAssetURLs = false
 
     @Option(help: "Added latency in milliseconds, fixed (200) or a range (100-300).")
-    var latency: String?
+    var latency: LatencyArgument?
 
     @Option(name: .customLong("fail-rate"), help: "Fraction of resolve requests that fail (0 to 1).")
     var failRate: Double?
@@ -67,21 +67,8 @@ struct Serve: AsyncParsableCommand {
             options.faults.fail_rate = failRate
             options.faults.fail_status = failStatus
             options.faults.batch_disabled = noBatch ? true : nil
-            if let latency {
-                let parts = latency.split(separator: "-").map { Int($0) }
-                guard !parts.isEmpty, parts.count <= 2, parts.allSatisfy({ $0 != nil }) else {
-                    throw FPError.usage("--latency \(latency): use milliseconds, 200 or 100-300")
-                }
-                options.faults.latency_ms = parts.map { $0! }
-            }
-            if let apiKeyFile {
-                guard let key = FileManager.default.contents(atPath: apiKeyFile) else {
-                    throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file")
-                }
-                let trimmed = String(decoding: key, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !trimmed.isEmpty else { throw FPError.usage("\(apiKeyFile): the API key file is empty") }
-                options.apiKey = trimmed
-            }
+            options.faults.latency_ms = latency?.milliseconds
+            options.apiKey = try apiKeyFile.map(APIKey.read(file:))
             return try ResolveServer(sources: sources, options: options)
         }
         for (app, placements) in server.summary {
@@ -93,7 +80,7 @@ struct Serve: AsyncParsableCommand {
             }
         } catch {
             Console.error("cannot serve on \(host):\(port): \(error)")
-            throw ExitCode(1)
+            throw ExitCode(.failure)
         }
     }
 

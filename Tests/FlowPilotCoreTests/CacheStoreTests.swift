@@ -42,7 +42,7 @@ struct CacheStoreTests {
         var o = CacheStore.PruneOptions()
         o.userID = "alice"
         let removed = try store.prune(o)
-        #expect(removed.filter { $0.kind == "flow" }.count == 2)
+        #expect(removed.filter { $0.kind == .flow }.count == 2)
         let everything = FileManager.default.subpaths(atPath: root)!.joined(separator: "\n")
         #expect(!everything.contains("alice"))
         #expect(!everything.contains(alice.fingerprint))
@@ -121,7 +121,7 @@ struct CacheStoreTests {
         #expect(store.image(url: "https://cdn/old.png") == nil)
         var o = CacheStore.PruneOptions()
         o.expired = true
-        #expect(try store.prune(o).map(\.kind) == ["image"])
+        #expect(try store.prune(o).map(\.kind) == [.image])
         #expect(store.scan().images.count == 1)
     }
 
@@ -136,7 +136,7 @@ struct CacheStoreTests {
         o.unreferenced = true
         o.dryRun = true
         let removed = try store.prune(o)
-        #expect(removed.map(\.kind).sorted() == ["font", "image"])
+        #expect(removed.map(\.kind.rawValue).sorted() == ["font", "image"])
         #expect(store.scan().images.count == 2, "dry run removes nothing")
     }
 }

@@ -42,6 +42,10 @@ struct ManPageTests {
             #expect(pages.contains("\(command).1"), "no page for \(command)")
         }
         let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "warning"] + pages.map { "\(Self.committed)/\($0)" })
-        #expect(lint.status == 0 && lint.stdout.isEmpty && lint.stderr.isEmpty, "\(lint.stdout)\(lint.stderr)")
+        // generate-manual puts a paragraph break between an option's abstract and
+        // its list of values; mandoc drops it and says so. The only note allowed.
+        let notes = (lint.stdout + lint.stderr).split(separator: "\n")
+            .filter { !$0.hasSuffix("WARNING: skipping paragraph macro: Pp before Bl") }
+        #expect(notes.isEmpty, "\(notes.joined(separator: "\n"))")
     }
 }

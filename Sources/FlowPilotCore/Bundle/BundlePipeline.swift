@@ -22,7 +22,7 @@ public enum BundlePipeline {
             switch await client.resolve(key, identity) {
             case .flow(let doc, _): flows[key] = doc
             case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
-            case .failed(let code, let message): findings.append(.error("pull-failed", key, "\(code): \(message)"))
+            case .failed(let failure): findings.append(.error("pull-failed", key, "\(failure.code): \(failure.message)"))
             }
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
@@ -82,10 +82,22 @@ public enum BundlePipeline {
         return PullResult(changedFiles: changed.sorted(), removedFiles: removed.sorted(), findings: findings)
     }
 
+    /// How a bundled placement compares with what the backend resolves now.
+    public enum DiffStatus: String, Sendable, Encodable {
+        /// Same flow id, version, content hash and media.
+        case inSync = "in_sync"
+        case changed
+        /// The backend resolves a flow for a `--placement` key the bundle lacks.
+        case missingInBundle = "missing_in_bundle"
+        /// The bundle has a flow the backend no longer resolves.
+        case missingOnBackend = "missing_on_backend"
+        /// The live resolve failed; `backend` says why.
+        case failed
+    }
+
     public struct DiffRow: Sendable, Encodable {
         public let placement: String
-        /// `in_sync`, `changed`, `missing_in_bundle`, `missing_on_backend`, `failed`.
-        public let status: String
+        public let status: DiffStatus
         public let bundled: String?
         public let backend: String?
         public let changed_media: [String]
@@ -101,17 +113,18 @@ public enum BundlePipeline {
             func describe(_ d: FlowDocument) -> String { "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))" }
             switch (bundled, live) {
             case (nil, .flow(let doc, _)):
-                rows.append(DiffRow(placement: key, status: "missing_in_bundle", bundled: nil, backend: describe(doc), changed_media: []))
+                rows.append(DiffRow(placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changed_media: []))
             case (nil, _):
                 continue
             case (let b?, .noFlow):
-                rows.append(DiffRow(placement: key, status: "missing_on_backend", bundled: describe(b), backend: nil, changed_media: []))
-            case (let b?, .failed(let code, let message)):
-                rows.append(DiffRow(placement: key, status: "failed", bundled: describe(b), backend: "\(code): \(message)", changed_media: []))
+                rows.append(DiffRow(placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changed_media: []))
+            case (let b?, .failed(let failure)):
+                let reason = "\(failure.code): \(failure.message)"
+                rows.append(DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changed_media: []))
             case (let b?, .flow(let doc, _)):
                 let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(doc.allImages + doc.fonts.map(\.url)).sorted()
                 let same = describe(b) == describe(doc) && media.isEmpty
-                rows.append(DiffRow(placement: key, status: same ? "in_sync" : "changed", bundled: describe(b), backend: describe(doc), changed_media: media))
+                rows.append(DiffRow(placement: key, status: same ? .inSync : .changed, bundled: describe(b), backend: describe(doc), changed_media: media))
             }
         }
         return rows

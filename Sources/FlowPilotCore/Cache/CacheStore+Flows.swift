@@ -2,16 +2,21 @@ import Foundation
 
 /// Where a flow came from (`delivery_source`).
 public enum Tier: String, Sendable, Codable, CaseIterable {
-    case cache, network, stale_cache, bundled_default
+    case cache, network
+    case staleCache = "stale_cache"
+    case bundledDefault = "bundled_default"
 
     public var number: Int {
         switch self {
         case .cache: 0
         case .network: 1
-        case .stale_cache: 2
-        case .bundled_default: 3
+        case .staleCache: 2
+        case .bundledDefault: 3
         }
     }
+
+    /// True for the tiers served from a local cached copy (`from_cache`).
+    public var isLocalCopy: Bool { self == .cache || self == .staleCache }
 }
 
 /// One cached flow as its file name describes it (no file read needed).

@@ -2,7 +2,16 @@ import Foundation
 
 /// One file `prune` or `clear` removes (or, with `--dry-run`, would remove).
 public struct Removal: Sendable, Codable {
-    public let kind: String
+    /// What a removed file was.
+    public enum Kind: String, Sendable, Codable {
+        case flow, alias, image, font
+        /// An older copy of a key that readers already ignore.
+        case superseded
+        /// An image's url file without its image (a writer killed between the two).
+        case orphan
+    }
+
+    public let kind: Kind
     public let path: String
     public let bytes: Int64
     public let reason: String
@@ -106,39 +115,39 @@ extension CacheStore {
             let scan = self.scan()
             var out: [Removal] = []
             var gone = Set<String>()
-            func remove(_ kind: String, _ path: String, _ bytes: Int64, _ reason: String) {
+            func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) {
                 guard gone.insert(path).inserted else { return }
                 out.append(Removal(kind: kind, path: self.relative(path), bytes: bytes, reason: reason))
             }
-            for file in scan.superseded { remove("superseded", file.path, file.size, "older copy of a key") }
+            for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
             let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
             for urlFile in scan.imageURLFiles where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
-                remove("orphan", urlFile.path, urlFile.size, "url file without an image")
+                remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
             }
             if o.flows {
                 var removedKeys = Set<String>()
                 let userSuffix = o.userID.map { "~" + CacheNames.bounded($0, max: Self.maxNameField) + "/" }
                 for entry in scan.flows {
                     if let user = o.userID, let userSuffix, entry.path.contains(userSuffix) {
-                        remove("flow", entry.path, entry.size, "identity \(user)")
+                        remove(.flow, entry.path, entry.size, "identity \(user)")
                     } else if let age = o.olderThan, entry.age(at: o.now) > age {
-                        remove("flow", entry.path, entry.size, "resolved \(Int(entry.age(at: o.now)))s ago")
+                        remove(.flow, entry.path, entry.size, "resolved \(Int(entry.age(at: o.now)))s ago")
                     } else {
                         continue
                     }
                     removedKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
                 }
                 for alias in scan.aliases where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
-                    remove("alias", alias.path, alias.size, "points at a removed entry")
+                    remove(.alias, alias.path, alias.size, "points at a removed entry")
                 }
             }
             if o.images {
                 var kept: [CachedImage] = []
                 for image in scan.images {
                     if o.expired, image.isExpired(at: o.now, ttl: self.budgets.imageTTL) {
-                        remove("image", image.path, image.size, "expired")
+                        remove(.image, image.path, image.size, "expired")
                     } else if let age = o.olderThan, o.now.timeIntervalSince(image.lastAccess) > age {
-                        remove("image", image.path, image.size, "last used \(Int(o.now.timeIntervalSince(image.lastAccess)))s ago")
+                        remove(.image, image.path, image.size, "last used \(Int(o.now.timeIntervalSince(image.lastAccess)))s ago")
                     } else {
                         kept.append(image)
                     }
@@ -146,7 +155,7 @@ extension CacheStore {
                 if let budget = o.maxImageBytes {
                     var total = kept.reduce(0) { $0 + $1.size }
                     for image in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) where total > budget {
-                        remove("image", image.path, image.size, "least recently used over \(budget) bytes")
+                        remove(.image, image.path, image.size, "least recently used over \(budget) bytes")
                         total -= image.size
                     }
                 }
@@ -160,11 +169,11 @@ extension CacheStore {
                 }
                 if o.images {
                     for image in scan.images where !images.contains(image.urlHash) {
-                        remove("image", image.path, image.size, "no cached flow refers to it")
+                        remove(.image, image.path, image.size, "no cached flow refers to it")
                     }
                 }
                 for font in scan.fonts where !fonts.contains(String((font.path as NSString).lastPathComponent.prefix(64))) {
-                    remove("font", font.path, font.size, "no cached flow refers to it")
+                    remove(.font, font.path, font.size, "no cached flow refers to it")
                 }
             }
             if !o.dryRun {
@@ -172,7 +181,7 @@ extension CacheStore {
                     let path = "\(self.root)/\(r.path)"
                     unlink(path)
                     let dir = (path as NSString).deletingLastPathComponent
-                    if r.kind == "image" { Self.removeImageDirIfEmpty(path) } else if dir != self.fontsDir { rmdir(dir) }
+                    if r.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != self.fontsDir { rmdir(dir) }
                 }
             }
             return out

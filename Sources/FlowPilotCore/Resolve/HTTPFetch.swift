@@ -21,8 +21,10 @@ enum MediaDownload {
             }
             let body = try await response.body.collect(upTo: Int(limit))
             return .success(Data(body.readableBytesView))
+        } catch is NIOTooManyBytesError {
+            return .failure("over the \(limit)-byte limit")
         } catch {
-            return .failure("\(error)".contains("tooManyBytes") ? "over the \(limit)-byte limit" : "download failed: \(error)")
+            return .failure("download failed: \(ResolveFailure.transport(error).message)")
         }
     }
 }

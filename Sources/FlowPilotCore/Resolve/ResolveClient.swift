@@ -7,10 +7,10 @@ import NIOHTTP1
 public enum LiveResult: Sendable {
     case flow(FlowDocument, ttlSeconds: Int?)
     case noFlow
-    case failed(code: String, message: String)
+    case failed(ResolveFailure)
 }
 
-/// The resolve API of spec/resolve-api.md over AsyncHTTPClient: per-placement and
+/// The resolve API (docs/resolve-api.md) over AsyncHTTPClient: per-placement and
 /// batch resolves, retries with backoff on 429 and 5xx honouring `Retry-After`.
 /// The API key goes only into the Authorization header; it is never logged,
 /// cached or put in an error message.
@@ -56,14 +56,18 @@ public struct ResolveClient: Sendable {
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {
         let url = "\(baseURL)/apps/\(encode(appID))/placements/\(encode(placement))/resolve"
         switch await post(url, body(identity)) {
-        case .failure(let code, let message): return .failed(code: code, message: message)
+        case .failure(let failure): return .failed(failure)
         case .response(let status, let json):
             if status == 404 {
-                let code = json?["error"]?["code"]?.stringValue
-                return code == "unknown_placement" ? .noFlow : .failed(code: code ?? "http_404", message: "backend answered 404")
+                // unknown_placement is "nothing to show here"; unknown_app is a failure.
+                switch json?["error"]?["code"]?.stringValue {
+                case "unknown_placement": return .noFlow
+                case let code?: return .failed(.backend(code: code, message: "backend answered 404"))
+                case nil: return .failed(.http(status: 404))
+                }
             }
-            guard (200..<300).contains(status) else { return .failed(code: "http_\(status)", message: "backend answered \(status)") }
-            guard let json else { return .failed(code: "invalid_response", message: "response is not valid JSON") }
+            guard (200..<300).contains(status) else { return .failed(.http(status: status)) }
+            guard let json else { return .failed(.invalidResponse("response is not valid JSON")) }
             return Self.result(json, placement: placement)
         }
     }
@@ -71,30 +75,31 @@ public struct ResolveClient: Sendable {
     /// One request for several placements; throws `BatchUnavailable` on 404/405/501.
     func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [String: LiveResult] {
         let url = "\(baseURL)/apps/\(encode(appID))/placements/resolve-batch"
-        func failAll(_ code: String, _ message: String) -> [String: LiveResult] {
-            Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(code: code, message: message)) })
+        func failAll(_ failure: ResolveFailure) -> [String: LiveResult] {
+            Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(failure)) })
         }
         switch await post(url, body(identity, keys: placements)) {
-        case .failure(let code, let message):
-            return failAll(code, message)
+        case .failure(let failure):
+            return failAll(failure)
         case .response(let status, let json):
             if [404, 405, 501].contains(status) { throw BatchUnavailable() }
-            guard (200..<300).contains(status) else { return failAll("http_\(status)", "backend answered \(status)") }
+            guard (200..<300).contains(status) else { return failAll(.http(status: status)) }
             guard let results = json?["results"]?.arrayValue else {
-                return failAll("invalid_response", "batch response is not valid JSON")
+                return failAll(.invalidResponse("batch response is not valid JSON"))
             }
             var out: [String: LiveResult] = [:]
             for r in results {
                 guard let key = r["placement_key"]?.stringValue, placements.contains(key) else { continue }
                 if let error = r["error"] {
                     let code = error["code"]?.stringValue ?? "error"
-                    out[key] = code == "unknown_placement" ? .noFlow : .failed(code: code, message: error["message"]?.stringValue ?? "")
+                    let message = error["message"]?.stringValue ?? ""
+                    out[key] = code == "unknown_placement" ? .noFlow : .failed(.backend(code: code, message: message))
                 } else {
                     out[key] = Self.result(r, placement: key)
                 }
             }
             for key in placements where out[key] == nil {
-                out[key] = .failed(code: "missing_result", message: "the batch response has no result for \(key)")
+                out[key] = .failed(.missingResult(placement: key))
             }
             return out
         }
@@ -103,12 +108,13 @@ public struct ResolveClient: Sendable {
     static func result(_ json: JSONValue, placement: String) -> LiveResult {
         let ttl = json["cache_ttl_seconds"]?.numberValue.map { Int($0) }
         switch json["flow"] {
-        case nil: return .failed(code: "invalid_response", message: "response has no flow field")
+        case nil: return .failed(.invalidResponse("response has no flow field"))
         case .null?: return .noFlow
         case let flow?:
             let (doc, findings) = FlowDocument.validate(flow, location: placement)
             guard let doc else {
-                return .failed(code: "invalid_response", message: "flow fails validation: \(findings.first { $0.severity == .error }?.line ?? "")")
+                let first = findings.first { $0.severity == .error }?.line ?? ""
+                return .failed(.invalidResponse("flow fails validation: \(first)"))
             }
             return .flow(doc, ttlSeconds: ttl)
         }
@@ -116,7 +122,7 @@ public struct ResolveClient: Sendable {
 
     enum Response {
         case response(status: Int, json: JSONValue?)
-        case failure(code: String, message: String)
+        case failure(ResolveFailure)
     }
 
     /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, … or Retry-After (capped at 10 s).
@@ -137,29 +143,16 @@ public struct ResolveClient: Sendable {
                 retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
                 let bytes = try await response.body.collect(upTo: 16 << 20)
                 let json = try? JSONValue.parse(Data(bytes.readableBytesView))
-                if status == 401 || status == 403 {
-                    return .failure(code: "unauthorized", message: "backend answered \(status): check the API key")
-                }
+                if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, json: json)
                 if status != 429 && status < 500 { return outcome }
             } catch {
-                outcome = .failure(code: Self.code(for: error), message: Self.describe(error))
+                outcome = .failure(.transport(error))
             }
             if attempt >= retries || Task.isCancelled { return outcome }
             attempt += 1
             let delay = min(10, retryAfter ?? 0.2 * pow(2, Double(attempt - 1)))
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
         }
-    }
-
-    static func code(for error: any Error) -> String {
-        let text = "\(error)"
-        if text.contains("connect") || text.contains("Connect") || text.contains("refused") { return "unreachable" }
-        if text.contains("deadline") || text.contains("timeout") || text.contains("Timeout") { return "timeout" }
-        return "connection_error"
-    }
-
-    static func describe(_ error: any Error) -> String {
-        "\(error)".replacingOccurrences(of: "\n", with: " ")
     }
 }

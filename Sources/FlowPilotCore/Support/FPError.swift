@@ -1,12 +1,12 @@
-/// Failures that map onto the documented exit statuses (spec/cli.md).
+/// Failures that map onto the documented exit statuses (`ExitStatus`).
 public enum FPError: Error, CustomStringConvertible, Sendable {
-    /// 65: the data (bundle, cache, flow) is invalid; each finding is one line.
+    /// `invalidData`: the data (bundle, cache, flow) is invalid; each finding is one line.
     case invalid([Finding])
-    /// 66: an input file or directory does not exist.
+    /// `inputMissing`: an input file or directory does not exist.
     case inputMissing(String)
-    /// 73: the output cannot be written.
+    /// `cannotWrite`: the output cannot be written.
     case cannotWrite(String)
-    /// 64: arguments that parse but do not make sense together.
+    /// `usage`: arguments that parse but do not make sense together.
     case usage(String)
 
     public var description: String {
@@ -16,12 +16,12 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    public var exitCode: Int32 {
+    public var exitStatus: ExitStatus {
         switch self {
-        case .invalid: 65
-        case .inputMissing: 66
-        case .cannotWrite: 73
-        case .usage: 64
+        case .invalid: .invalidData
+        case .inputMissing: .inputMissing
+        case .cannotWrite: .cannotWrite
+        case .usage: .usage
         }
     }
 }

@@ -64,13 +64,13 @@ struct BundleDiff: AsyncParsableCommand {
     func run() async throws {
         let (loaded, client, identity) = try reportingErrors { (try LoadedBundle.open(bundle), try backend.client(), try backend.identity()) }
         let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
-        let inSync = rows.allSatisfy { $0.status == "in_sync" }
+        let inSync = rows.allSatisfy { $0.status == .inSync }
         switch output.format {
         case .json: Console.out(try JSONOutput.string(Result(in_sync: inSync, placements: rows)))
         case .csv, .table:
             Console.out(output.render(Table(columns: ["placement", "status", "bundled", "backend", "changed_media"],
-                                            rows: rows.map { [$0.placement, $0.status, $0.bundled ?? "-", $0.backend ?? "-", $0.changed_media.joined(separator: " ")] })))
+                                            rows: rows.map { [$0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-", $0.changed_media.joined(separator: " ")] })))
         }
-        if !inSync { throw ExitCode(3) }
+        if !inSync { throw ExitCode(.partial) }
     }
 }

@@ -72,7 +72,7 @@ struct BundleValidate: ParsableCommand {
                 if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
             }
         }
-        if missing { throw ExitCode(66) }
-        if results.contains(where: { !$0.valid }) { throw ExitCode(65) }
+        if missing { throw ExitCode(.inputMissing) }
+        if results.contains(where: { !$0.valid }) { throw ExitCode(.invalidData) }
     }
 }

@@ -33,7 +33,7 @@ struct CacheClear: ParsableCommand {
                     throw FPError.usage("cache clear needs --force when standard input is not a terminal")
                 }
                 FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
-                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(1) }
+                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
             }
             let (files, bytes) = try store.clear(scope)
             Console.note("cleared \(scope.rawValue): \(files) files, \(bytes) bytes")

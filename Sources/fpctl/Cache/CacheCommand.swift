@@ -33,13 +33,4 @@ struct CacheDirOption: ParsableArguments {
     }
 }
 
-/// Sizes as `--max-size` takes them: bytes, k/M/G, KiB/MiB/GiB.
-struct SizeArgument: ExpressibleByArgument {
-    let bytes: Int64
-    init?(argument: String) {
-        guard let b = Units.parseSize(argument) else { return nil }
-        bytes = b
-    }
-}
-
 func iso(_ date: Date) -> String { RFC3339.string(date) }

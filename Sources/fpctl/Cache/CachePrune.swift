@@ -56,7 +56,7 @@ struct CachePrune: ParsableCommand {
             switch output.format {
             case .json: Console.out(try JSONOutput.string(Result(dry_run: dryRun, files: removed.count, bytes: bytes, removed: removed)))
             case .csv, .table:
-                let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind, $0.path, "\($0.bytes)", $0.reason] })
+                let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
                 Console.out(output.render(table))
             }
             Console.note("\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes")

@@ -35,7 +35,7 @@ struct CacheVerify: ParsableCommand {
                 for f in findings { Console.out((repair ? "removed: " : "") + f.line + "\n") }
                 if findings.isEmpty { Console.out("ok\n") }
             }
-            if !findings.isEmpty { throw ExitCode(65) }
+            if !findings.isEmpty { throw ExitCode(.invalidData) }
         }
     }
 }

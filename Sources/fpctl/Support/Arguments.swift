@@ -1,14 +1,83 @@
 import ArgumentParser
 import FlowPilotCore
 
-/// A duration such as `90s`, `60d` or `1h30m` (units ms s m h d w).
-struct DurationArgument: ExpressibleByArgument {
+// Options with a fixed set of values or a unit parse into the core's own types
+// here, so `--help`, the completions and the man pages list the values, and a
+// bad value is a usage error (64) before anything is touched. The conformances
+// live in the executable so the core never imports the argument parser.
+
+// Each enum describes its values, so help and man pages list them with their meaning.
+
+extension MediaStrategy: ExpressibleByArgument {
+    public static var allValueDescriptions: [String: String] {
+        [
+            "none": "Flow JSON and fonts only.",
+            "first-screen": "Also the images of the first screen and the persistent zones.",
+            "all-screens": "Also the images of every screen.",
+        ]
+    }
+}
+
+extension SDKEnvironment: ExpressibleByArgument {
+    public static var allValueDescriptions: [String: String] {
+        Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, "Default TTL \($0.defaultTTL) s.") })
+    }
+}
+
+extension WarmRun.FailOn: ExpressibleByArgument {
+    public static var allValueDescriptions: [String: String] {
+        [
+            "failed": "Exit 3 when any placement failed.",
+            "no-flow": "Exit 3 when any placement failed or had no flow.",
+            "never": "Exit 0 whatever the outcomes (69 still applies).",
+        ]
+    }
+}
+
+/// A duration such as `90s`, `500ms`, `60d` or `1h30m` (units ms s m h d w).
+struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
+    let text: String
     let seconds: Double
 
     init?(argument: String) {
         guard let seconds = Units.parseDuration(argument) else { return nil }
-        self.seconds = seconds
+        (self.text, self.seconds) = (argument, seconds)
     }
 
-    static var defaultCompletionKind: CompletionKind { .default }
+    /// A default value, written as the help shows it.
+    init(_ text: String, seconds: Double) {
+        (self.text, self.seconds) = (text, seconds)
+    }
+
+    var duration: Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
+    var description: String { text }
+    var defaultValueDescription: String { text }
+}
+
+/// Sizes: bytes, k/M/G (decimal) or KiB/MiB/GiB (binary), e.g. `200MiB`.
+struct SizeArgument: ExpressibleByArgument {
+    let bytes: Int64
+
+    init?(argument: String) {
+        guard let bytes = Units.parseSize(argument) else { return nil }
+        self.bytes = bytes
+    }
+}
+
+/// `--shard K/N`.
+extension Shard: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}
+
+/// `--latency 200` or `--latency 100-300`, in milliseconds.
+struct LatencyArgument: ExpressibleByArgument {
+    let milliseconds: [Int]
+
+    init?(argument: String) {
+        let parts = argument.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        guard (1...2).contains(parts.count) else { return nil }
+        let values = parts.compactMap { $0 }
+        guard values.count == parts.count, values.allSatisfy({ $0 >= 0 }) else { return nil }
+        milliseconds = values
+    }
 }

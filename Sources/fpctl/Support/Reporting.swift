@@ -21,6 +21,11 @@ enum Console {
     }
 }
 
+extension ExitCode {
+    /// The documented status, the only way a command picks an exit code.
+    init(_ status: ExitStatus) { self.init(status.rawValue) }
+}
+
 /// Runs a command body, turning the core's errors into one line each on
 /// standard error and the documented exit status.
 @discardableResult
@@ -28,14 +33,28 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as FPError {
-        switch error {
-        case .invalid(let findings):
-            for finding in findings where finding.severity == .error { Console.error(finding.line) }
-        default:
-            Console.error(error.description)
-        }
-        throw ExitCode(error.exitCode)
+        throw report(error)
     }
+}
+
+@discardableResult
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as FPError {
+        throw report(error)
+    }
+}
+
+/// Prints an error (each finding on its own line) and gives its exit status.
+private func report(_ error: FPError) -> ExitCode {
+    switch error {
+    case .invalid(let findings):
+        for finding in findings where finding.severity == .error { Console.error(finding.line) }
+    default:
+        Console.error(error.description)
+    }
+    return ExitCode(error.exitStatus)
 }
 
 /// Standard output in 64 KiB writes, for long streamed listings.

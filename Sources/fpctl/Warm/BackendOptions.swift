@@ -10,7 +10,9 @@ struct RemoteOptions: ParsableArguments {
     @Option(name: .customLong("api-key-file"), help: "File holding the API key (default: $FLOWPILOT_API_KEY).")
     var apiKeyFile: String?
     @Option(name: .customLong("user-id"), help: "The identity's user id (default: anonymous).") var userID: String = ""
-    @Option(name: .customLong("attribute"), help: "A targeting attribute, key=value (repeatable); numbers and true/false are typed.")
+    @Option(
+        name: .customLong("attribute"),
+        help: "A targeting attribute, key=value (repeatable); numbers and true/false are typed.")
     var attributes: [String] = []
 
     func identity() throws -> Identity {
@@ -20,24 +22,29 @@ struct RemoteOptions: ParsableArguments {
                 throw FPError.usage("--attribute \(pair): use key=value")
             }
             let key = String(pair[..<eq]), raw = String(pair[pair.index(after: eq)...])
-            attrs[key] = raw == "true" ? .bool(true) : raw == "false" ? .bool(false) : Double(raw).map(JSONValue.number) ?? .string(raw)
+            attrs[key] = Self.typed(raw)
         }
         return Identity(userID: userID, attributes: attrs)
     }
 
+    /// `true`/`false` as booleans, numbers as numbers, anything else a string.
+    static func typed(_ raw: String) -> JSONValue {
+        switch raw {
+        case "true": .bool(true)
+        case "false": .bool(false)
+        default: Double(raw).map(JSONValue.number) ?? .string(raw)
+        }
+    }
+
     /// The key: from --api-key-file, else FLOWPILOT_API_KEY. Never printed.
     func apiKey() throws -> String? {
-        if let apiKeyFile {
-            guard let data = FileManager.default.contents(atPath: apiKeyFile) else {
-                throw FPError.inputMissing("\(apiKeyFile): cannot read the API key file")
-            }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return ProcessInfo.processInfo.environment["FLOWPILOT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        try apiKeyFile.map(APIKey.read(file:)) ?? APIKey.fromEnvironment()
     }
 
     func client(retries: Int = 2) throws -> ResolveClient {
-        guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else { throw FPError.usage("--api-url \(apiURL): use an http(s) URL") }
+        guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
+            throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
+        }
         return ResolveClient(baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries))
     }
 }
@@ -47,29 +54,32 @@ struct BackendOptions: ParsableArguments {
     @OptionGroup var cache: CacheDirOption
     @OptionGroup var remote: RemoteOptions
     @Option(help: "A bundled default .fpbundle for Tier 3.") var bundle: String?
-    @Option(help: "production, staging, development or custom (sets the default TTL).")
-    var environment: String = "production"
-    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).") var timeout: String = "4s"
+    @Option(help: "The SDK environment, which sets the TTL of flows sent without cache_ttl_seconds.")
+    var environment: SDKEnvironment = .production
+    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).")
+    var timeout = DurationArgument("4s", seconds: 4)
     @Option(help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
     @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
+
+    func validate() throws {
+        guard timeout.seconds > 0 else { throw ValidationError("--timeout must be more than 0") }
+    }
 
     func identity() throws -> Identity { try remote.identity() }
 
     func makeWarmer(media: MediaStrategy) throws -> Warmer {
-        guard let env = SDKEnvironment(rawValue: environment) else {
-            throw FPError.usage("--environment \(environment): use production, staging, development or custom")
-        }
-        guard let seconds = Units.parseDuration(timeout), seconds > 0 else { throw FPError.usage("--timeout \(timeout): use a duration like 4s or 500ms") }
         let client = try remote.client(retries: retries)
         let store = try cache.open(create: true)
         let loaded = try bundle.map { try LoadedBundle.open($0) }
         var config = WarmConfiguration()
-        config.environment = env
-        config.resolveTimeout = .milliseconds(Int(seconds * 1000))
+        config.environment = environment
+        config.resolveTimeout = timeout.duration
         config.media = media
         config.batch = !noBatch
-        if env.defaultTTL == 0 {
-            Console.warn("environment \(env.rawValue) defaults to a 0 s TTL: flows the backend sends without cache_ttl_seconds expire at once (they still serve Tier 2)")
+        if environment.defaultTTL == 0 {
+            Console.warn(
+                "environment \(environment.rawValue) defaults to a 0 s TTL: flows the backend sends without "
+                    + "cache_ttl_seconds expire at once (they still serve Tier 2)")
         }
         return Warmer(client: client, store: store, bundle: loaded, config: config)
     }

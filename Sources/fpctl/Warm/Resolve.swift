@@ -19,19 +19,38 @@ struct Resolve: AsyncParsableCommand {
 
     func run() async throws {
         let (warmer, identity) = try reportingErrors { (try backend.makeWarmer(media: .none), try backend.identity()) }
-        let (outcome, steps, doc) = await warmer.explain(placement, for: identity)
-        for step in steps { Console.out(step + "\n") }
-        guard outcome.state == .warmed, let doc else {
-            Console.out(outcome.state == .no_flow ? "result: no flow\n" : "result: failed (\(outcome.errorCode ?? "error"))\n")
-            throw ExitCode(1)
+        let resolution = await warmer.resolve(placement, for: identity)
+        for step in resolution.steps { Console.out(Self.describe(step) + "\n") }
+        let outcome = resolution.outcome
+        guard outcome.state == .warmed, let doc = resolution.document, let tier = outcome.deliverySource else {
+            Console.out(outcome.state == .noFlow ? "result: no flow\n" : "result: failed (\(outcome.errorCode ?? "error"))\n")
+            throw ExitCode(.failure)
         }
-        Console.out("result: \(outcome.deliverySource?.rawValue ?? "-") (tier \(outcome.deliverySource?.number ?? -1)), from_cache \(outcome.fromCache), flow \(doc.id) version \(doc.version), \(doc.allImages.count) images, \(doc.fonts.count) fonts\n")
+        Console.out(
+            "result: \(tier.rawValue) (tier \(tier.number)), from_cache \(outcome.fromCache), flow \(doc.id) "
+                + "version \(doc.version), \(doc.allImages.count) images, \(doc.fonts.count) fonts\n")
         if let output {
             try reportingErrors {
                 let out = try AtomicOutput(destination: output, overwrite: true)
                 try CanonicalJSON.prettyData(doc.json).write(to: URL(fileURLWithPath: out.temporaryPath))
                 try out.commit()
             }
+        }
+    }
+
+    /// One line per tier tried.
+    static func describe(_ step: TierChain.Step) -> String {
+        switch step {
+        case .freshHit(let age, let ttl): "tier 0 cache: hit, fresh (age \(age)s of \(ttl)s)"
+        case .staleEntry(let age, let ttl): "tier 0 cache: entry is stale (age \(age)s, ttl \(ttl)s)"
+        case .noEntry: "tier 0 cache: no entry for this identity"
+        case .liveFlow(let ttl): "tier 1 live resolve: ok, cached with ttl \(ttl)s"
+        case .liveNoFlow: "tier 1 live resolve: the backend has no flow for this placement"
+        case .liveFailed(let failure): "tier 1 live resolve: failed (\(failure.code): \(failure.message))"
+        case .staleServed: "tier 2 stale cache: served the last-known-good flow"
+        case .staleMissing: "tier 2 stale cache: nothing cached"
+        case .bundledServed: "tier 3 bundled default: served from the bundle"
+        case .bundledMissing(let given): "tier 3 bundled default: " + (given ? "the bundle has no such placement" : "no --bundle given")
         }
     }
 }
@@ -56,7 +75,7 @@ struct Ready: AsyncParsableCommand {
             Console.out("ready\n")
         } else {
             Console.out("not ready\n")
-            throw ExitCode(1)
+            throw ExitCode(.failure)
         }
     }
 }

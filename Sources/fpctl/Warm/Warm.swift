@@ -22,113 +22,63 @@ struct Warm: AsyncParsableCommand {
     @Argument(help: "Placement keys to warm.") var placements: [String]
     @OptionGroup var backend: BackendOptions
     @Option(help: "JSON Lines identities file, or - for standard input.") var identities: String?
-    @Option(help: "Images to warm: none, first-screen or all-screens.") var media: String = "first-screen"
+    @Option(help: "Images to warm.") var media: MediaStrategy = .firstScreen
     @Option(help: "Identities warmed at once.") var concurrency = 8
-    @Option(help: "Only shard K of N (e.g. 2/4), a stable split of the identities.") var shard: String?
-    @Option(help: "How long to wait for resolves that outlived their timeout.") var grace: String = "10s"
-    @Option(name: .customLong("fail-on"), help: "Exit 3 on: failed, no-flow or never.") var failOn: String = "failed"
+    @Option(help: "Only shard K of N (e.g. 2/4), a stable split of the identities.") var shard: Shard?
+    @Option(help: "How long to wait for resolves that outlived their timeout.")
+    var grace = DurationArgument("10s", seconds: 10)
+    @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
+    var failOn: WarmRun.FailOn = .failed
     @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.") var noCaching = false
     @OptionGroup var output: FormatOption
+
+    func validate() throws {
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
+    }
 
     func run() async throws {
         if noCaching {
             Console.warn("caching is disabled (--no-caching): prefetch is a no-op, nothing was warmed")
             return
         }
-        let (warmer, shardSpec, graceSeconds) = try reportingErrors { () -> (Warmer, (Int, Int)?, Double) in
-            guard let strategy = MediaStrategy(rawValue: media) else { throw FPError.usage("--media \(media): use none, first-screen or all-screens") }
-            guard ["failed", "no-flow", "never"].contains(failOn) else { throw FPError.usage("--fail-on \(failOn): use failed, no-flow or never") }
-            guard let g = Units.parseDuration(grace) else { throw FPError.usage("--grace \(grace): use a duration like 10s") }
-            var spec: (Int, Int)?
-            if let shard {
-                let parts = shard.split(separator: "/").compactMap { Int($0) }
-                guard parts.count == 2, parts[1] > 0, (1...parts[1]).contains(parts[0]) else { throw FPError.usage("--shard \(shard): use K/N with 1 <= K <= N") }
-                spec = (parts[0], parts[1])
-            }
-            guard concurrency > 0 else { throw FPError.usage("--concurrency must be at least 1") }
-            return (try backend.makeWarmer(media: strategy), spec, g)
+        var options = WarmRun.Options(placements: placements)
+        options.concurrency = concurrency
+        options.shard = shard
+        options.grace = grace.duration
+        let (warm, single, file) = try reportingErrors {
+            let run = WarmRun(warmer: try backend.makeWarmer(media: media), options: options)
+            return (run, try backend.identity(), try identities.map(IdentityLines.init(path:)))
         }
         let report = OutcomeReport(format: output.format)
         let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
-        var counts: [PrefetchOutcome.State: Int] = [:]
-        let started = ContinuousClock.now
-        // Backpressure: the reader thread stays at most 1024 identities ahead of the warmers.
-        let window = DispatchSemaphore(value: 1024)
-        let stream: AsyncThrowingStream<Identity, Error>
-        do { stream = try identityStream(shardSpec, window: window) } catch let e as FPError { Console.error(e.description); throw ExitCode(e.exitCode) }
-        func record(_ outcomes: [PrefetchOutcome]) {
-            for o in outcomes { counts[o.state, default: 0] += 1; report.add(o) }
-            progress.identityDone(counts)
-        }
-        do {
-            try await withThrowingTaskGroup(of: [PrefetchOutcome].self) { group in
-                var running = 0
-                for try await identity in stream {
-                    window.signal()
-                    if running >= concurrency, let done = try await group.next() {
-                        running -= 1
-                        record(done)
-                    }
-                    group.addTask { await warmer.prefetch(placements, for: identity) }
-                    running += 1
-                }
-                for try await done in group { record(done) }
+        let summary = try await reportingErrors {
+            let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
+                for outcome in outcomes { report.add(outcome) }
+                progress.update(counts)
             }
-        } catch let e as FPError {
-            Console.error(e.description)
-            throw ExitCode(e.exitCode)
+            if let file { return try await warm.run(file, onIdentity: record) }
+            let one = AsyncStream<Identity> { continuation in
+                continuation.yield(single)
+                continuation.finish()
+            }
+            return try await warm.run(one, onIdentity: record)
         }
         report.finish()
         progress.clear()
-        let (landed, pending) = await warmer.waitForLateResolves(grace: .milliseconds(Int(graceSeconds * 1000)))
-        let seconds = Double(Warmer.ms(since: started)) / 1000
-        Console.note("warmed \(counts[.warmed] ?? 0), no flow \(counts[.no_flow] ?? 0), failed \(counts[.failed] ?? 0) in \(String(format: "%.2f", seconds))s"
-            + (landed + pending > 0 ? "; \(landed) late resolves landed in the cache after their timeout, \(pending) still pending" : ""))
-        let requests = await warmer.liveRequests, unreachable = await warmer.unreachable
-        if requests > 0 && unreachable == requests && (counts[.warmed] ?? 0) == 0 { throw ExitCode(69) }
-        let failed = (counts[.failed] ?? 0) > 0, noFlow = (counts[.no_flow] ?? 0) > 0
-        if (failOn == "failed" && failed) || (failOn == "no-flow" && (failed || noFlow)) { throw ExitCode(3) }
+        Console.note(Self.summaryLine(summary))
+        let status = summary.exitStatus(failOn: failOn)
+        if status != .success { throw ExitCode(status) }
     }
 
-    /// Identities from the options or the JSON Lines file, de-duplicated, sharded.
-    private func identityStream(_ shard: (Int, Int)?, window: DispatchSemaphore) throws -> AsyncThrowingStream<Identity, Error> {
-        let single = try backend.identity()
-        let source = identities
-        let handle: FileHandle? = try source.map { path in
-            if path == "-" { return FileHandle.standardInput }
-            guard let h = FileHandle(forReadingAtPath: path) else { throw FPError.inputMissing("\(path): no such identities file") }
-            return h
+    /// `warmed 3, no flow 0, failed 1 in 0.42s`, and the late resolves if any.
+    static func summaryLine(_ summary: WarmRun.Summary) -> String {
+        let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
+        let counts = summary.counts
+        var line = "warmed \(counts.warmed), no flow \(counts.noFlow), failed \(counts.failed) in \(String(format: "%.2f", seconds))s"
+        if summary.lateLanded + summary.latePending > 0 {
+            line += "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
         }
-        return AsyncThrowingStream { continuation in
-            let thread = Thread {
-                var seen = Set<String>()
-                func emit(_ identity: Identity) {
-                    let fp = identity.fingerprint
-                    if let (k, n) = shard, Int(UInt64(fp.prefix(15), radix: 16)! % UInt64(n)) != k - 1 { return }
-                    // Bounded: remember fingerprints only up to a million, then rely on the cache's own de-duplication.
-                    if seen.count < 1_000_000, !seen.insert(fp).inserted { return }
-                    window.wait()
-                    continuation.yield(identity)
-                }
-                guard let handle else {
-                    emit(single)
-                    continuation.finish()
-                    return
-                }
-                do {
-                    try JSONLines.forEach(handle) { line, json in
-                        guard let user = json["user_id"]?.stringValue else {
-                            throw FPError.invalid([.error("identity", "\(source!):\(line)", "each line needs a string user_id")])
-                        }
-                        emit(Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:]))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            thread.start()
-        }
+        return line
     }
 }
 
@@ -136,22 +86,23 @@ struct Warm: AsyncParsableCommand {
 /// redrawn at most five times a second.
 final class Progress {
     let enabled: Bool
-    private var identities = 0
+    private var shown = 0
     private var last = ContinuousClock.now
     private let start = ContinuousClock.now
 
     init(enabled: Bool) { self.enabled = enabled }
 
-    func identityDone(_ counts: [PrefetchOutcome.State: Int]) {
-        identities += 1
+    func update(_ counts: WarmRun.Counts) {
         guard enabled, ContinuousClock.now - last > .milliseconds(200) else { return }
         last = ContinuousClock.now
+        shown = counts.identities
         let seconds = Double((ContinuousClock.now - start).components.seconds) + 0.001
-        let line = "\r\u{1B}[2K\(identities) identities, \(counts[.warmed] ?? 0) warmed, \(counts[.failed] ?? 0) failed, \(Int(Double(identities) / seconds))/s"
+        let rate = Int(Double(counts.identities) / seconds)
+        let line = "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed, \(rate)/s"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     func clear() {
-        if enabled && identities > 0 { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        if enabled && shown > 0 { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
     }
 }

@@ -1,0 +1,22 @@
+/// The exit statuses fpctl documents (fpctl(1), EXIT STATUS). Every command
+/// ends through one of these; no other number leaves the process.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    /// Everything asked for was done.
+    case success = 0
+    /// An unexpected failure, or a negative answer (`ready`: not ready;
+    /// `resolve`: no tier had a flow; `cache clear`: not confirmed).
+    case failure = 1
+    /// Partly done: some placements failed to warm (`warm --fail-on`), or a
+    /// bundle is not what the backend serves (`bundle diff`).
+    case partial = 3
+    /// Arguments that parse but do not make sense.
+    case usage = 64
+    /// Invalid data: a bundle, a cache directory, a flow, an identities file.
+    case invalidData = 65
+    /// An input file or directory does not exist.
+    case inputMissing = 66
+    /// The backend could not be reached for any request.
+    case unavailable = 69
+    /// The output cannot be written.
+    case cannotWrite = 73
+}

@@ -1,0 +1,51 @@
+import Synchronization
+
+/// Work shared by key while it runs: the first caller for a key starts it,
+/// callers for the same key while it runs get the same task, and the key is
+/// forgotten when the work ends (Nuke's TaskPool, in miniature). Concurrent
+/// resolves of one (placement, fingerprint) share a request this way.
+final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Running {
+        let generation: UInt64
+        let task: Task<Value, Never>
+    }
+
+    private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
+
+    /// The tasks for `keys`: running ones as they are; for the keys not running,
+    /// `start` gives the work to run (called once, with those keys, under the
+    /// pool's lock, so two callers never start the same key).
+    func tasks(
+        for keys: [Key], start: ([Key]) -> [Key: @Sendable () async -> Value]
+    ) -> [Key: Task<Value, Never>] {
+        state.withLock { state in
+            var tasks: [Key: Task<Value, Never>] = [:]
+            var missing: [Key] = []
+            for key in keys {
+                if let running = state.running[key] { tasks[key] = running.task } else { missing.append(key) }
+            }
+            guard !missing.isEmpty else { return tasks }
+            for (key, work) in start(missing) {
+                state.generation += 1
+                let generation = state.generation
+                let task = Task {
+                    let value = await work()
+                    self.forget(key, generation)
+                    return value
+                }
+                state.running[key] = Running(generation: generation, task: task)
+                tasks[key] = task
+            }
+            return tasks
+        }
+    }
+
+    /// How many keys are running now.
+    var count: Int { state.withLock { $0.running.count } }
+
+    private func forget(_ key: Key, _ generation: UInt64) {
+        state.withLock { state in
+            if state.running[key]?.generation == generation { state.running[key] = nil }
+        }
+    }
+}

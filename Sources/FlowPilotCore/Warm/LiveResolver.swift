@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+
+/// Tier 1 for a run: live resolves shared per (placement, fingerprint), one
+/// batch request per identity for two or more placements (per-placement
+/// requests once the backend shows it has no batch endpoint, for the rest of
+/// the run), and every validated flow landing in the cache whether or not its
+/// caller still waits. A caller that gives up at its resolveTimeout leaves the
+/// request running; `waitForLate` lets a batch job wait for those.
+final class LiveResolver: Sendable {
+    struct Key: Hashable, Sendable {
+        let placement: String
+        let fingerprint: String
+    }
+
+    /// Requests made, and how many of them could not reach the backend at all.
+    struct Counts: Sendable {
+        var requests = 0
+        var unreachable = 0
+    }
+
+    let client: ResolveClient
+    let store: CacheStore
+    let media: MediaWarmer
+    let config: WarmConfiguration
+    private let pool = InflightPool<Key, LiveResult>()
+    private let state = Mutex<(counts: Counts, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>((Counts(), false, []))
+
+    init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
+        self.client = client
+        self.store = store
+        self.media = media
+        self.config = config
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// The live resolve of each placement for `identity`: joined when one is
+    /// running, else started (together in one batch request when two or more
+    /// start and the backend has a batch endpoint).
+    func start(_ placements: [String], for identity: Identity) -> [String: Task<LiveResult, Never>] {
+        let fingerprint = identity.fingerprint
+        let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
+        let tasks = pool.tasks(for: keys) { missing in
+            let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
+            guard batchable else {
+                return Dictionary(uniqueKeysWithValues: missing.map { key in
+                    let work: @Sendable () async -> LiveResult = {
+                        self.landing(key.placement, identity, await self.resolveOne(key.placement, identity))
+                    }
+                    return (key, work)
+                })
+            }
+            let batch = Task { await self.resolveBatch(missing.map(\.placement), identity) }
+            return Dictionary(uniqueKeysWithValues: missing.map { key in
+                let work: @Sendable () async -> LiveResult = {
+                    let result = await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
+                    return self.landing(key.placement, identity, result)
+                }
+                return (key, work)
+            })
+        }
+        return Dictionary(uniqueKeysWithValues: tasks.map { ($0.key.placement, $0.value) })
+    }
+
+    /// The task's result within the resolveTimeout; a timeout leaves it running
+    /// and remembered for `waitForLate`.
+    func wait(_ task: Task<LiveResult, Never>) async -> Result<LiveResult, ResolveFailure> {
+        if let result = await Deadline.race(task, config.resolveTimeout) { return .success(result) }
+        state.withLock { $0.late.append(task) }
+        return .failure(.timeout("no answer within \(config.resolveTimeout)"))
+    }
+
+    /// Waits until `deadline` for resolves whose callers timed out: how many
+    /// landed, how many were still running.
+    func waitForLate(until deadline: ContinuousClock.Instant) async -> (landed: Int, pending: Int) {
+        let tasks = state.withLock { state in
+            defer { state.late = [] }
+            return state.late
+        }
+        var landed = 0
+        for task in tasks {
+            guard deadline > .now else { break }
+            if await Deadline.race(task, deadline - .now) != nil { landed += 1 }
+        }
+        return (landed, tasks.count - landed)
+    }
+
+    private func resolveOne(_ placement: String, _ identity: Identity) async -> LiveResult {
+        let result = await client.resolve(placement, identity)
+        state.withLock { state in
+            state.counts.requests += 1
+            if case .failed(let failure) = result, failure.isUnreachable { state.counts.unreachable += 1 }
+        }
+        return result
+    }
+
+    private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [String: LiveResult] {
+        do {
+            let results = try await client.resolveBatch(placements, identity)
+            let unreachable = results.values.allSatisfy {
+                if case .failed(let failure) = $0 { failure.isUnreachable } else { false }
+            }
+            state.withLock { state in
+                state.counts.requests += 1
+                if unreachable { state.counts.unreachable += 1 }
+            }
+            return results
+        } catch {
+            // 404/405/501: no batch endpoint; remember it for the rest of the run.
+            state.withLock { state in
+                state.counts.requests += 1
+                state.batchUnavailable = true
+            }
+            return await withTaskGroup(of: (String, LiveResult).self) { group in
+                for placement in placements {
+                    group.addTask { (placement, await self.resolveOne(placement, identity)) }
+                }
+                var results: [String: LiveResult] = [:]
+                for await (placement, result) in group { results[placement] = result }
+                return results
+            }
+        }
+    }
+
+    /// A validated flow lands in the cache, its fonts start downloading; then
+    /// the result goes on to whoever waits.
+    private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) -> LiveResult {
+        guard case .flow(let document, let ttl) = result else { return result }
+        _ = try? store.storeFlow(placement: placement, identity: identity, document: document,
+                                 ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network)
+        media.startFonts(of: document)
+        return result
+    }
+}

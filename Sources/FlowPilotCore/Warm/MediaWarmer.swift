@@ -1,0 +1,82 @@
+import AsyncHTTPClient
+import Foundation
+import Synchronization
+
+/// Images and fonts for warmed flows. One download per URL for the whole run
+/// (a failed one is not retried by the next flow that shares it), at most
+/// `concurrency` at once, skipping what the cache already holds. Best effort:
+/// a failed download never fails a prefetch.
+final class MediaWarmer: Sendable {
+    let store: CacheStore
+    let client: HTTPClient
+    private let limiter: AsyncLimiter
+    private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
+    /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
+    private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
+
+    init(store: CacheStore, client: HTTPClient, concurrency: Int) {
+        self.store = store
+        self.client = client
+        self.limiter = AsyncLimiter(limit: concurrency)
+    }
+
+    /// Warms the strategy's images of `document`: true when it ran and every one
+    /// of them is now cached; false for `.none`.
+    func warmImages(of document: FlowDocument, _ strategy: MediaStrategy) async -> Bool {
+        let urls: [String]
+        switch strategy {
+        case .none: return false
+        case .firstScreen: urls = document.firstScreenImages
+        case .allScreens: urls = document.allImages
+        }
+        let tasks = urls.filter { !store.hasImage(url: $0) }.map { url in
+            once(url) { data in (try? self.store.storeImage(url: url, data: data)) ?? false }
+        }
+        var all = true
+        for task in tasks where await !task.value { all = false }
+        return all
+    }
+
+    /// Starts downloading the fonts of `document` the cache lacks, checked
+    /// against their `sha256`, without waiting for them.
+    func startFonts(of document: FlowDocument) {
+        for font in document.fonts where !(font.sha256.map(store.hasFont) ?? false) {
+            let ext = URL(string: font.url)?.pathExtension ?? "ttf"
+            let task = once(font.url) { data in
+                (try? self.store.storeFont(data, sha256: font.sha256, ext: ext)) != nil
+            }
+            pendingFonts.withLock { $0.append(task) }
+        }
+    }
+
+    /// Waits for the font downloads started so far, until `deadline`.
+    func waitForFonts(until deadline: ContinuousClock.Instant) async {
+        let tasks = pendingFonts.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in tasks where deadline > .now {
+            _ = await Deadline.race(task, deadline - .now)
+        }
+    }
+
+    /// The run's one download of `url`; `keep` stores the bytes and says whether it did.
+    private func once(_ url: String, keep: @escaping @Sendable (Data) -> Bool) -> Task<Bool, Never> {
+        downloads.withLock { downloads in
+            if let running = downloads[url] { return running }
+            let task = Task {
+                let data = await self.limiter.run { await self.download(url) }
+                return data.map(keep) ?? false
+            }
+            downloads[url] = task
+            return task
+        }
+    }
+
+    /// A plain GET; nil on any failure.
+    private func download(_ url: String) async -> Data? {
+        let fetched = await MediaDownload.fetch(url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10))
+        if case .success(let data) = fetched { return data }
+        return nil
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A warm over a stream of identities, as `fpctl warm` runs it: identities
+/// de-duplicated and filtered to one shard, `concurrency` of them prefetched at
+/// once, each identity's outcomes handed on as it finishes, then a wait of up to
+/// `grace` for resolves that outlived their callers' timeout.
+public struct WarmRun: Sendable {
+    public struct Options: Sendable {
+        public var placements: [String]
+        /// Identities prefetched at once.
+        public var concurrency = 8
+        public var shard: Shard?
+        /// How long to wait at the end for late resolves and fonts.
+        public var grace: Duration = .seconds(10)
+
+        public init(placements: [String]) {
+            self.placements = placements
+        }
+    }
+
+    /// Outcomes so far, by state.
+    public struct Counts: Sendable, Equatable {
+        public var identities = 0
+        public var warmed = 0
+        public var noFlow = 0
+        public var failed = 0
+
+        mutating func add(_ outcomes: [PrefetchOutcome]) {
+            identities += 1
+            for outcome in outcomes {
+                switch outcome.state {
+                case .warmed: warmed += 1
+                case .noFlow: noFlow += 1
+                case .failed: failed += 1
+                }
+            }
+        }
+    }
+
+    public struct Summary: Sendable {
+        public let counts: Counts
+        /// Live requests made, and how many could not reach the backend at all.
+        public let requests: Int
+        public let unreachable: Int
+        /// Resolves that outlived their timeout: landed in the cache within the grace, or still running.
+        public let lateLanded: Int
+        public let latePending: Int
+        public let elapsed: Duration
+
+        /// `unavailable` when no request reached the backend and nothing was
+        /// warmed; `partial` when outcomes `failOn` counts happened; else `success`.
+        public func exitStatus(failOn: FailOn) -> ExitStatus {
+            if requests > 0 && unreachable == requests && counts.warmed == 0 { return .unavailable }
+            switch failOn {
+            case .failed: return counts.failed > 0 ? .partial : .success
+            case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : .success
+            case .never: return .success
+            }
+        }
+    }
+
+    /// Which outcomes make a run partial (`--fail-on`).
+    public enum FailOn: String, Sendable, CaseIterable {
+        case failed
+        case noFlow = "no-flow"
+        case never
+    }
+
+    public let warmer: Warmer
+    public let options: Options
+
+    public init(warmer: Warmer, options: Options) {
+        self.warmer = warmer
+        self.options = options
+    }
+
+    /// Fingerprints remembered for de-duplication; past this many, repeats are
+    /// left to the cache (a fresh hit costs no request), so memory stays bounded.
+    static let dedupLimit = 1_000_000
+
+    /// Runs the warm. `onIdentity` gets each identity's outcomes, in the order
+    /// the identities finish, one call at a time; a new identity starts only
+    /// after it returns, so a slow consumer slows the run instead of growing it.
+    /// Errors from `identities` (an unreadable line) end the run and are rethrown.
+    public func run<Identities: AsyncSequence>(
+        _ identities: Identities, onIdentity: ([PrefetchOutcome], Counts) -> Void
+    ) async throws -> Summary where Identities.Element == Identity {
+        let started = ContinuousClock.now
+        var counts = Counts()
+        var seen = Set<String>()
+        let warmer = self.warmer, placements = options.placements
+        try await withThrowingTaskGroup(of: [PrefetchOutcome].self) { group in
+            func record(_ outcomes: [PrefetchOutcome]) {
+                counts.add(outcomes)
+                onIdentity(outcomes, counts)
+            }
+            var running = 0
+            for try await identity in identities {
+                let fingerprint = identity.fingerprint
+                if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { continue }
+                if seen.count < Self.dedupLimit, !seen.insert(fingerprint).inserted { continue }
+                if running >= options.concurrency, let done = try await group.next() {
+                    running -= 1
+                    record(done)
+                }
+                group.addTask { await warmer.prefetch(placements, for: identity) }
+                running += 1
+            }
+            for try await done in group { record(done) }
+        }
+        let late = await warmer.waitForLateResolves(grace: options.grace)
+        let requests = warmer.requestCounts
+        return Summary(counts: counts, requests: requests.requests, unreachable: requests.unreachable,
+                       lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
+    }
+}
+
+/// Shard K of N (`--shard K/N`): the identities whose fingerprint, read as a
+/// number, is K-1 modulo N. Stable across runs and machines.
+public struct Shard: Sendable, Equatable {
+    public let index: Int
+    public let count: Int
+
+    /// `K/N` with 1 <= K <= N.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n > 0, (1...n).contains(k) else { return nil }
+        (index, count) = (k, n)
+    }
+
+    public func contains(fingerprint: String) -> Bool {
+        // The first 15 hex digits (60 bits) fit a UInt64 whatever the digits.
+        let number = UInt64(fingerprint.prefix(15), radix: 16) ?? 0
+        return Int(number % UInt64(count)) == index - 1
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// The SDK's prefetch, isPlacementReady and resolution chain over a cache
+/// directory: `TierChain` decides, `LiveResolver` does Tier 1 (shared, batched,
+/// landing late), `MediaWarmer` warms images and fonts. This type only looks
+/// things up and puts the three together; it keeps no state of its own.
+public final class Warmer: Sendable {
+    let store: CacheStore
+    let bundle: LoadedBundle?
+    let config: WarmConfiguration
+    let live: LiveResolver
+    let media: MediaWarmer
+
+    public init(client: ResolveClient, store: CacheStore, bundle: LoadedBundle?, config: WarmConfiguration) {
+        self.store = store
+        self.bundle = bundle
+        self.config = config
+        self.media = MediaWarmer(store: store, client: client.client, concurrency: config.mediaConcurrency)
+        self.live = LiveResolver(client: client, store: store, media: media, config: config)
+    }
+
+    /// One placement's way through the chain: its outcome, the tiers tried, and
+    /// the flow that was served.
+    public struct Resolution: Sendable {
+        public let outcome: PrefetchOutcome
+        public let steps: [TierChain.Step]
+        public let document: FlowDocument?
+    }
+
+    /// Prefetches placements for one identity: input de-duplicated, every key
+    /// concurrently, one batch request for two or more live resolves.
+    public func prefetch(_ placements: [String], for identity: Identity) async -> [PrefetchOutcome] {
+        var seen = Set<String>()
+        let keys = placements.filter { seen.insert($0).inserted }
+        let start = ContinuousClock.now
+        var outcomes: [String: PrefetchOutcome] = [:]
+        var needLive: [String] = []
+        for key in keys {
+            if case (_, .serve(let served)?) = TierChain.cached(store.lookupFlow(placement: key, identity: identity), now: Date()) {
+                let mediaWarmed = await media.warmImages(of: served.document, config.media)
+                outcomes[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
+            } else {
+                needLive.append(key)
+            }
+        }
+        let tasks = live.start(needLive, for: identity)
+        await withTaskGroup(of: Resolution.self) { group in
+            for (key, task) in tasks {
+                group.addTask { await self.finish(key, identity, task, start, cacheStep: nil) }
+            }
+            for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
+        }
+        return keys.compactMap { outcomes[$0] }
+    }
+
+    /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the
+    /// flow warm. The bundled default and stale copies do not count.
+    public func isReady(_ placement: String, for identity: Identity) async -> Bool {
+        if case (_, .serve?) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date()) {
+            return true
+        }
+        guard let task = live.start([placement], for: identity)[placement] else { return false }
+        if case .success(.flow) = await live.wait(task) { return true }
+        return false
+    }
+
+    /// One placement through the chain, saying what each tier found (`fpctl resolve`).
+    public func resolve(_ placement: String, for identity: Identity) async -> Resolution {
+        let start = ContinuousClock.now
+        let (step, decision) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date())
+        if let decision {
+            let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: false, since: start)
+            return Resolution(outcome: outcome, steps: [step], document: decision.document)
+        }
+        guard let task = live.start([placement], for: identity)[placement] else {
+            preconditionFailure("LiveResolver.start returns a task for every placement it is given")
+        }
+        return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false)
+    }
+
+    /// Waits (up to `grace`) for live resolves whose callers timed out and for
+    /// font downloads; says how many resolves landed and how many were still running.
+    public func waitForLateResolves(grace: Duration) async -> (landed: Int, pending: Int) {
+        let deadline = ContinuousClock.now + grace
+        await media.waitForFonts(until: deadline)
+        return await live.waitForLate(until: deadline)
+    }
+
+    /// Live requests made so far, and how many could not reach the backend at all.
+    public var requestCounts: (requests: Int, unreachable: Int) {
+        let counts = live.counts
+        return (counts.requests, counts.unreachable)
+    }
+
+    /// Tiers 1 to 3 for a placement whose live resolve is `task`.
+    private func finish(
+        _ placement: String, _ identity: Identity, _ task: Task<LiveResult, Never>, _ start: ContinuousClock.Instant,
+        cacheStep: TierChain.Step?, warmMedia: Bool = true
+    ) async -> Resolution {
+        let (steps, decision) = TierChain.afterLive(
+            await live.wait(task), defaultTTL: config.environment.defaultTTL,
+            stale: { store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement) },
+            bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil)
+        var mediaWarmed = false
+        if warmMedia, case .serve(let served) = decision, served.tier == .network {
+            mediaWarmed = await media.warmImages(of: served.document, config.media)
+        }
+        let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: mediaWarmed, since: start)
+        return Resolution(outcome: outcome, steps: (cacheStep.map { [$0] } ?? []) + steps, document: decision.document)
+    }
+}
+
+extension TierChain.Decision {
+    /// The flow served, if any.
+    public var document: FlowDocument? {
+        if case .serve(let served) = self { return served.document }
+        return nil
+    }
+}

@@ -60,7 +60,12 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowPilotCoreTests",
-            dependencies: ["FlowPilotCore"]
+            dependencies: [
+                "FlowPilotCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         // Runs the built fpctl binary, as a pipeline or a person would.
         .testTarget(

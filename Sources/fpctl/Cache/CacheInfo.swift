@@ -46,7 +46,7 @@ struct CacheInfo: ParsableCommand {
         try reportingErrors {
             let store = try cache.open()
             let scan = store.scan()
-            let now = Date()
+            let now = try Now.date()
             let fresh = scan.flows.filter { $0.isFresh(at: now) }.count
             var byPlacement: [String: [CachedFlow]] = [:]
             for f in scan.flows { byPlacement[f.placement, default: []].append(f) }

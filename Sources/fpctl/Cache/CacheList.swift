@@ -42,7 +42,7 @@ struct CacheList: ParsableCommand {
         try reportingErrors {
             let store = try cache.open()
             let scan = store.scan()
-            let now = Date()
+            let now = try Now.date()
             if images { return try listImages(store, scan, now) }
             let entries = scan.flows
                 .filter { placement == nil || $0.placement == placement }

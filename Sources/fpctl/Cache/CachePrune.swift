@@ -51,6 +51,7 @@ struct CachePrune: ParsableCommand {
             o.images = !flows
             o.flows = !images
             o.dryRun = dryRun
+            o.now = try Now.date()
             let removed = try store.prune(o)
             let bytes = removed.reduce(0) { $0 + $1.bytes }
             switch output.format {

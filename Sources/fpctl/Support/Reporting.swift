@@ -73,3 +73,14 @@ final class BufferedOutput {
         buffer.removeAll(keepingCapacity: true)
     }
 }
+
+/// The time `cache info`, `cache list` and `cache prune` take as now:
+/// `FPCTL_NOW` (RFC 3339) when set, so their output can be reproduced (the
+/// golden tests pin it), else the clock.
+enum Now {
+    static func date() throws -> Date {
+        guard let text = ProcessInfo.processInfo.environment["FPCTL_NOW"], !text.isEmpty else { return Date() }
+        guard let date = RFC3339.parse(text) else { throw FPError.usage("FPCTL_NOW=\(text): use an RFC 3339 time") }
+        return date
+    }
+}

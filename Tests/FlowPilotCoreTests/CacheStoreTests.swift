@@ -2,10 +2,6 @@ import Foundation
 import Testing
 @testable import FlowPilotCore
 
-private func tempDir() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("fpcache-\(UUID().uuidString)").path
-}
-
 private func flow(_ id: String, version: String = "v1", images: [String] = []) -> FlowDocument {
     let comps = images.map { JSONValue.object(["type": .string("image"), "src": .string($0)]) }
     let json: JSONValue = .object(["schema_version": .number(1), "id": .string(id), "version": .string(version),
@@ -14,7 +10,14 @@ private func flow(_ id: String, version: String = "v1", images: [String] = []) -
 }
 
 @Suite("the cache store")
-struct CacheStoreTests {
+final class CacheStoreTests {
+    /// Every cache directory of one test lives under here, removed when the test ends.
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fpcache-\(UUID().uuidString)").path
+
+    deinit { try? FileManager.default.removeItem(atPath: scratch) }
+
+    private func tempDir() -> String { "\(scratch)/\(UUID().uuidString)" }
+
     let alice = Identity(userID: "alice", attributes: ["plan": .string("free")])
     let aliceUpgraded = Identity(userID: "alice", attributes: ["plan": .string("pro")])
     let bob = Identity(userID: "bob")

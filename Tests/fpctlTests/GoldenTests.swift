@@ -48,10 +48,14 @@ struct GoldenTests {
 
     @Test("output matches its fixture", arguments: cases)
     func golden(_ c: Case) throws {
-        let setup = try GoldenSetup.shared.get()
-        let arguments = c.arguments.map { $0 == "OK" ? setup.ok.url : $0 == "FAILING" ? setup.failing.url : $0 }
-        let result = try fpctl(arguments, environment: ["FPCTL_NOW": GoldenSetup.now, "FLOWPILOT_API_KEY": "", "FPCTL_CACHE_DIR": ""],
-                               currentDirectory: setup.dir.path)
+        let setup = try GoldenSetup()
+        let ok = c.arguments.contains("OK") ? try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"]) : nil
+        let failing = c.arguments.contains("FAILING") ? try ServeProcess([Paths.sample("demo"), "-q", "--fail-rate", "1"]) : nil
+        let arguments = c.arguments.map { $0 == "OK" ? ok?.url ?? "" : $0 == "FAILING" ? failing?.url ?? "" : $0 }
+        let environment = ["FPCTL_NOW": GoldenSetup.now, "FLOWPILOT_API_KEY": "", "FPCTL_CACHE_DIR": ""]
+        let result = try withExtendedLifetime((ok, failing)) {
+            try fpctl(arguments, environment: environment, currentDirectory: setup.dir.path)
+        }
         #expect(result.status == c.status, "\(result.stderr)")
         let output = c.scrubMilliseconds ? Self.zeroMilliseconds(result.stdout) : result.stdout
         let fixture = Paths.packageRoot.appendingPathComponent("Tests/fpctlTests/Golden/\(c.name).out")
@@ -90,18 +94,16 @@ struct GoldenTests {
     }
 }
 
-/// What every golden case runs against, made once per test run: two bundles,
-/// a tampered copy, a cache of flows resolved at fixed times, an identities
-/// file, a healthy `fpctl serve` and one that fails every resolve.
+/// The directory a golden case runs in: two bundles, a tampered copy, a cache
+/// of flows resolved at fixed times and an identities file. (The cases that
+/// talk to a backend start a healthy `fpctl serve` and one failing every
+/// resolve; both stop when the case ends.)
 final class GoldenSetup: Sendable {
     static let now = "2026-11-01T10:02:00Z"
-    static let shared = Lazy { try GoldenSetup() }
 
     let dir: TemporaryDirectory
-    let ok: ServeProcess
-    let failing: ServeProcess
 
-    private init() throws {
+    init() throws {
         dir = try TemporaryDirectory()
         for name in ["demo", "travel"] {
             let built = try fpctl(["bundle", "build", Paths.sample(name), "-o", "\(name).fpbundle"], currentDirectory: dir.path)
@@ -125,24 +127,10 @@ final class GoldenSetup: Sendable {
         guard put.status == 0 else { throw GoldenError(message: put.stderr) }
         try #"{"user_id":"alice","attributes":{"plan":"pro","beta":true}}"#.appending("\n" + #"{"user_id":""}"# + "\n")
             .write(toFile: dir.file("ids.jsonl"), atomically: true, encoding: .utf8)
-
-        ok = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"])
-        failing = try ServeProcess([Paths.sample("demo"), "-q", "--fail-rate", "1"])
     }
 }
 
 struct GoldenError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
-}
-
-/// A value made on first use, once, shared by every caller (and its error, if making it failed).
-final class Lazy<Value: Sendable>: Sendable {
-    private let value: Result<Value, any Error>
-
-    init(_ make: () throws -> Value) {
-        value = Result { try make() }
-    }
-
-    func get() throws -> Value { try value.get() }
 }

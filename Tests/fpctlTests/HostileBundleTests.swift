@@ -37,12 +37,26 @@ struct HostileBundleTests {
 
     @Test("extract writes nothing for any of them", arguments: names)
     func extractWritesNothing(name: String) throws {
+        // The target sits two levels down, so an entry escaping it with `..`
+        // would land inside the snapshot; absolute entries are checked by name.
         let tmp = try TemporaryDirectory()
-        let out = tmp.file("out")
+        try FileManager.default.createDirectory(atPath: tmp.file("deep/er"), withIntermediateDirectories: true)
+        let out = tmp.file("deep/er/out")
+        let before = try Self.tree(tmp.path)
         let result = try fpctl("bundle", "extract", hostile.dir.file("hostile/\(name)"), "-o", out)
         #expect(result.status == 65)
-        #expect(!FileManager.default.fileExists(atPath: out))
-        #expect(!FileManager.default.fileExists(atPath: "/tmp/escape.txt"))
+        #expect(try Self.tree(tmp.path) == before, "extract left files behind")
+        #expect(!FileManager.default.fileExists(atPath: "/etc/cron.d/evil"))
+    }
+
+    /// Every path under `root`, with each regular file's size.
+    static func tree(_ root: String) throws -> [String: Int] {
+        var entries: [String: Int] = [:]
+        for path in try FileManager.default.subpathsOfDirectory(atPath: root) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: "\(root)/\(path)")
+            entries[path] = (attributes[.size] as? Int) ?? -1
+        }
+        return entries
     }
 
     @Test("validate --format json reports each file's findings for machines")

@@ -83,7 +83,7 @@ extension ResolveServer {
     func resolve(_ route: ResolveRoute, authorization: String?, authority: String?,
                  body: ByteBuffer?, faults: Faults) -> ResolveReply {
         stats.count(route: route.name)
-        if case .batch = route, faults.batch_disabled == true { return .error(.notFound, "not_found", "no such route") }
+        if case .batch = route, faults.batchDisabled == true { return .error(.notFound, "not_found", "no such route") }
         if let denied = authorize(authorization) { return denied }
         guard let body else { return .error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes") }
         guard let request = ResolveBody(body) else {
@@ -138,7 +138,7 @@ extension ResolveServer {
     }
 
     private func chosenFlow(_ app: ServedApp, placement: String, _ request: ResolveBody, faults: Faults) -> String? {
-        if faults.no_flow?.contains(placement) == true { return nil }
+        if faults.noFlow?.contains(placement) == true { return nil }
         return app.flowKey(for: placement, userID: request.userID, attributes: request.attributes)
     }
 
@@ -148,7 +148,7 @@ extension ResolveServer {
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
         let base = "http://\(authority ?? "\(options.host):\(options.port)")"
         var flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
-        if faults.invalid_flow == true && faults.applies(to: placement) && flow != nil {
+        if faults.invalidFlow == true && faults.applies(to: placement) && flow != nil {
             flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
         }
         return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
@@ -157,10 +157,10 @@ extension ResolveServer {
     /// The `fail_rate` fault: that fraction of requests fail with `fail_status`.
     private func injectedFailure(_ faults: Faults, placement: String) -> ResolveReply? {
         guard faults.applies(to: placement), faults.shouldFail() else { return nil }
-        let status = HTTPResponse.Status(code: faults.fail_status ?? 503)
+        let status = HTTPResponse.Status(code: faults.failStatus ?? 503)
         var reply = ResolveReply.error(status, status.code == 429 ? "rate_limited" : "injected_fault",
                                        "fault injected by fpctl serve")
-        reply.retryAfter = faults.retry_after
+        reply.retryAfter = faults.retryAfter
         reply.delayMilliseconds = faults.delayMilliseconds()
         return reply
     }
@@ -168,8 +168,8 @@ extension ResolveServer {
     /// A payload, damaged the way the body faults ask.
     private static func damaged(_ payload: Data, faults: Faults, placement: String) -> ResolveReply {
         guard faults.applies(to: placement) else { return ResolveReply(json: payload) }
-        if faults.invalid_json == true { return ResolveReply(json: Data("<html>not json</html>".utf8)) }
-        if faults.truncate_body == true { return ResolveReply(json: payload.prefix(payload.count / 2)) }
+        if faults.invalidJSON == true { return ResolveReply(json: Data("<html>not json</html>".utf8)) }
+        if faults.truncateBody == true { return ResolveReply(json: payload.prefix(payload.count / 2)) }
         return ResolveReply(json: payload)
     }
 
@@ -191,7 +191,7 @@ extension Faults {
     /// Whether answering needs time or a damaged connection: such requests take
     /// the router's async path, never the event-loop fast path.
     var needsAsyncDelivery: Bool {
-        (latency_ms ?? []).contains { $0 > 0 } || close_connection == true
+        (latencyMilliseconds ?? []).contains { $0 > 0 } || closeConnection == true
     }
 
     /// Adds the delivery faults (latency, connection closed mid-body) to a reply.
@@ -199,7 +199,7 @@ extension Faults {
         guard applies(to: placement) else { return reply }
         var reply = reply
         reply.delayMilliseconds = delayMilliseconds()
-        reply.closeMidBody = close_connection == true && reply.status == .ok
+        reply.closeMidBody = closeConnection == true && reply.status == .ok
         return reply
     }
 }

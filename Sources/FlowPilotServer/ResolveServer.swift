@@ -131,7 +131,7 @@ public final class ResolveServer: Sendable {
     private func asset(_ folder: String, _ request: Request, _ context: BasicRequestContext) -> Response {
         stats.count(route: "media")
         let file = context.parameters.get("file") ?? ""
-        if faults.withLock({ $0.fail_media == true }) { return Self.error(.notFound, "not_found", "fault: media disabled") }
+        if faults.withLock({ $0.failMedia == true }) { return Self.error(.notFound, "not_found", "fault: media disabled") }
         guard let asset = assets["\(folder)/\(file)"] else { return Self.error(.notFound, "not_found", "no such asset") }
         var headers = HTTPFields()
         let etag = "\"\(asset.sha256)\""

@@ -5,7 +5,7 @@ import Synchronization
 /// really made.
 final class ServeStats: Sendable {
     struct Snapshot: Encodable {
-        let schema_version = 1
+        let schemaVersion = 1
         let total: Int
         let routes: [String: Int]
         let keys: [String: Int]

@@ -64,10 +64,10 @@ struct Serve: AsyncParsableCommand {
             options.ttl = ttl
             options.quiet = quiet
             options.rewriteAssetURLs = rewriteAssetURLs
-            options.faults.fail_rate = failRate
-            options.faults.fail_status = failStatus
-            options.faults.batch_disabled = noBatch ? true : nil
-            options.faults.latency_ms = latency?.milliseconds
+            options.faults.failRate = failRate
+            options.faults.failStatus = failStatus
+            options.faults.batchDisabled = noBatch ? true : nil
+            options.faults.latencyMilliseconds = latency?.milliseconds
             options.apiKey = try apiKeyFile.map(APIKey.read(file:))
             return try ResolveServer(sources: sources, options: options)
         }

@@ -100,7 +100,7 @@ public enum BundlePipeline {
         public let status: DiffStatus
         public let bundled: String?
         public let backend: String?
-        public let changed_media: [String]
+        public let changedMedia: [String]
     }
 
     /// Per placement, whether the bundled flow is what the backend resolves now:
@@ -113,18 +113,18 @@ public enum BundlePipeline {
             func describe(_ d: FlowDocument) -> String { "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))" }
             switch (bundled, live) {
             case (nil, .flow(let doc, _)):
-                rows.append(DiffRow(placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changed_media: []))
+                rows.append(DiffRow(placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changedMedia: []))
             case (nil, _):
                 continue
             case (let b?, .noFlow):
-                rows.append(DiffRow(placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changed_media: []))
+                rows.append(DiffRow(placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changedMedia: []))
             case (let b?, .failed(let failure)):
                 let reason = "\(failure.code): \(failure.message)"
-                rows.append(DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changed_media: []))
+                rows.append(DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: []))
             case (let b?, .flow(let doc, _)):
                 let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(doc.allImages + doc.fonts.map(\.url)).sorted()
                 let same = describe(b) == describe(doc) && media.isEmpty
-                rows.append(DiffRow(placement: key, status: same ? .inSync : .changed, bundled: describe(b), backend: describe(doc), changed_media: media))
+                rows.append(DiffRow(placement: key, status: same ? .inSync : .changed, bundled: describe(b), backend: describe(doc), changedMedia: media))
             }
         }
         return rows

@@ -48,6 +48,8 @@ public enum JSONOutput {
     public static func string<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        // Report types name their fields in camelCase; the documents use snake_case.
+        encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.dateEncodingStrategy = .custom { date, enc in
             var c = enc.singleValueContainer()
             try c.encode(RFC3339.string(date))

@@ -49,7 +49,7 @@ struct BundleInspect: ParsableCommand {
 private struct BundleSummary: Encodable {
     struct Placement: Encodable {
         let placement: String
-        let flow_id: String
+        let flowID: String
         let version: String
         let path: String
         let size: Int64
@@ -58,44 +58,44 @@ private struct BundleSummary: Encodable {
     struct Kind: Encodable {
         let files: Int
         let bytes: Int64
-        let compressed_bytes: Int64
+        let compressedBytes: Int64
     }
 
-    let schema_version = JSONOutput.schemaVersion
+    let schemaVersion = JSONOutput.schemaVersion
     let digest: String
-    let app_id: String
-    let created_at: String
+    let appID: String
+    let createdAt: String
     let generator: String
     let placements: [Placement]
     let kinds: [String: Kind]
-    let archive_bytes: Int64
+    let archiveBytes: Int64
     private let entries: [BundleReport.Entry]
     private let flowOf: [String: (String, BundleManifest.Placement)]
 
     private enum CodingKeys: String, CodingKey {
-        case schema_version, digest, app_id, created_at, generator, placements, kinds, archive_bytes
+        case schemaVersion, digest, appID, createdAt, generator, placements, kinds, archiveBytes
     }
 
     init(report: BundleReport, manifest: BundleManifest, digest: String) {
         self.digest = digest
-        app_id = manifest.appID
-        created_at = RFC3339.string(manifest.createdAt)
+        appID = manifest.appID
+        createdAt = RFC3339.string(manifest.createdAt)
         generator = manifest.generator
         entries = report.entries
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         placements = CanonicalJSON.sortedKeys(manifest.placements.keys).map { key in
             let p = manifest.placements[key]!
-            return Placement(placement: key, flow_id: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
+            return Placement(placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
         }
         flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
         var kinds: [String: Kind] = [:]
         for e in report.entries {
             let k = Self.kind(e.path)
-            let old = kinds[k] ?? Kind(files: 0, bytes: 0, compressed_bytes: 0)
-            kinds[k] = Kind(files: old.files + 1, bytes: old.bytes + e.size, compressed_bytes: old.compressed_bytes + e.compressedSize)
+            let old = kinds[k] ?? Kind(files: 0, bytes: 0, compressedBytes: 0)
+            kinds[k] = Kind(files: old.files + 1, bytes: old.bytes + e.size, compressedBytes: old.compressedBytes + e.compressedSize)
         }
         self.kinds = kinds
-        archive_bytes = (try? FileManager.default.attributesOfItem(atPath: report.file)[.size] as? Int64) ?? 0
+        archiveBytes = (try? FileManager.default.attributesOfItem(atPath: report.file)[.size] as? Int64) ?? 0
     }
 
     static func kind(_ path: String) -> String {
@@ -105,14 +105,14 @@ private struct BundleSummary: Encodable {
 
     var placementTable: Table {
         Table(columns: ["placement", "flow_id", "version", "path", "size"],
-              rows: placements.map { [$0.placement, $0.flow_id, $0.version, $0.path, String($0.size)] })
+              rows: placements.map { [$0.placement, $0.flowID, $0.version, $0.path, String($0.size)] })
     }
 
     var kindTable: Table {
         Table(columns: ["kind", "files", "bytes", "compressed_bytes"],
               rows: kinds.keys.sorted().map { k in
                   let v = kinds[k]!
-                  return [k, String(v.files), String(v.bytes), String(v.compressed_bytes)]
+                  return [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
               })
     }
 

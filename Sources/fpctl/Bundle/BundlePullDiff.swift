@@ -56,8 +56,8 @@ struct BundleDiff: AsyncParsableCommand {
     @OptionGroup var output: FormatOption
 
     struct Result: Encodable {
-        let schema_version = JSONOutput.schemaVersion
-        let in_sync: Bool
+        let schemaVersion = JSONOutput.schemaVersion
+        let inSync: Bool
         let placements: [BundlePipeline.DiffRow]
     }
 
@@ -66,10 +66,10 @@ struct BundleDiff: AsyncParsableCommand {
         let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
         let inSync = rows.allSatisfy { $0.status == .inSync }
         switch output.format {
-        case .json: Console.out(try JSONOutput.string(Result(in_sync: inSync, placements: rows)))
+        case .json: Console.out(try JSONOutput.string(Result(inSync: inSync, placements: rows)))
         case .csv, .table:
             Console.out(output.render(Table(columns: ["placement", "status", "bundled", "backend", "changed_media"],
-                                            rows: rows.map { [$0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-", $0.changed_media.joined(separator: " ")] })))
+                                            rows: rows.map { [$0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-", $0.changedMedia.joined(separator: " ")] })))
         }
         if !inSync { throw ExitCode(.partial) }
     }

@@ -41,7 +41,7 @@ struct BundleValidate: ParsableCommand {
     }
 
     private struct Output: Encodable {
-        let schema_version = JSONOutput.schemaVersion
+        let schemaVersion = JSONOutput.schemaVersion
         let files: [FileResult]
     }
 

@@ -24,21 +24,21 @@ struct CacheInfo: ParsableCommand {
     }
 
     struct Info: Encodable {
-        let schema_version = JSONOutput.schemaVersion
-        let cache_dir: String
+        let schemaVersion = JSONOutput.schemaVersion
+        let cacheDir: String
         let flows: Int
         let fresh: Int
         let stale: Int
         let aliases: Int
-        let flow_bytes: Int64
+        let flowBytes: Int64
         let images: Int
-        let expired_images: Int
-        let image_bytes: Int64
-        let image_budget_bytes: Int64
+        let expiredImages: Int
+        let imageBytes: Int64
+        let imageBudgetBytes: Int64
         let fonts: Int
-        let font_bytes: Int64
-        let oldest_resolved_at: Date?
-        let newest_resolved_at: Date?
+        let fontBytes: Int64
+        let oldestResolvedAt: Date?
+        let newestResolvedAt: Date?
         let placements: [Placement]
     }
 
@@ -52,12 +52,12 @@ struct CacheInfo: ParsableCommand {
             for f in scan.flows { byPlacement[f.placement, default: []].append(f) }
             let aliased = Set(scan.aliases.map(\.placement))
             let info = Info(
-                cache_dir: store.root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
-                aliases: scan.aliases.count, flow_bytes: scan.flowBytes, images: scan.images.count,
-                expired_images: scan.images.filter { $0.isExpired(at: now, ttl: store.budgets.imageTTL) }.count,
-                image_bytes: scan.imageBytes, image_budget_bytes: store.budgets.imageDiskBytes,
-                fonts: scan.fonts.count, font_bytes: scan.fontBytes,
-                oldest_resolved_at: scan.flows.map(\.resolvedAt).min(), newest_resolved_at: scan.flows.map(\.resolvedAt).max(),
+                cacheDir: store.root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
+                aliases: scan.aliases.count, flowBytes: scan.flowBytes, images: scan.images.count,
+                expiredImages: scan.images.filter { $0.isExpired(at: now, ttl: store.budgets.imageTTL) }.count,
+                imageBytes: scan.imageBytes, imageBudgetBytes: store.budgets.imageDiskBytes,
+                fonts: scan.fonts.count, fontBytes: scan.fontBytes,
+                oldestResolvedAt: scan.flows.map(\.resolvedAt).min(), newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
                 placements: byPlacement.keys.sorted().map { key in
                     let list = byPlacement[key]!
                     let f = list.filter { $0.isFresh(at: now) }.count
@@ -71,11 +71,11 @@ struct CacheInfo: ParsableCommand {
                                   rows: info.placements.map { [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", "\($0.alias)"] }).csv())
             case .table:
                 Console.out("""
-                    cache_dir   \(info.cache_dir)
-                    flows       \(info.flows) (\(info.fresh) fresh, \(info.stale) stale), \(info.aliases) aliases, \(info.flow_bytes) bytes
-                    images      \(info.images) (\(info.expired_images) expired), \(info.image_bytes) of \(info.image_budget_bytes) bytes
-                    fonts       \(info.fonts), \(info.font_bytes) bytes
-                    resolved    \(info.oldest_resolved_at.map(iso) ?? "-") .. \(info.newest_resolved_at.map(iso) ?? "-")
+                    cache_dir   \(info.cacheDir)
+                    flows       \(info.flows) (\(info.fresh) fresh, \(info.stale) stale), \(info.aliases) aliases, \(info.flowBytes) bytes
+                    images      \(info.images) (\(info.expiredImages) expired), \(info.imageBytes) of \(info.imageBudgetBytes) bytes
+                    fonts       \(info.fonts), \(info.fontBytes) bytes
+                    resolved    \(info.oldestResolvedAt.map(iso) ?? "-") .. \(info.newestResolvedAt.map(iso) ?? "-")
 
                     """)
                 if !info.placements.isEmpty {

@@ -24,13 +24,13 @@ struct CacheList: ParsableCommand {
     struct ImageRow: Encodable {
         let url: String
         let size: Int64
-        let age_seconds: Int
-        let last_access: Date
+        let ageSeconds: Int
+        let lastAccess: Date
         let expired: Bool
     }
 
     struct Rows<T: Encodable>: Encodable {
-        let schema_version = JSONOutput.schemaVersion
+        let schemaVersion = JSONOutput.schemaVersion
         let rows: [T]
     }
 
@@ -79,14 +79,14 @@ struct CacheList: ParsableCommand {
         let rows = scan.images.map { image -> ImageRow in
             let urlFile = (image.path as NSString).deletingLastPathComponent + "/url"
             let url = FileManager.default.contents(atPath: urlFile).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            return ImageRow(url: url, size: image.size, age_seconds: Int(now.timeIntervalSince(image.downloadedAt)),
-                            last_access: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
+            return ImageRow(url: url, size: image.size, ageSeconds: Int(now.timeIntervalSince(image.downloadedAt)),
+                            lastAccess: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
         }.sorted { $0.url < $1.url }
         switch output.format {
         case .json: Console.out(try JSONOutput.string(Rows(rows: rows)))
         case .csv, .table:
             let table = Table(columns: ["url", "size", "age", "last_access", "expired"],
-                              rows: rows.map { [$0.url, "\($0.size)", "\($0.age_seconds)s", iso($0.last_access), $0.expired ? "yes" : "no"] })
+                              rows: rows.map { [$0.url, "\($0.size)", "\($0.ageSeconds)s", iso($0.lastAccess), $0.expired ? "yes" : "no"] })
             Console.out(output.render(table))
         }
     }

@@ -28,8 +28,8 @@ struct CachePrune: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     struct Result: Encodable {
-        let schema_version = JSONOutput.schemaVersion
-        let dry_run: Bool
+        let schemaVersion = JSONOutput.schemaVersion
+        let dryRun: Bool
         let files: Int
         let bytes: Int64
         let removed: [Removal]
@@ -55,7 +55,7 @@ struct CachePrune: ParsableCommand {
             let removed = try store.prune(o)
             let bytes = removed.reduce(0) { $0 + $1.bytes }
             switch output.format {
-            case .json: Console.out(try JSONOutput.string(Result(dry_run: dryRun, files: removed.count, bytes: bytes, removed: removed)))
+            case .json: Console.out(try JSONOutput.string(Result(dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed)))
             case .csv, .table:
                 let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
                 Console.out(output.render(table))

@@ -17,7 +17,7 @@ struct CacheVerify: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     struct Result: Encodable {
-        let schema_version = JSONOutput.schemaVersion
+        let schemaVersion = JSONOutput.schemaVersion
         let clean: Bool
         let repaired: Bool
         let findings: [Finding]

@@ -60,7 +60,9 @@ public struct Faults: Codable, Sendable, Equatable {
     func validationError() -> String? {
         if let r = failRate, !(0...1).contains(r) { return "fail_rate must be between 0 and 1" }
         if let s = failStatus, !(400...599).contains(s) { return "fail_status must be a 4xx or 5xx status" }
-        if let l = latencyMilliseconds, l.isEmpty || l.count > 2 || l.contains(where: { $0 < 0 }) || (l.count == 2 && l[0] > l[1]) {
+        if let l = latencyMilliseconds,
+            l.isEmpty || l.count > 2 || l.contains(where: { $0 < 0 }) || (l.count == 2 && l[0] > l[1])
+        {
             return "latency_ms must be [ms] or [min, max] with 0 <= min <= max"
         }
         return nil

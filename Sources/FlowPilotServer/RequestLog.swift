@@ -4,15 +4,19 @@ import Hummingbird
 /// One line per request on standard error: method, path, status, milliseconds.
 /// Never the headers: the Authorization header carries the API key.
 struct RequestLog<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let start = ContinuousClock.now
         do {
             let response = try await next(request, context)
-            RequestLogLine.write(method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
+            RequestLogLine.write(
+                method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
             return response
         } catch {
-            RequestLogLine.write(method: request.method.rawValue, path: request.uri.path,
-                                 status: (error as? any HTTPResponseError)?.status.code ?? 500, since: start)
+            RequestLogLine.write(
+                method: request.method.rawValue, path: request.uri.path,
+                status: (error as? any HTTPResponseError)?.status.code ?? 500, since: start)
             throw error
         }
     }

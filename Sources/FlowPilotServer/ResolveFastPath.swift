@@ -132,24 +132,27 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func answer(_ pending: Pending, context: ChannelHandlerContext) {
         let body = pending.tooLarge ? nil : pending.body ?? context.channel.allocator.buffer(capacity: 0)
-        let reply = server.resolve(pending.route, authorization: pending.head.headers.first(name: "authorization"),
-                                   authority: pending.head.headers.first(name: "host"), body: body, faults: pending.faults)
+        let reply = server.resolve(
+            pending.route, authorization: pending.head.headers.first(name: "authorization"),
+            authority: pending.head.headers.first(name: "host"), body: body, faults: pending.faults)
         var headers = HTTPHeaders()
         headers.reserveCapacity(4)
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(reply.body.readableBytes))
         headers.add(name: "Date", value: HTTPDate.now())
         if let after = reply.retryAfter { headers.add(name: "Retry-After", value: String(after)) }
-        let head = HTTPResponseHead(version: .http1_1,  // as Hummingbird answers every request
-                                    status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
-                                    headers: headers)
+        let head = HTTPResponseHead(
+            version: .http1_1,  // as Hummingbird answers every request
+            status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
+            headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
         if log {
-            RequestLogLine.write(method: pending.head.method.rawValue, path: pending.path, status: reply.status.code,
-                                 since: pending.start)
+            RequestLogLine.write(
+                method: pending.head.method.rawValue, path: pending.path, status: reply.status.code,
+                since: pending.start)
         }
     }
 }

@@ -22,10 +22,13 @@ enum ResolveRoute: Equatable {
     init?(path: Substring) {
         let slash = UInt8(ascii: "/")
         let utf8 = path.utf8
-        guard utf8.first == slash, utf8.dropFirst().allSatisfy({ $0 == slash || Self.isUnreserved($0) }) else { return nil }
+        guard utf8.first == slash, utf8.dropFirst().allSatisfy({ $0 == slash || Self.isUnreserved($0) }) else {
+            return nil
+        }
         let parts = utf8.dropFirst().split(separator: slash, maxSplits: 6, omittingEmptySubsequences: false)
         guard parts.count >= 4, parts.allSatisfy({ !$0.isEmpty }),
-              parts[0].elementsEqual("apps".utf8), parts[2].elementsEqual("placements".utf8) else { return nil }
+            parts[0].elementsEqual("apps".utf8), parts[2].elementsEqual("placements".utf8)
+        else { return nil }
         if parts.count == 4, parts[3].elementsEqual("resolve-batch".utf8) {
             self = .batch(app: String(Substring(parts[1])))
         } else if parts.count == 5, parts[4].elementsEqual("resolve".utf8) {
@@ -37,8 +40,10 @@ enum ResolveRoute: Equatable {
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
         default: false
         }
     }
@@ -80,14 +85,19 @@ extension ResolveServer {
     ///   - authority: the `Host` the client used, for rewritten asset URLs.
     ///   - body: the request body, or nil when it was over `maxBodyBytes`.
     ///   - faults: the fault set in force when the request arrived.
-    func resolve(_ route: ResolveRoute, authorization: String?, authority: String?,
-                 body: ByteBuffer?, faults: Faults) -> ResolveReply {
+    func resolve(
+        _ route: ResolveRoute, authorization: String?, authority: String?,
+        body: ByteBuffer?, faults: Faults
+    ) -> ResolveReply {
         stats.count(route: route.name)
         if case .batch = route, faults.batchDisabled == true { return .error(.notFound, "not_found", "no such route") }
         if let denied = authorize(authorization) { return denied }
-        guard let body else { return .error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes") }
+        guard let body else {
+            return .error(.contentTooLarge, "too_large", "request body over \(Self.maxBodyBytes) bytes")
+        }
         guard let request = ResolveBody(body) else {
-            return .error(.badRequest, "invalid_request", "body must be JSON with a string user_id and an attributes object")
+            return .error(
+                .badRequest, "invalid_request", "body must be JSON with a string user_id and an attributes object")
         }
         switch route {
         case .single(let appID, let placement):
@@ -97,24 +107,30 @@ extension ResolveServer {
         }
     }
 
-    private func resolveOne(appID: String, placement: String, _ request: ResolveBody, authority: String?,
-                            faults: Faults) -> ResolveReply {
+    private func resolveOne(
+        appID: String, placement: String, _ request: ResolveBody, authority: String?,
+        faults: Faults
+    ) -> ResolveReply {
         guard let app = apps[appID] else { return .error(.notFound, "unknown_app", "no app '\(appID)' is served here") }
         stats.count(app: appID, placement: placement, user: request.userID)
         if let failed = injectedFailure(faults, placement: placement) { return failed }
         guard app.bundle.flows[placement] != nil || app.rules?.placements[placement] != nil else {
-            return faults.shaping(.error(.notFound, "unknown_placement", "no placement '\(placement)' in app '\(appID)'"),
-                                  placement: placement)
+            return faults.shaping(
+                .error(.notFound, "unknown_placement", "no placement '\(placement)' in app '\(appID)'"),
+                placement: placement)
         }
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
-        if !options.rewriteAssetURLs, faults.isEmpty, let cached = app.cachedResponse(placement: placement, flow: flowKey) {
+        if !options.rewriteAssetURLs, faults.isEmpty,
+            let cached = app.cachedResponse(placement: placement, flow: flowKey)
+        {
             return ResolveReply(body: cached)  // no fault can touch it: the common case, pre-encoded
         }
         let payload = result(app, placement: placement, request, faults: faults, authority: authority)
         return faults.shaping(Self.damaged(payload, faults: faults, placement: placement), placement: placement)
     }
 
-    private func resolveBatch(appID: String, _ request: ResolveBody, authority: String?, faults: Faults) -> ResolveReply {
+    private func resolveBatch(appID: String, _ request: ResolveBody, authority: String?, faults: Faults) -> ResolveReply
+    {
         guard let keys = request.placementKeys, !keys.isEmpty else {
             return .error(.badRequest, "invalid_request", "placement_keys must be a non-empty array of strings")
         }
@@ -126,7 +142,10 @@ extension ResolveServer {
         for (i, key) in keys.enumerated() {
             if i > 0 { payload.append(UInt8(ascii: ",")) }
             if app.bundle.flows[key] == nil && app.rules?.placements[key] == nil {
-                payload.append(contentsOf: Array("{\"error\":{\"code\":\"unknown_placement\",\"message\":\"no placement in this app\"},\"placement_key\":".utf8))
+                payload.append(
+                    contentsOf: Array(
+                        "{\"error\":{\"code\":\"unknown_placement\",\"message\":\"no placement in this app\"},\"placement_key\":"
+                            .utf8))
                 payload.append(CanonicalJSON.data(.string(key)))
                 payload.append(UInt8(ascii: "}"))
             } else {
@@ -143,11 +162,15 @@ extension ResolveServer {
     }
 
     /// One `{"cache_ttl_seconds"?, "flow", "placement_key"}` object, as bytes.
-    private func result(_ app: ServedApp, placement: String, _ request: ResolveBody, faults: Faults,
-                        authority: String?) -> Data {
+    private func result(
+        _ app: ServedApp, placement: String, _ request: ResolveBody, faults: Faults,
+        authority: String?
+    ) -> Data {
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
         let base = "http://\(authority ?? "\(options.host):\(options.port)")"
-        var flow = flowKey.flatMap { options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0] }
+        var flow = flowKey.flatMap {
+            options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0]
+        }
         if faults.invalidFlow == true && faults.applies(to: placement) && flow != nil {
             flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
         }
@@ -158,8 +181,9 @@ extension ResolveServer {
     private func injectedFailure(_ faults: Faults, placement: String) -> ResolveReply? {
         guard faults.applies(to: placement), faults.shouldFail() else { return nil }
         let status = HTTPResponse.Status(code: faults.failStatus ?? 503)
-        var reply = ResolveReply.error(status, status.code == 429 ? "rate_limited" : "injected_fault",
-                                       "fault injected by fpctl serve")
+        var reply = ResolveReply.error(
+            status, status.code == 429 ? "rate_limited" : "injected_fault",
+            "fault injected by fpctl serve")
         reply.retryAfter = faults.retryAfter
         reply.delayMilliseconds = faults.delayMilliseconds()
         return reply
@@ -180,7 +204,8 @@ extension ResolveServer {
     }
 
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
         var diff = UInt8(x.count == y.count ? 0 : 1)
         for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
         return diff == 0
@@ -215,7 +240,8 @@ struct ResolveBody {
     /// more than the rest of it.
     init?(_ bytes: ByteBuffer) {
         guard let json = bytes.withUnsafeReadableBytes({ try? JSONValue.parse(bytes: $0) }),
-              let user = json["user_id"]?.stringValue else {
+            let user = json["user_id"]?.stringValue
+        else {
             return nil
         }
         switch json["attributes"] {

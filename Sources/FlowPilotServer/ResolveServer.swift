@@ -65,8 +65,10 @@ public final class ResolveServer: Sendable {
             await self.routed(.batch(app: context.parameters.get("app") ?? ""), request)
         }
         router.post("apps/:app/placements/:placement/resolve") { request, context in
-            await self.routed(.single(app: context.parameters.get("app") ?? "",
-                                      placement: context.parameters.get("placement") ?? ""), request)
+            await self.routed(
+                .single(
+                    app: context.parameters.get("app") ?? "",
+                    placement: context.parameters.get("placement") ?? ""), request)
         }
         router.get("media/:file") { request, context in self.asset("media", request, context) }
         router.get("fonts/:file") { request, context in self.asset("fonts", request, context) }
@@ -107,8 +109,9 @@ public final class ResolveServer: Sendable {
     private func routed(_ route: ResolveRoute, _ request: Request) async -> Response {
         let current = currentFaults
         let body = try? await request.body.collect(upTo: Self.maxBodyBytes)
-        let reply = resolve(route, authorization: request.headers[.authorization], authority: request.head.authority,
-                            body: body, faults: current)
+        let reply = resolve(
+            route, authorization: request.headers[.authorization], authority: request.head.authority,
+            body: body, faults: current)
         if reply.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(reply.delayMilliseconds)) }
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
@@ -116,10 +119,12 @@ public final class ResolveServer: Sendable {
         if reply.closeMidBody {
             let whole = reply.body.readableBytes
             let half = reply.body.getSlice(at: reply.body.readerIndex, length: whole / 2)!
-            return Response(status: reply.status, headers: headers, body: ResponseBody(contentLength: whole) { writer in
-                try await writer.write(half)
-                throw ConnectionClosed()
-            })
+            return Response(
+                status: reply.status, headers: headers,
+                body: ResponseBody(contentLength: whole) { writer in
+                    try await writer.write(half)
+                    throw ConnectionClosed()
+                })
         }
         return Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: reply.body))
     }
@@ -131,8 +136,12 @@ public final class ResolveServer: Sendable {
     private func asset(_ folder: String, _ request: Request, _ context: BasicRequestContext) -> Response {
         stats.count(route: "media")
         let file = context.parameters.get("file") ?? ""
-        if faults.withLock({ $0.failMedia == true }) { return Self.error(.notFound, "not_found", "fault: media disabled") }
-        guard let asset = assets["\(folder)/\(file)"] else { return Self.error(.notFound, "not_found", "no such asset") }
+        if faults.withLock({ $0.failMedia == true }) {
+            return Self.error(.notFound, "not_found", "fault: media disabled")
+        }
+        guard let asset = assets["\(folder)/\(file)"] else {
+            return Self.error(.notFound, "not_found", "no such asset")
+        }
         var headers = HTTPFields()
         let etag = "\"\(asset.sha256)\""
         headers[.eTag] = etag
@@ -191,4 +200,3 @@ public final class ResolveServer: Sendable {
         }
     }
 }
-

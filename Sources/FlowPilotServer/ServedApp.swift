@@ -19,7 +19,9 @@ struct ServedApp: Sendable {
         self.flowJSON = flowJSON
         var responses: [String: [String: ByteBuffer]] = [:]
         for placement in Set(bundle.flows.keys).union(rules?.placements.keys ?? [:].keys) {
-            var byFlow: [String: ByteBuffer] = ["": ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: nil, ttl: ttl))]
+            var byFlow: [String: ByteBuffer] = [
+                "": ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: nil, ttl: ttl))
+            ]
             for (key, json) in flowJSON {
                 byFlow[key] = ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: json, ttl: ttl))
             }
@@ -50,10 +52,13 @@ struct ServedApp: Sendable {
         let bundle = try LoadedBundle.open(path)
         var isDir: ObjCBool = false
         _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
-        let rulesPath = isDir.boolValue
+        let rulesPath =
+            isDir.boolValue
             ? URL(fileURLWithPath: path).appendingPathComponent("rules.json").path
             : URL(fileURLWithPath: path).deletingPathExtension().path + ".rules.json"
-        guard FileManager.default.fileExists(atPath: rulesPath) else { return ServedApp(bundle: bundle, rules: nil, ttl: ttl) }
+        guard FileManager.default.fileExists(atPath: rulesPath) else {
+            return ServedApp(bundle: bundle, rules: nil, ttl: ttl)
+        }
         let (rules, findings) = try TargetingRules.load(rulesPath, flows: Set(bundle.flows.keys))
         guard let rules else { throw FPError.invalid(findings) }
         return ServedApp(bundle: bundle, rules: rules, ttl: ttl)
@@ -74,11 +79,13 @@ struct ServedApp: Sendable {
         let fontPaths = bundle.fonts.mapValues(\.path)
         var json = Self.rewrite(flow.document.json) { url in mediaPaths[url].map { "\(base)/\($0)" } }
         if case .object(var doc) = json, case .array(let fonts)? = doc["fonts"] {
-            doc["fonts"] = .array(fonts.map { font in
-                guard case .object(var f) = font, let name = f["name"]?.stringValue, let path = fontPaths[name] else { return font }
-                f["url"] = .string("\(base)/\(path)")
-                return .object(f)
-            })
+            doc["fonts"] = .array(
+                fonts.map { font in
+                    guard case .object(var f) = font, let name = f["name"]?.stringValue, let path = fontPaths[name]
+                    else { return font }
+                    f["url"] = .string("\(base)/\(path)")
+                    return .object(f)
+                })
             if doc["content_hash"] != nil {
                 doc.removeValue(forKey: "content_hash")
                 doc["content_hash"] = .string(FlowDocument.computeContentHash(.object(doc)))

@@ -74,13 +74,19 @@ extension TargetingRules {
         let json: JSONValue
         do { json = try JSONValue.parse(data) } catch { return (nil, [.error("rules-json", path, "\(error)")]) }
         var findings: [Finding] = []
-        func fail(_ pointer: String, _ message: String) { findings.append(.error("rules-invalid", "\(path)#\(pointer)", message)) }
+        func fail(_ pointer: String, _ message: String) {
+            findings.append(.error("rules-invalid", "\(path)#\(pointer)", message))
+        }
         func flowRef(_ value: JSONValue?, _ pointer: String) -> String?? {
             switch value {
             case .null?: return .some(nil)
             case .string(let key)? where flows.contains(key): return .some(key)
-            case .string(let key)?: fail(pointer, "no placement '\(key)' in the bundle to take the flow from"); return nil
-            default: fail(pointer, "flow must be a placement key or null"); return nil
+            case .string(let key)?:
+                fail(pointer, "no placement '\(key)' in the bundle to take the flow from")
+                return nil
+            default:
+                fail(pointer, "flow must be a placement key or null")
+                return nil
             }
         }
         var placements: [String: [Candidate]] = [:]
@@ -88,27 +94,44 @@ extension TargetingRules {
             return (nil, [.error("rules-invalid", "\(path)#/placements", "placements must be an object")])
         }
         for (placement, list) in map {
-            guard let items = list.arrayValue else { fail("/placements/\(placement)", "must be an array of candidates"); continue }
+            guard let items = list.arrayValue else {
+                fail("/placements/\(placement)", "must be an array of candidates")
+                continue
+            }
             var candidates: [Candidate] = []
             for (i, item) in items.enumerated() {
                 let at = "/placements/\(placement)/\(i)"
                 var audience: [String: Condition] = [:]
                 for (attribute, cond) in item["audience"]?.objectValue ?? [:] {
-                    if let v = cond["equals"] { audience[attribute] = .equals(v) }
-                    else if let list = cond["in"]?.arrayValue { audience[attribute] = .oneOf(list) }
-                    else if case .bool(let b)? = cond["exists"] { audience[attribute] = .exists(b) }
-                    else { fail("\(at)/audience/\(attribute)", "a condition is {\"equals\": v}, {\"in\": [...]} or {\"exists\": bool}") }
+                    if let v = cond["equals"] {
+                        audience[attribute] = .equals(v)
+                    } else if let list = cond["in"]?.arrayValue {
+                        audience[attribute] = .oneOf(list)
+                    } else if case .bool(let b)? = cond["exists"] {
+                        audience[attribute] = .exists(b)
+                    } else {
+                        fail(
+                            "\(at)/audience/\(attribute)",
+                            "a condition is {\"equals\": v}, {\"in\": [...]} or {\"exists\": bool}")
+                    }
                 }
                 if let experiment = item["experiment"] {
-                    guard let id = experiment["id"]?.stringValue, !id.isEmpty, let list = experiment["variants"]?.arrayValue, !list.isEmpty else {
-                        fail("\(at)/experiment", "an experiment needs an id and a non-empty variants array"); continue
+                    guard let id = experiment["id"]?.stringValue, !id.isEmpty,
+                        let list = experiment["variants"]?.arrayValue, !list.isEmpty
+                    else {
+                        fail("\(at)/experiment", "an experiment needs an id and a non-empty variants array")
+                        continue
                     }
                     var variants: [Variant] = []
                     for (j, v) in list.enumerated() {
-                        guard let name = v["name"]?.stringValue, let w = v["weight"]?.numberValue, w > 0, w.rounded() == w,
-                              let flow = flowRef(v["flow"], "\(at)/experiment/variants/\(j)/flow") else {
+                        guard let name = v["name"]?.stringValue, let w = v["weight"]?.numberValue, w > 0,
+                            w.rounded() == w,
+                            let flow = flowRef(v["flow"], "\(at)/experiment/variants/\(j)/flow")
+                        else {
                             if v["name"]?.stringValue == nil || (v["weight"]?.numberValue ?? 0) <= 0 {
-                                fail("\(at)/experiment/variants/\(j)", "a variant needs a name and a positive whole weight")
+                                fail(
+                                    "\(at)/experiment/variants/\(j)",
+                                    "a variant needs a name and a positive whole weight")
                             }
                             continue
                         }

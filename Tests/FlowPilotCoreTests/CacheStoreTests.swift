@@ -1,11 +1,14 @@
 import Foundation
 import Testing
+
 @testable import FlowPilotCore
 
 private func flow(_ id: String, version: String = "v1", images: [String] = []) -> FlowDocument {
     let comps = images.map { JSONValue.object(["type": .string("image"), "src": .string($0)]) }
-    let json: JSONValue = .object(["schema_version": .number(1), "id": .string(id), "version": .string(version),
-                                   "screens": .array([.object(["id": .string("s"), "components": .array(comps)])])])
+    let json: JSONValue = .object([
+        "schema_version": .number(1), "id": .string(id), "version": .string(version),
+        "screens": .array([.object(["id": .string("s"), "components": .array(comps)])]),
+    ])
     return FlowDocument.validate(json, location: "test").0!
 }
 
@@ -25,12 +28,15 @@ final class CacheStoreTests {
     @Test("an entry answers only the identity it was stored for; the alias serves any identity")
     func identityIsolation() throws {
         let store = try CacheStore(root: tempDir(), create: true)
-        try store.storeFlow(placement: "paywall", identity: alice, document: flow("for_alice"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "paywall", identity: alice, document: flow("for_alice"), ttlSeconds: 300, tier: .network)
         #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "for_alice")
         #expect(store.lookupFlow(placement: "paywall", identity: bob) == nil)
-        #expect(store.lookupFlow(placement: "paywall", identity: aliceUpgraded) == nil, "new attributes are a new identity")
+        #expect(
+            store.lookupFlow(placement: "paywall", identity: aliceUpgraded) == nil, "new attributes are a new identity")
         #expect(store.lookupAlias(placement: "paywall")?.1.id == "for_alice")
-        try store.storeFlow(placement: "paywall", identity: bob, document: flow("for_bob"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "paywall", identity: bob, document: flow("for_bob"), ttlSeconds: 300, tier: .network)
         #expect(store.lookupAlias(placement: "paywall")?.1.id == "for_bob", "the alias follows the newest resolve")
         #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "for_alice")
     }
@@ -40,7 +46,8 @@ final class CacheStoreTests {
         let root = tempDir()
         let store = try CacheStore(root: root, create: true)
         try store.storeFlow(placement: "paywall", identity: bob, document: flow("b"), ttlSeconds: 300, tier: .network)
-        try store.storeFlow(placement: "onboarding", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "onboarding", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
         try store.storeFlow(placement: "paywall", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
         var o = CacheStore.PruneOptions()
         o.userID = "alice"
@@ -57,7 +64,8 @@ final class CacheStoreTests {
     func freshness() throws {
         let store = try CacheStore(root: tempDir(), create: true)
         let past = Date().addingTimeInterval(-120)
-        try store.storeFlow(placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network, resolvedAt: past)
+        try store.storeFlow(
+            placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network, resolvedAt: past)
         let (entry, _) = try #require(store.lookupFlow(placement: "p", identity: alice))
         #expect(!entry.isFresh(at: Date()))
         #expect(entry.isFresh(at: past.addingTimeInterval(59)))
@@ -68,10 +76,14 @@ final class CacheStoreTests {
     func corruption() throws {
         let root = tempDir()
         let store = try CacheStore(root: root, create: true)
-        let stored = try store.storeFlow(placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network)
-        let other = try store.storeFlow(placement: "q", identity: bob, document: flow("g"), ttlSeconds: 60, tier: .network)
+        let stored = try store.storeFlow(
+            placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network)
+        let other = try store.storeFlow(
+            placement: "q", identity: bob, document: flow("g"), ttlSeconds: 60, tier: .network)
         let original = try Data(contentsOf: URL(fileURLWithPath: stored.path))
-        for damage in [original.prefix(original.count / 2), Data(), Data("{\"placement\":\"p\"}".utf8), Data(original.reversed())] {
+        for damage in [
+            original.prefix(original.count / 2), Data(), Data("{\"placement\":\"p\"}".utf8), Data(original.reversed()),
+        ] {
             try damage.write(to: URL(fileURLWithPath: stored.path))
             #expect(store.lookupFlow(placement: "p", identity: alice) == nil)
             #expect(try store.verify(repair: false).contains { $0.rule == "cache-corrupt-entry" })
@@ -103,16 +115,24 @@ final class CacheStoreTests {
         let store = try CacheStore(root: tempDir(), create: true, budgets: budgets)
         let t0 = Date().addingTimeInterval(-1000)
         for i in 0..<4 {
-            try store.storeImage(url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000), now: t0.addingTimeInterval(Double(i)))
+            try store.storeImage(
+                url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000),
+                now: t0.addingTimeInterval(Double(i)))
         }
         // Touch image 0 so it becomes the most recently used.
         #expect(store.image(url: "https://cdn/0.png", now: t0.addingTimeInterval(100)) != nil)
         for i in 4..<12 {
-            try store.storeImage(url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000), now: t0.addingTimeInterval(200 + Double(i)))
+            try store.storeImage(
+                url: "https://cdn/\(i).png", data: Data(repeating: UInt8(i), count: 2000),
+                now: t0.addingTimeInterval(200 + Double(i)))
             #expect(store.scan().imageBytes <= budgets.imageDiskBytes, "over budget after write \(i)")
         }
-        #expect(!store.hasImage(url: "https://cdn/1.png", now: t0.addingTimeInterval(300)), "least recently used went first")
-        #expect(try store.storeImage(url: "https://cdn/huge.png", data: Data(count: 20_000)) == false, "larger than the budget: refused")
+        #expect(
+            !store.hasImage(url: "https://cdn/1.png", now: t0.addingTimeInterval(300)), "least recently used went first"
+        )
+        #expect(
+            try store.storeImage(url: "https://cdn/huge.png", data: Data(count: 20_000)) == false,
+            "larger than the budget: refused")
     }
 
     @Test("images expire after their TTL and prune --expired removes them")
@@ -131,7 +151,9 @@ final class CacheStoreTests {
     @Test("unreferenced media and fonts are garbage once no cached flow uses them")
     func unreferenced() throws {
         let store = try CacheStore(root: tempDir(), create: true)
-        try store.storeFlow(placement: "p", identity: alice, document: flow("f", images: ["https://cdn/used.png"]), ttlSeconds: 60, tier: .network)
+        try store.storeFlow(
+            placement: "p", identity: alice, document: flow("f", images: ["https://cdn/used.png"]), ttlSeconds: 60,
+            tier: .network)
         try store.storeImage(url: "https://cdn/used.png", data: Data(count: 10))
         try store.storeImage(url: "https://cdn/orphan.png", data: Data(count: 10))
         _ = try store.storeFont(Data("font".utf8), sha256: nil, ext: "ttf")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import FlowPilotCore
 
 @Suite("canonical JSON, the input of fingerprints and content hashes")
@@ -10,10 +11,12 @@ struct CanonicalJSONTests {
         #expect(CanonicalJSON.string(value) == #"{"A":[3,2],"a":{"Z":"x","z":true,"é":null},"b":1}"#)
     }
 
-    @Test("numbers take their shortest round-trip form", arguments: [
-        ("1", "1"), ("1.0", "1"), ("-0.0", "0"), ("0.1", "0.1"), ("1e-7", "1e-7"), ("1e21", "1e+21"),
-        ("123456789012", "123456789012"), ("2.5", "2.5"),
-    ])
+    @Test(
+        "numbers take their shortest round-trip form",
+        arguments: [
+            ("1", "1"), ("1.0", "1"), ("-0.0", "0"), ("0.1", "0.1"), ("1e-7", "1e-7"), ("1e21", "1e+21"),
+            ("123456789012", "123456789012"), ("2.5", "2.5"),
+        ])
     func numbers(input: String, expected: String) throws {
         #expect(CanonicalJSON.string(try JSONValue.parse(Data("[\(input)]".utf8))) == "[\(expected)]")
     }
@@ -44,10 +47,12 @@ struct CanonicalJSONTests {
 
 @Suite("the JSON parser is strict RFC 8259")
 struct JSONParserTests {
-    @Test("malformed documents are refused with the byte offset", arguments: [
-        "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{1}\"",
-        "{\"a\":1,\"a\":2}", "[1] [2]", "\"\\ud800\"", "NaN", "1e999",
-    ])
+    @Test(
+        "malformed documents are refused with the byte offset",
+        arguments: [
+            "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{1}\"",
+            "{\"a\":1,\"a\":2}", "[1] [2]", "\"\\ud800\"", "NaN", "1e999",
+        ])
     func refused(text: String) {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Data(text.utf8)) }
     }

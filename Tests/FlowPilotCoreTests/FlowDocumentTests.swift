@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import FlowPilotCore
 
 private func sampleFlow(_ bundle: String, _ name: String) throws -> Data {
@@ -18,7 +19,9 @@ private let minimal = #"{"schema_version":1,"id":"f","version":"v","screens":[{"
 struct FlowDocumentTests {
     @Test("the sample flows are valid and their content hashes match")
     func samplesValid() throws {
-        for (bundle, name) in [("demo", "onboarding"), ("demo", "paywall"), ("travel", "welcome"), ("travel", "trip-upsell")] {
+        for (bundle, name) in [
+            ("demo", "onboarding"), ("demo", "paywall"), ("travel", "welcome"), ("travel", "trip-upsell"),
+        ] {
             let (doc, findings) = FlowDocument.validate(data: try sampleFlow(bundle, name), location: name)
             #expect(findings.isEmpty, "\(name): \(findings.map(\.line))")
             #expect(doc?.contentHash == doc.map { FlowDocument.computeContentHash($0.json) })
@@ -29,9 +32,16 @@ struct FlowDocumentTests {
     func mediaSets() throws {
         let (doc, _) = FlowDocument.validate(data: try sampleFlow("demo", "onboarding"), location: "o")
         let flow = try #require(doc)
-        #expect(flow.firstScreenImages == ["https://cdn.example.com/demo/welcome.png", "https://cdn.example.com/demo/logo.png"])
-        #expect(Set(flow.allImages) == Set(flow.firstScreenImages + [
-            "https://cdn.example.com/demo/step-sync.png", "https://cdn.example.com/demo/step-notify.png"]))
+        #expect(
+            flow.firstScreenImages == [
+                "https://cdn.example.com/demo/welcome.png", "https://cdn.example.com/demo/logo.png",
+            ])
+        #expect(
+            Set(flow.allImages)
+                == Set(
+                    flow.firstScreenImages + [
+                        "https://cdn.example.com/demo/step-sync.png", "https://cdn.example.com/demo/step-notify.png",
+                    ]))
         #expect(!flow.allImages.contains { $0.hasSuffix(".json") || $0.hasSuffix(".mp4") })
     }
 
@@ -41,23 +51,50 @@ struct FlowDocumentTests {
         #expect(doc?.firstScreenImages.contains("https://cdn.example.com/demo/badge.png") == true)
     }
 
-    @Test("each rule names its JSON path", arguments: [
-        (#"{"schema_version":2,"id":"f","version":"v","screens":[{"id":"a"}]}"#, "flow-schema-version", "/schema_version"),
-        (#"{"schema_version":1,"id":"","version":"v","screens":[{"id":"a"}]}"#, "flow-field", "/id"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[]}"#, "flow-screens", "/screens"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a"},{"id":"a"}]}"#, "flow-duplicate-screen", "/screens/1/id"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"image","src":"/rel.png"}]}]}"#, "flow-media-src", "/screens/0/components/0/src"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"text","font":"X"}]}]}"#, "flow-font-undeclared", "/screens/0/components/0/font"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"navigate","screen":"b"}}]}]}"#, "flow-navigate", "/screens/0/components/0/action/screen"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"purchase"}}]}]}"#, "flow-action", "/screens/0/components/0/action/product_id"),
-        (#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"open_link","url":"no scheme"}}]}]}"#, "flow-action", "/screens/0/components/0/action/url"),
-        (#"{"schema_version":1,"id":"f","version":"v","content_hash":"sha256:00","screens":[{"id":"a"}]}"#, "flow-content-hash", "/content_hash"),
-    ])
+    @Test(
+        "each rule names its JSON path",
+        arguments: [
+            (
+                #"{"schema_version":2,"id":"f","version":"v","screens":[{"id":"a"}]}"#, "flow-schema-version",
+                "/schema_version"
+            ),
+            (#"{"schema_version":1,"id":"","version":"v","screens":[{"id":"a"}]}"#, "flow-field", "/id"),
+            (#"{"schema_version":1,"id":"f","version":"v","screens":[]}"#, "flow-screens", "/screens"),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a"},{"id":"a"}]}"#,
+                "flow-duplicate-screen", "/screens/1/id"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"image","src":"/rel.png"}]}]}"#,
+                "flow-media-src", "/screens/0/components/0/src"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"text","font":"X"}]}]}"#,
+                "flow-font-undeclared", "/screens/0/components/0/font"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"navigate","screen":"b"}}]}]}"#,
+                "flow-navigate", "/screens/0/components/0/action/screen"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"purchase"}}]}]}"#,
+                "flow-action", "/screens/0/components/0/action/product_id"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"button","action":{"type":"open_link","url":"no scheme"}}]}]}"#,
+                "flow-action", "/screens/0/components/0/action/url"
+            ),
+            (
+                #"{"schema_version":1,"id":"f","version":"v","content_hash":"sha256:00","screens":[{"id":"a"}]}"#,
+                "flow-content-hash", "/content_hash"
+            ),
+        ])
     func rules(json: String, rule: String, pointer: String) {
         let (doc, findings) = validate(json)
         #expect(doc == nil)
-        #expect(findings.contains { $0.rule == rule && $0.path == "f.json#\(pointer)" && $0.severity == .error },
-                "\(findings.map(\.line))")
+        #expect(
+            findings.contains { $0.rule == rule && $0.path == "f.json#\(pointer)" && $0.severity == .error },
+            "\(findings.map(\.line))")
     }
 
     @Test("a newer schema version says to upgrade fpctl")
@@ -68,7 +105,8 @@ struct FlowDocumentTests {
 
     @Test("an unknown component type is a warning, and the flow stays valid")
     func unknownTypeWarns() {
-        let (doc, findings) = validate(#"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"carousel"}]}]}"#)
+        let (doc, findings) = validate(
+            #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[{"type":"carousel"}]}]}"#)
         #expect(doc != nil)
         #expect(findings.map(\.severity) == [.warning])
         #expect(doc?.unknownComponentTypes == ["carousel"])

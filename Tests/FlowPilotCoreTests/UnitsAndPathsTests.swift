@@ -1,11 +1,14 @@
 import Testing
+
 @testable import FlowPilotCore
 
 @Suite("arguments and archive paths")
 struct UnitsAndPathsTests {
-    @Test("durations: ms s m h d w and compounds", arguments: [
-        ("90", 90.0), ("250ms", 0.25), ("4s", 4), ("1h30m", 5400), ("60d", 5_184_000), ("2w", 1_209_600),
-    ])
+    @Test(
+        "durations: ms s m h d w and compounds",
+        arguments: [
+            ("90", 90.0), ("250ms", 0.25), ("4s", 4), ("1h30m", 5400), ("60d", 5_184_000), ("2w", 1_209_600),
+        ])
     func durations(text: String, seconds: Double) {
         #expect(Units.parseDuration(text) == seconds)
     }
@@ -15,9 +18,11 @@ struct UnitsAndPathsTests {
         #expect(Units.parseDuration(text) == nil)
     }
 
-    @Test("sizes: bytes, decimal k/M/G and binary KiB/MiB/GiB", arguments: [
-        ("512", Int64(512)), ("1k", 1000), ("200MiB", 209_715_200), ("2G", 2_000_000_000), ("1.5KiB", 1536),
-    ])
+    @Test(
+        "sizes: bytes, decimal k/M/G and binary KiB/MiB/GiB",
+        arguments: [
+            ("512", Int64(512)), ("1k", 1000), ("200MiB", 209_715_200), ("2G", 2_000_000_000), ("1.5KiB", 1536),
+        ])
     func sizes(text: String, bytes: Int64) {
         #expect(Units.parseSize(text) == bytes)
     }
@@ -28,12 +33,14 @@ struct UnitsAndPathsTests {
         #expect(BundlePath.problem(path) == nil)
     }
 
-    @Test("non-canonical paths name the trick they try", arguments: [
-        ("../x", "zip-path-traversal"), ("/etc/x", "zip-path-absolute"), ("a\\b", "zip-path-backslash"),
-        ("c:/x", "zip-path-absolute"), ("media/", "zip-entry-type"), ("Media/x", "zip-path-noncanonical"),
-        ("a//b", "zip-path-noncanonical"), (".hidden", "zip-path-noncanonical"),
-        (String(repeating: "a", count: 256), "zip-path-length"),
-    ])
+    @Test(
+        "non-canonical paths name the trick they try",
+        arguments: [
+            ("../x", "zip-path-traversal"), ("/etc/x", "zip-path-absolute"), ("a\\b", "zip-path-backslash"),
+            ("c:/x", "zip-path-absolute"), ("media/", "zip-entry-type"), ("Media/x", "zip-path-noncanonical"),
+            ("a//b", "zip-path-noncanonical"), (".hidden", "zip-path-noncanonical"),
+            (String(repeating: "a", count: 256), "zip-path-length"),
+        ])
     func problems(path: String, rule: String) {
         #expect(BundlePath.problem(path)?.rule == rule)
     }

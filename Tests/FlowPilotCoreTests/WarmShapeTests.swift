@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 import Testing
+
 @testable import FlowPilotCore
 
 private let flowJSON = #"{"schema_version":1,"id":"f","version":"v1","screens":[{"id":"a","components":[]}]}"#
@@ -11,8 +12,9 @@ private let document = FlowDocument.validate(data: Data(flowJSON.utf8), location
 
 private func cached(age: TimeInterval, ttl: Int, now: Date) throws -> (CachedFlow, FlowDocument) {
     let doc = try #require(document)
-    let flow = CachedFlow(placement: "p", fingerprint: String(repeating: "a", count: 64), userID: "u", flowID: "f",
-                          version: "v1", resolvedAt: now.addingTimeInterval(-age), ttlSeconds: ttl, size: 1, path: "/x")
+    let flow = CachedFlow(
+        placement: "p", fingerprint: String(repeating: "a", count: 64), userID: "u", flowID: "f",
+        version: "v1", resolvedAt: now.addingTimeInterval(-age), ttlSeconds: ttl, size: 1, path: "/x")
     return (flow, doc)
 }
 
@@ -24,49 +26,83 @@ struct TierChainTests {
     func tierZero() throws {
         let (step, decision) = TierChain.cached(try cached(age: 10, ttl: 300, now: now), now: now)
         #expect(step == .freshHit(ageSeconds: 10, ttlSeconds: 300))
-        guard case .serve(let served)? = decision else { Issue.record("no decision"); return }
+        guard case .serve(let served)? = decision else {
+            Issue.record("no decision")
+            return
+        }
         #expect(served.tier == .cache && served.ttlSeconds == 300)
 
         let (staleStep, staleDecision) = TierChain.cached(try cached(age: 300, ttl: 300, now: now), now: now)
-        #expect(staleStep == .staleEntry(ageSeconds: 300, ttlSeconds: 300) && staleDecision == nil, "now - resolved_at < ttl is fresh; equal is not")
+        #expect(
+            staleStep == .staleEntry(ageSeconds: 300, ttlSeconds: 300) && staleDecision == nil,
+            "now - resolved_at < ttl is fresh; equal is not")
         #expect(TierChain.cached(nil, now: now).0 == .noEntry)
     }
 
-    @Test("a live flow wins Tier 1 with its TTL, or the environment's when the backend sends none; stale and bundle are not even asked")
+    @Test(
+        "a live flow wins Tier 1 with its TTL, or the environment's when the backend sends none; stale and bundle are not even asked"
+    )
     func tierOne() throws {
         let doc = try #require(document)
         let (steps, decision) = TierChain.afterLive(
             .success(.flow(doc, ttlSeconds: nil)), defaultTTL: 60,
-            stale: { Issue.record("Tier 2 looked up after a live flow"); return nil },
-            bundled: { Issue.record("Tier 3 looked up after a live flow"); return nil }, bundleGiven: true)
+            stale: {
+                Issue.record("Tier 2 looked up after a live flow")
+                return nil
+            },
+            bundled: {
+                Issue.record("Tier 3 looked up after a live flow")
+                return nil
+            }, bundleGiven: true)
         #expect(steps == [.liveFlow(ttlSeconds: 60)])
-        guard case .serve(let served) = decision else { Issue.record("not served"); return }
+        guard case .serve(let served) = decision else {
+            Issue.record("not served")
+            return
+        }
         #expect(served.tier == .network && served.ttlSeconds == 60)
     }
 
     @Test("no flow from the backend is noFlow, not a fallback")
     func noFlow() {
-        let (steps, decision) = TierChain.afterLive(.success(.noFlow), defaultTTL: 300, stale: { nil }, bundled: { document },
-                                                    bundleGiven: true)
+        let (steps, decision) = TierChain.afterLive(
+            .success(.noFlow), defaultTTL: 300, stale: { nil }, bundled: { document },
+            bundleGiven: true)
         #expect(steps == [.liveNoFlow])
-        guard case .noFlow = decision else { Issue.record("expected noFlow"); return }
+        guard case .noFlow = decision else {
+            Issue.record("expected noFlow")
+            return
+        }
     }
 
-    @Test("a failed or timed-out live resolve falls to the stale copy, then the bundle, then fails with the live failure")
+    @Test(
+        "a failed or timed-out live resolve falls to the stale copy, then the bundle, then fails with the live failure")
     func fallbacks() throws {
         let stale = try cached(age: 9999, ttl: 60, now: now)
-        let failures: [Result<LiveResult, ResolveFailure>] = [.success(.failed(.http(status: 503))), .failure(.timeout("late"))]
+        let failures: [Result<LiveResult, ResolveFailure>] = [
+            .success(.failed(.http(status: 503))), .failure(.timeout("late")),
+        ]
         for live in failures {
             let reason: ResolveFailure = if case .failure(let r) = live { r } else { .http(status: 503) }
-            let (s2, d2) = TierChain.afterLive(live, defaultTTL: 300, stale: { stale }, bundled: { document }, bundleGiven: true)
+            let (s2, d2) = TierChain.afterLive(
+                live, defaultTTL: 300, stale: { stale }, bundled: { document }, bundleGiven: true)
             #expect(s2 == [.liveFailed(reason), .staleServed])
-            if case .serve(let served) = d2 { #expect(served.tier == .staleCache && served.ttlSeconds == 60) } else { Issue.record("no Tier 2") }
+            if case .serve(let served) = d2 {
+                #expect(served.tier == .staleCache && served.ttlSeconds == 60)
+            } else {
+                Issue.record("no Tier 2")
+            }
 
-            let (s3, d3) = TierChain.afterLive(live, defaultTTL: 300, stale: { nil }, bundled: { document }, bundleGiven: true)
+            let (s3, d3) = TierChain.afterLive(
+                live, defaultTTL: 300, stale: { nil }, bundled: { document }, bundleGiven: true)
             #expect(s3 == [.liveFailed(reason), .staleMissing, .bundledServed])
-            if case .serve(let served) = d3 { #expect(served.tier == .bundledDefault && served.ttlSeconds == nil) } else { Issue.record("no Tier 3") }
+            if case .serve(let served) = d3 {
+                #expect(served.tier == .bundledDefault && served.ttlSeconds == nil)
+            } else {
+                Issue.record("no Tier 3")
+            }
 
-            let (s4, d4) = TierChain.afterLive(live, defaultTTL: 300, stale: { nil }, bundled: { nil }, bundleGiven: false)
+            let (s4, d4) = TierChain.afterLive(
+                live, defaultTTL: 300, stale: { nil }, bundled: { nil }, bundleGiven: false)
             #expect(s4 == [.liveFailed(reason), .staleMissing, .bundledMissing(bundleGiven: false)])
             if case .fail(let failure) = d4 { #expect(failure == reason) } else { Issue.record("expected a failure") }
         }
@@ -87,23 +123,28 @@ struct WarmRunPartsTests {
         let started = Counter()
         let gate = Gate()
         func start(_ keys: [String]) -> [String: @Sendable () async -> Int] {
-            Dictionary(uniqueKeysWithValues: keys.map { key in
-                let work: @Sendable () async -> Int = {
-                    started.increment()
-                    await gate.wait()
-                    return key.count
-                }
-                return (key, work)
-            })
+            Dictionary(
+                uniqueKeysWithValues: keys.map { key in
+                    let work: @Sendable () async -> Int = {
+                        started.increment()
+                        await gate.wait()
+                        return key.count
+                    }
+                    return (key, work)
+                })
         }
         let first = pool.tasks(for: ["ab", "c"], start: start)
-        let second = pool.tasks(for: ["ab", "xyz"], start: { keys in
-            #expect(keys == ["xyz"], "only the key not running starts")
-            return start(keys)
-        })
+        let second = pool.tasks(
+            for: ["ab", "xyz"],
+            start: { keys in
+                #expect(keys == ["xyz"], "only the key not running starts")
+                return start(keys)
+            })
         #expect(first["ab"] == second["ab"])
         gate.open()
-        let ab = await first["ab"]?.value, xyz = await second["xyz"]?.value, c = await first["c"]?.value
+        let ab = await first["ab"]?.value
+        let xyz = await second["xyz"]?.value
+        let c = await first["c"]?.value
         #expect(ab == 2 && xyz == 3 && c == 1)
         #expect(started.value == 3)
         while pool.count > 0 { await Task.yield() }
@@ -116,7 +157,8 @@ struct WarmRunPartsTests {
     @Test("the limiter never lets more than its limit run at once")
     func limiter() async {
         let limiter = AsyncLimiter(limit: 3)
-        let running = Counter(), peak = Counter()
+        let running = Counter()
+        let peak = Counter()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<20 {
                 group.addTask {
@@ -146,13 +188,15 @@ struct WarmRunPartsTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let good = "\(dir)/good.jsonl"
-        try "{\"user_id\":\"a\",\"attributes\":{\"plan\":\"pro\"}}\r\n\n  \n{\"user_id\":\"b\"}".write(toFile: good, atomically: true, encoding: .utf8)
+        try "{\"user_id\":\"a\",\"attributes\":{\"plan\":\"pro\"}}\r\n\n  \n{\"user_id\":\"b\"}".write(
+            toFile: good, atomically: true, encoding: .utf8)
         var users: [Identity] = []
         for try await identity in try IdentityLines(path: good) { users.append(identity) }
         #expect(users == [Identity(userID: "a", attributes: ["plan": .string("pro")]), Identity(userID: "b")])
 
         let big = "\(dir)/big.jsonl"
-        try (0..<5000).map { "{\"user_id\":\"user-\($0)\"}" }.joined(separator: "\n").write(toFile: big, atomically: true, encoding: .utf8)
+        try (0..<5000).map { "{\"user_id\":\"user-\($0)\"}" }.joined(separator: "\n").write(
+            toFile: big, atomically: true, encoding: .utf8)
         var count = 0
         for try await _ in try IdentityLines(path: big) { count += 1 }
         #expect(count == 5000, "lines across 64 KiB chunk boundaries")
@@ -172,15 +216,19 @@ struct WarmRunPartsTests {
 
     @Test("the run's exit status: unavailable when nothing reached the backend, partial per --fail-on, else success")
     func exitStatus() {
-        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unreachable: Int = 0) -> WarmRun.Summary {
+        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unreachable: Int = 0)
+            -> WarmRun.Summary
+        {
             var counts = WarmRun.Counts()
             (counts.warmed, counts.noFlow, counts.failed) = (warmed, noFlow, failed)
-            return WarmRun.Summary(counts: counts, requests: requests, unreachable: unreachable, lateLanded: 0, latePending: 0,
-                                   elapsed: .zero)
+            return WarmRun.Summary(
+                counts: counts, requests: requests, unreachable: unreachable, lateLanded: 0, latePending: 0,
+                elapsed: .zero)
         }
         #expect(summary(failed: 2, requests: 2, unreachable: 2).exitStatus(failOn: .never) == .unavailable)
-        #expect(summary(warmed: 1, failed: 1, requests: 2, unreachable: 2).exitStatus(failOn: .failed) == .partial,
-                "a flow served from a fallback tier is not 'unavailable'")
+        #expect(
+            summary(warmed: 1, failed: 1, requests: 2, unreachable: 2).exitStatus(failOn: .failed) == .partial,
+            "a flow served from a fallback tier is not 'unavailable'")
         #expect(summary(warmed: 1, failed: 1).exitStatus(failOn: .failed) == .partial)
         #expect(summary(warmed: 1, noFlow: 1).exitStatus(failOn: .failed) == .success)
         #expect(summary(warmed: 1, noFlow: 1).exitStatus(failOn: .noFlow) == .partial)
@@ -208,12 +256,15 @@ struct ResolveFailureTests {
     @Test("a refused port is unreachable, through the real client")
     func refusedPort() async throws {
         // Bind a port, then close it: nothing listens there now.
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(
+            host: "127.0.0.1", port: 0
+        ).get()
         let port = try #require(channel.localAddress?.port)
         try await channel.close()
         let client = ResolveClient(baseURL: "http://127.0.0.1:\(port)", appID: "demo", apiKey: nil, retries: 0)
         guard case .failed(let failure) = await client.resolve("paywall", Identity(userID: "u")) else {
-            Issue.record("a refused port resolved"); return
+            Issue.record("a refused port resolved")
+            return
         }
         #expect(failure.code == "unreachable" && failure.isUnreachable, "\(failure)")
     }

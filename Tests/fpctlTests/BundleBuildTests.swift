@@ -12,7 +12,8 @@ struct BundleBuildTests {
             _ = FileManager.default.fileExists(atPath: "\(src)/\(rel)", isDirectory: &isDir)
             if isDir.boolValue { continue }
             let target = "\(dir)/\(rel)"
-            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: "\(src)/\(rel)", toPath: target)
             try run("/usr/bin/touch", ["-d", mtime, target])
         }
@@ -23,10 +24,20 @@ struct BundleBuildTests {
         let tmp = try TemporaryDirectory()
         try copySample("demo", to: tmp.file("a"), reversed: false, mtime: "2001-02-03 04:05:06")
         try copySample("demo", to: tmp.file("b"), reversed: true, mtime: "2024-12-31 23:59:59")
-        let a = try run("/bin/sh", ["-c", "umask 022; exec \"$0\" bundle build \"$1\" -o \"$2\"", Paths.fpctl, tmp.file("a"), tmp.file("a.fpbundle")],
-                        environment: ["TZ": "Pacific/Kiritimati", "LC_ALL": "C"])
-        let b = try run("/bin/sh", ["-c", "umask 077; exec \"$0\" bundle build \"$1\" -o \"$2\"", Paths.fpctl, tmp.file("b"), tmp.file("b.fpbundle")],
-                        environment: ["TZ": "America/Los_Angeles", "LC_ALL": "C.UTF-8"])
+        let a = try run(
+            "/bin/sh",
+            [
+                "-c", "umask 022; exec \"$0\" bundle build \"$1\" -o \"$2\"", Paths.fpctl, tmp.file("a"),
+                tmp.file("a.fpbundle"),
+            ],
+            environment: ["TZ": "Pacific/Kiritimati", "LC_ALL": "C"])
+        let b = try run(
+            "/bin/sh",
+            [
+                "-c", "umask 077; exec \"$0\" bundle build \"$1\" -o \"$2\"", Paths.fpctl, tmp.file("b"),
+                tmp.file("b.fpbundle"),
+            ],
+            environment: ["TZ": "America/Los_Angeles", "LC_ALL": "C.UTF-8"])
         #expect(a.status == 0 && b.status == 0, "\(a.stderr)\(b.stderr)")
         let bytesA = try Data(contentsOf: URL(fileURLWithPath: tmp.file("a.fpbundle")))
         let bytesB = try Data(contentsOf: URL(fileURLWithPath: tmp.file("b.fpbundle")))
@@ -38,11 +49,20 @@ struct BundleBuildTests {
     func sourceDateEpoch() throws {
         let tmp = try TemporaryDirectory()
         let bundle = tmp.file("demo.fpbundle")
-        let build = try fpctl(["bundle", "build", Paths.sample("demo"), "-o", bundle], environment: ["SOURCE_DATE_EPOCH": "1700000000", "TZ": "Asia/Tokyo"])
+        let build = try fpctl(
+            ["bundle", "build", Paths.sample("demo"), "-o", bundle],
+            environment: ["SOURCE_DATE_EPOCH": "1700000000", "TZ": "Asia/Tokyo"])
         #expect(build.status == 0, "\(build.stderr)")
         let inspect = try fpctl("bundle", "inspect", bundle, "--format", "json")
-        #expect(inspect.stdout.contains("\"created_at\" : \"2023-11-14T22:13:20Z\"") || inspect.stdout.contains("\"created_at\": \"2023-11-14T22:13:20Z\""))
-        let dates = try run(try tool("python3"), ["-c", "import sys,zipfile; print(set(i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()))", bundle])
+        #expect(
+            inspect.stdout.contains("\"created_at\" : \"2023-11-14T22:13:20Z\"")
+                || inspect.stdout.contains("\"created_at\": \"2023-11-14T22:13:20Z\""))
+        let dates = try run(
+            try tool("python3"),
+            [
+                "-c", "import sys,zipfile; print(set(i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()))",
+                bundle,
+            ])
         #expect(dates.stdout == "{(2023, 11, 14, 22, 13, 20)}\n")
     }
 
@@ -72,7 +92,9 @@ struct BundleBuildTests {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
         let build = try fpctl("bundle", "build", src, "-o", "\(out)/demo.fpbundle")
         #expect(build.status == 65)
-        #expect(build.stderr.contains("fpctl: error: flow-navigate: flows/paywall.json#/screens/0/components/5/action/screen:"))
+        #expect(
+            build.stderr.contains(
+                "fpctl: error: flow-navigate: flows/paywall.json#/screens/0/components/5/action/screen:"))
         #expect(build.stderr.contains("flow-content-hash"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
     }

@@ -4,11 +4,15 @@ import Testing
 
 @Suite("build pipelines: bundle pull, diff, sign, keygen and the age guard")
 struct BundlePipelineTests {
-    @Test("pull then build then validate gives a bundle whose flows equal what the server resolves; a rerun changes nothing")
+    @Test(
+        "pull then build then validate gives a bundle whose flows equal what the server resolves; a rerun changes nothing"
+    )
     func pullBuildValidate() async throws {
         let tmp = try TemporaryDirectory()
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
-        let pull = try fpctl("bundle", "pull", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("src"))
+        let pull = try fpctl(
+            "bundle", "pull", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "-o",
+            tmp.file("src"))
         #expect(pull.status == 0, "\(pull.stderr)")
         #expect(try fpctl("bundle", "build", tmp.file("src"), "-o", tmp.file("p.fpbundle")).status == 0)
         #expect(try fpctl("bundle", "validate", tmp.file("p.fpbundle")).status == 0)
@@ -19,8 +23,11 @@ struct BundlePipelineTests {
             let doc = try #require(FlowDocument.validate(data: flow, location: key).0)
             #expect(bundle.flows[key]?.document.json == doc.json, "\(key) differs from the server's")
         }
-        #expect(bundle.media.count == 6 && bundle.fonts.count == 1, "fully offline: every image and font is in the bundle")
-        let again = try fpctl("bundle", "pull", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("src"))
+        #expect(
+            bundle.media.count == 6 && bundle.fonts.count == 1, "fully offline: every image and font is in the bundle")
+        let again = try fpctl(
+            "bundle", "pull", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "-o",
+            tmp.file("src"))
         #expect(again.stdout.isEmpty && again.stderr.contains("0 files written, 0 removed"))
     }
 
@@ -33,7 +40,8 @@ struct BundlePipelineTests {
 
         try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: tmp.file("changed"))
         let flowPath = tmp.file("changed/flows/paywall.json")
-        var flow = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: flowPath))) as! [String: Any]
+        var flow =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: flowPath))) as! [String: Any]
         flow["version"] = "ver_pw_9"
         flow.removeValue(forKey: "content_hash")
         try JSONSerialization.data(withJSONObject: flow).write(to: URL(fileURLWithPath: flowPath))
@@ -53,11 +61,15 @@ struct BundlePipelineTests {
         #expect(try fpctl("bundle", "keygen", "-o", tmp.file("release")).status == 73, "never replaces a key")
         #expect(try fpctl("bundle", "keygen", "-o", tmp.file("other")).status == 0)
         let bundle = try tmp.buildSample("demo")
-        #expect(try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("release.pub")).stdout.contains("signature-missing"))
+        #expect(
+            try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("release.pub")).stdout.contains(
+                "signature-missing"))
         let unsignedBytes = try Data(contentsOf: URL(fileURLWithPath: bundle))
         #expect(try fpctl("bundle", "sign", bundle, "--key", tmp.file("release.key")).status == 0)
         #expect(try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("release.pub")).status == 0)
-        #expect(try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("other.pub")).stdout.contains("signature-unknown-key"))
+        #expect(
+            try fpctl("bundle", "validate", bundle, "--public-key", tmp.file("other.pub")).stdout.contains(
+                "signature-unknown-key"))
         // Signing again with the same key gives the same bytes (Ed25519 is deterministic).
         let signed = try Data(contentsOf: URL(fileURLWithPath: bundle))
         #expect(try fpctl("bundle", "sign", bundle, "--key", tmp.file("release.key")).status == 0)
@@ -69,7 +81,9 @@ struct BundlePipelineTests {
             bytes[offset] ^= 0x01
             let tampered = tmp.file("t.fpbundle")
             try bytes.write(to: URL(fileURLWithPath: tampered))
-            #expect(try fpctl("bundle", "validate", tampered, "--public-key", tmp.file("release.pub")).status == 65, "flip at \(offset) passed")
+            #expect(
+                try fpctl("bundle", "validate", tampered, "--public-key", tmp.file("release.pub")).status == 65,
+                "flip at \(offset) passed")
         }
     }
 
@@ -78,11 +92,14 @@ struct BundlePipelineTests {
         let tmp = try TemporaryDirectory()
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         #expect(try await http(.POST, "\(server.url)/_admin/faults", json: ["fail_media": true]).status == 200)
-        let failed = try fpctl("bundle", "pull", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("a"))
+        let failed = try fpctl(
+            "bundle", "pull", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("a"))
         #expect(failed.status == 65)
         #expect(failed.stderr.contains("pull-media"))
         #expect(!FileManager.default.fileExists(atPath: tmp.file("a/bundle.json")))
-        let allowed = try fpctl("bundle", "pull", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("b"), "--allow-missing-media")
+        let allowed = try fpctl(
+            "bundle", "pull", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("b"),
+            "--allow-missing-media")
         #expect(allowed.status == 0)
         #expect(allowed.stderr.contains("warning: pull-media"))
     }

@@ -28,7 +28,9 @@ struct BundleRoundTripTests {
         let extract = try fpctl("bundle", "extract", bundle, "-o", out)
         #expect(extract.status == 0, "\(extract.stderr)")
         // Flows come out byte for byte as the source had them.
-        let source = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(Paths.sample(sample))/bundle.json"))) as! [String: Any]
+        let source =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: "\(Paths.sample(sample))/bundle.json"))) as! [String: Any]
         for (key, rel) in source["placements"] as! [String: String] {
             let original = try Data(contentsOf: URL(fileURLWithPath: "\(Paths.sample(sample))/\(rel)"))
             let extracted = try Data(contentsOf: URL(fileURLWithPath: "\(out)/flows/\(key).json"))
@@ -44,7 +46,9 @@ struct BundleRoundTripTests {
         let tmp = try TemporaryDirectory()
         let bundle = try tmp.buildSample("demo")
         let csv = try fpctl("bundle", "inspect", bundle, "--format", "csv")
-        let rows = csv.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        let rows = csv.stdout.split(separator: "\n").dropFirst().map {
+            $0.split(separator: ",", omittingEmptySubsequences: false)
+        }
         let ours = rows.map { "\($0[1]) \($0[2]) \($0[4])" }
 
         let bsdtar = try run(try tool("bsdtar"), ["-tf", bundle])

@@ -24,7 +24,8 @@ struct CacheCommandTests {
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("no such cache directory"))
         try FileManager.default.createDirectory(atPath: tmp.file("future"), withIntermediateDirectories: true)
-        try #"{"format":"fpcache","version":9}"#.write(toFile: tmp.file("future/fpcache.json"), atomically: true, encoding: .utf8)
+        try #"{"format":"fpcache","version":9}"#.write(
+            toFile: tmp.file("future/fpcache.json"), atomically: true, encoding: .utf8)
         let future = try fpctl("cache", "list", "--cache-dir", tmp.file("future"))
         #expect(future.status == 65)
         #expect(future.stderr.contains("newer than this fpctl reads"))
@@ -35,7 +36,8 @@ struct CacheCommandTests {
     func reports() throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        let lines = try writeLines(tmp, "in.jsonl", putLines("u", count: 3) + putLines("v", count: 2, placement: "onboarding"))
+        let lines = try writeLines(
+            tmp, "in.jsonl", putLines("u", count: 3) + putLines("v", count: 2, placement: "onboarding"))
         #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", lines).status == 0)
         let info = try fpctl(["cache", "info", "--format", "json"], environment: ["FPCTL_CACHE_DIR": dir])
         let doc = try #require(try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any])
@@ -46,15 +48,18 @@ struct CacheCommandTests {
         let dry = try fpctl("cache", "prune", "--cache-dir", dir, "--user-id", "v-0", "--dry-run", "--format", "json")
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(dry.stdout.utf8)) as? [String: Any])
         #expect(plan["files"] as? Int == 1 && plan["dry_run"] as? Bool == true)
-        #expect(try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 6)
+        #expect(
+            try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 6)
     }
 
     @Test("clear needs --force without a terminal, then empties what it names")
     func clear() throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        let lines = try writeLines(tmp, "in.jsonl", putLines("u", count: 2)
-            + #"{"image_url":"https://cdn/x.png","image_file":"\#(Paths.sample("demo"))/assets/logo.png"}"# + "\n")
+        let lines = try writeLines(
+            tmp, "in.jsonl",
+            putLines("u", count: 2)
+                + #"{"image_url":"https://cdn/x.png","image_file":"\#(Paths.sample("demo"))/assets/logo.png"}"# + "\n")
         #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", lines).status == 0)
         let refused = try fpctl("cache", "clear", "--cache-dir", dir)
         #expect(refused.status == 64)
@@ -67,9 +72,14 @@ struct CacheCommandTests {
     func concurrentWritersAndPruner() throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "seed.jsonl", putLines("seed", count: 1))).status == 0)
+        #expect(
+            try fpctl(
+                "cache", "put", "--cache-dir", dir, "--input",
+                try writeLines(tmp, "seed.jsonl", putLines("seed", count: 1))
+            ).status == 0)
         let a = try writeLines(tmp, "a.jsonl", putLines("a", count: 400) + putLines("a", count: 400))
-        let b = try writeLines(tmp, "b.jsonl", putLines("b", count: 400, placement: "onboarding") + putLines("b", count: 400))
+        let b = try writeLines(
+            tmp, "b.jsonl", putLines("b", count: 400, placement: "onboarding") + putLines("b", count: 400))
         let writers = [a, b].map { input -> Process in
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Paths.fpctl)
@@ -85,10 +95,14 @@ struct CacheCommandTests {
             #expect(r.status == 0, "\(r.stderr)")
             prunes += 1
         }
-        for w in writers { w.waitUntilExit(); #expect(w.terminationStatus == 0) }
+        for w in writers {
+            w.waitUntilExit()
+            #expect(w.terminationStatus == 0)
+        }
         let verify = try fpctl("cache", "verify", "--cache-dir", dir)
         #expect(verify.status == 0, "\(verify.stdout)")
-        let listed = try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count - 1
+        let listed =
+            try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count - 1
         #expect(listed > 0)
     }
 
@@ -96,8 +110,12 @@ struct CacheCommandTests {
     func killedWriter(round: Int) throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        let input = try writeLines(tmp, "in.jsonl", putLines("k\(round)", count: 3000)
-            + (0..<200).map { #"{"image_url":"https://cdn/\#($0).png","image_file":"\#(Paths.sample("demo"))/assets/welcome.png"}"# }.joined(separator: "\n"))
+        let input = try writeLines(
+            tmp, "in.jsonl",
+            putLines("k\(round)", count: 3000)
+                + (0..<200).map {
+                    #"{"image_url":"https://cdn/\#($0).png","image_file":"\#(Paths.sample("demo"))/assets/welcome.png"}"#
+                }.joined(separator: "\n"))
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Paths.fpctl)
         p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
@@ -105,8 +123,11 @@ struct CacheCommandTests {
         try p.run()
         // The kill lands after the writer created the cache, at a random point of its writing.
         let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") && p.isRunning && Date() < deadline { usleep(1_000) }
-        try #require(FileManager.default.fileExists(atPath: "\(dir)/fpcache.json"), "the writer never created the cache")
+        while !FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") && p.isRunning && Date() < deadline {
+            usleep(1_000)
+        }
+        try #require(
+            FileManager.default.fileExists(atPath: "\(dir)/fpcache.json"), "the writer never created the cache")
         usleep(UInt32.random(in: 0...400_000))
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
@@ -120,8 +141,13 @@ struct CacheCommandTests {
     func plantedDamage() throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 3))).status == 0)
-        let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(dir)/flows").filter { $0.hasSuffix(".json") }.sorted()
+        #expect(
+            try fpctl(
+                "cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 3))
+            ).status == 0)
+        let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(dir)/flows").filter {
+            $0.hasSuffix(".json")
+        }.sorted()
         try Data("{".utf8).write(to: URL(fileURLWithPath: "\(dir)/flows/\(entries[0])"))
         try Data().write(to: URL(fileURLWithPath: "\(dir)/flows/\(entries[1])"))
         try Data("hello".utf8).write(to: URL(fileURLWithPath: "\(dir)/README"))
@@ -132,6 +158,7 @@ struct CacheCommandTests {
         let repair = try fpctl("cache", "verify", "--cache-dir", dir, "--repair")
         #expect(repair.status == 65 && repair.stdout.contains("removed: "))
         #expect(try fpctl("cache", "verify", "--cache-dir", dir).stdout == "ok\n")
-        #expect(try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 2)
+        #expect(
+            try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 2)
     }
 }

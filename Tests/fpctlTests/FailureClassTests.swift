@@ -15,12 +15,18 @@ struct FailureClassTests {
     }
 
     static let cases: [Case] = [
-        Case(name: "wrong API key", serve: ["--api-key-file", "KEY"], warm: ["--api-key-file", "WRONG"], code: "unauthorized", status: 3),
+        Case(
+            name: "wrong API key", serve: ["--api-key-file", "KEY"], warm: ["--api-key-file", "WRONG"],
+            code: "unauthorized", status: 3),
         Case(name: "no API key", serve: ["--api-key-file", "KEY"], warm: [], code: "unauthorized", status: 3),
         Case(name: "unknown app", serve: [], warm: ["--app-id", "nope"], code: "unknown_app", status: 3),
-        Case(name: "server error", serve: ["--fail-rate", "1", "--fail-status", "500"], warm: [], code: "http_500", status: 3),
-        Case(name: "slower than the timeout", serve: ["--latency", "1500"], warm: ["--timeout", "100ms", "--grace", "0s"],
-             code: "timeout", status: 3),
+        Case(
+            name: "server error", serve: ["--fail-rate", "1", "--fail-status", "500"], warm: [], code: "http_500",
+            status: 3),
+        Case(
+            name: "slower than the timeout", serve: ["--latency", "1500"],
+            warm: ["--timeout", "100ms", "--grace", "0s"],
+            code: "timeout", status: 3),
         Case(name: "refused port", serve: nil, warm: [], code: "unreachable", status: 69),
     ]
 
@@ -34,8 +40,10 @@ struct FailureClassTests {
         }
         let server = try c.serve.map { try ServeProcess([Paths.sample("demo"), "-q"] + substitute($0)) }
         let url = server?.url ?? "http://127.0.0.1:9"  // the discard port: nothing listens on loopback
-        var args = ["warm", "paywall", "--cache-dir", tmp.file("cache"), "--api-url", url, "--user-id", "u",
-                    "--media", "none", "--retries", "0", "--format", "json"]
+        var args = [
+            "warm", "paywall", "--cache-dir", tmp.file("cache"), "--api-url", url, "--user-id", "u",
+            "--media", "none", "--retries", "0", "--format", "json",
+        ]
         if !c.warm.contains("--app-id") { args += ["--app-id", "demo"] }
         let r = try fpctl(args + substitute(c.warm), environment: ["FLOWPILOT_API_KEY": ""])
         #expect(r.status == c.status, "\(r.stderr)")
@@ -43,7 +51,8 @@ struct FailureClassTests {
         let row = (json?["rows"] as? [[String: Any]])?.first
         #expect(row?["state"] as? String == "failed")
         #expect((row?["error"] as? [String: Any])?["code"] as? String == c.code, "\(r.stdout)")
-        #expect(!r.stdout.contains("right-key") && !r.stderr.contains("right-key") && !r.stdout.contains("wrong-key"),
-                "the API key is never printed")
+        #expect(
+            !r.stdout.contains("right-key") && !r.stderr.contains("right-key") && !r.stdout.contains("wrong-key"),
+            "the API key is never printed")
     }
 }

@@ -18,39 +18,73 @@ struct GoldenTests {
         var testDescription: String { name }
     }
 
-    static let warmArgs = ["--identities", "ids.jsonl", "--concurrency", "1", "--media", "none", "--app-id", "demo", "--retries", "0"]
+    static let warmArgs = [
+        "--identities", "ids.jsonl", "--concurrency", "1", "--media", "none", "--app-id", "demo", "--retries", "0",
+    ]
 
     static let cases: [Case] = [
         Case(name: "bundle-inspect-table", arguments: ["bundle", "inspect", "demo.fpbundle"], status: 0),
-        Case(name: "bundle-inspect-csv", arguments: ["bundle", "inspect", "demo.fpbundle", "--format", "csv"], status: 0),
-        Case(name: "bundle-inspect-json", arguments: ["bundle", "inspect", "travel.fpbundle", "--format", "json"], status: 0),
-        Case(name: "bundle-validate-text", arguments: ["bundle", "validate", "demo.fpbundle", "tampered.fpbundle"], status: 65),
-        Case(name: "bundle-validate-json", arguments: ["bundle", "validate", "travel.fpbundle", "tampered.fpbundle", "--format", "json"],
-             status: 65),
+        Case(
+            name: "bundle-inspect-csv", arguments: ["bundle", "inspect", "demo.fpbundle", "--format", "csv"], status: 0),
+        Case(
+            name: "bundle-inspect-json", arguments: ["bundle", "inspect", "travel.fpbundle", "--format", "json"],
+            status: 0),
+        Case(
+            name: "bundle-validate-text", arguments: ["bundle", "validate", "demo.fpbundle", "tampered.fpbundle"],
+            status: 65),
+        Case(
+            name: "bundle-validate-json",
+            arguments: ["bundle", "validate", "travel.fpbundle", "tampered.fpbundle", "--format", "json"],
+            status: 65),
         Case(name: "cache-info-table", arguments: ["cache", "info", "--cache-dir", "cache"], status: 0),
-        Case(name: "cache-info-csv", arguments: ["cache", "info", "--cache-dir", "cache", "--format", "csv"], status: 0),
-        Case(name: "cache-info-json", arguments: ["cache", "info", "--cache-dir", "cache", "--format", "json"], status: 0),
+        Case(
+            name: "cache-info-csv", arguments: ["cache", "info", "--cache-dir", "cache", "--format", "csv"], status: 0),
+        Case(
+            name: "cache-info-json", arguments: ["cache", "info", "--cache-dir", "cache", "--format", "json"], status: 0
+        ),
         Case(name: "cache-list-table", arguments: ["cache", "list", "--cache-dir", "cache"], status: 0),
-        Case(name: "cache-list-csv", arguments: ["cache", "list", "--cache-dir", "cache", "--format", "csv"], status: 0),
-        Case(name: "cache-list-json", arguments: ["cache", "list", "--cache-dir", "cache", "--format", "json"], status: 0),
-        Case(name: "warm-table", arguments: ["warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w1"] + warmArgs,
-             status: 0, scrubMilliseconds: true),
-        Case(name: "warm-csv", arguments: ["warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w2",
-                                           "--format", "csv"] + warmArgs, status: 0, scrubMilliseconds: true),
-        Case(name: "warm-json-fallbacks", arguments: ["warm", "onboarding", "paywall", "nope", "--api-url", "FAILING", "--cache-dir", "w3",
-                                                      "--bundle", "demo.fpbundle", "--format", "json"] + warmArgs,
-             status: 3, scrubMilliseconds: true),
-        Case(name: "resolve-network", arguments: ["resolve", "paywall", "--api-url", "OK", "--app-id", "demo", "--cache-dir", "r1",
-                                                  "--user-id", "alice"], status: 0),
-        Case(name: "resolve-bundled", arguments: ["resolve", "onboarding", "--api-url", "FAILING", "--app-id", "demo",
-                                                  "--cache-dir", "r2", "--bundle", "demo.fpbundle", "--retries", "0"], status: 0),
+        Case(
+            name: "cache-list-csv", arguments: ["cache", "list", "--cache-dir", "cache", "--format", "csv"], status: 0),
+        Case(
+            name: "cache-list-json", arguments: ["cache", "list", "--cache-dir", "cache", "--format", "json"], status: 0
+        ),
+        Case(
+            name: "warm-table",
+            arguments: ["warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w1"] + warmArgs,
+            status: 0, scrubMilliseconds: true),
+        Case(
+            name: "warm-csv",
+            arguments: [
+                "warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w2",
+                "--format", "csv",
+            ] + warmArgs, status: 0, scrubMilliseconds: true),
+        Case(
+            name: "warm-json-fallbacks",
+            arguments: [
+                "warm", "onboarding", "paywall", "nope", "--api-url", "FAILING", "--cache-dir", "w3",
+                "--bundle", "demo.fpbundle", "--format", "json",
+            ] + warmArgs,
+            status: 3, scrubMilliseconds: true),
+        Case(
+            name: "resolve-network",
+            arguments: [
+                "resolve", "paywall", "--api-url", "OK", "--app-id", "demo", "--cache-dir", "r1",
+                "--user-id", "alice",
+            ], status: 0),
+        Case(
+            name: "resolve-bundled",
+            arguments: [
+                "resolve", "onboarding", "--api-url", "FAILING", "--app-id", "demo",
+                "--cache-dir", "r2", "--bundle", "demo.fpbundle", "--retries", "0",
+            ], status: 0),
     ]
 
     @Test("output matches its fixture", arguments: cases)
     func golden(_ c: Case) throws {
         let setup = try GoldenSetup()
         let ok = c.arguments.contains("OK") ? try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"]) : nil
-        let failing = c.arguments.contains("FAILING") ? try ServeProcess([Paths.sample("demo"), "-q", "--fail-rate", "1"]) : nil
+        let failing =
+            c.arguments.contains("FAILING") ? try ServeProcess([Paths.sample("demo"), "-q", "--fail-rate", "1"]) : nil
         let arguments = c.arguments.map { $0 == "OK" ? ok?.url ?? "" : $0 == "FAILING" ? failing?.url ?? "" : $0 }
         let environment = ["FPCTL_NOW": GoldenSetup.now, "FLOWPILOT_API_KEY": "", "FPCTL_CACHE_DIR": ""]
         let result = try withExtendedLifetime((ok, failing)) {
@@ -64,7 +98,8 @@ struct GoldenTests {
             return
         }
         let expected = try String(contentsOf: fixture, encoding: .utf8)
-        #expect(output == expected, "\(c.name) differs from its fixture (FPCTL_UPDATE_GOLDEN=1 rewrites it):\n\(output)")
+        #expect(
+            output == expected, "\(c.name) differs from its fixture (FPCTL_UPDATE_GOLDEN=1 rewrites it):\n\(output)")
     }
 
     /// Warm's `ms` column, in whichever format, set to 0.
@@ -75,7 +110,8 @@ struct GoldenTests {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if text.hasPrefix("identity,") {
             return lines.map { line in
-                var fields = line.split(separator: ",", maxSplits: 10, omittingEmptySubsequences: false).map(String.init)
+                var fields = line.split(separator: ",", maxSplits: 10, omittingEmptySubsequences: false).map(
+                    String.init)
                 if fields.count > 9, line != lines[0] { fields[9] = "0" }
                 return fields.joined(separator: ",")
             }.joined(separator: "\n")
@@ -89,7 +125,8 @@ struct GoldenTests {
             let rest = line[start...]
             let digits = rest.prefix { $0.isNumber }
             let after = rest.dropFirst(digits.count).drop { $0 == " " }
-            return String(line[..<start]) + (after.isEmpty ? "0" : "0".padding(toLength: 7, withPad: " ", startingAt: 0) + after)
+            return String(line[..<start])
+                + (after.isEmpty ? "0" : "0".padding(toLength: 7, withPad: " ", startingAt: 0) + after)
         }.joined(separator: "\n")
     }
 }
@@ -106,13 +143,16 @@ final class GoldenSetup: Sendable {
     init() throws {
         dir = try TemporaryDirectory()
         for name in ["demo", "travel"] {
-            let built = try fpctl(["bundle", "build", Paths.sample(name), "-o", "\(name).fpbundle"], currentDirectory: dir.path)
+            let built = try fpctl(
+                ["bundle", "build", Paths.sample(name), "-o", "\(name).fpbundle"], currentDirectory: dir.path)
             guard built.status == 0 else { throw GoldenError(message: built.stderr) }
         }
         // One byte of one image changed: its size stays, its SHA-256 does not.
         var tampered = try Data(contentsOf: URL(fileURLWithPath: dir.file("demo.fpbundle")))
         let png = Data([0x89, 0x50, 0x4E, 0x47])
-        guard let at = tampered.range(of: png)?.lowerBound else { throw GoldenError(message: "no PNG in the demo bundle") }
+        guard let at = tampered.range(of: png)?.lowerBound else {
+            throw GoldenError(message: "no PNG in the demo bundle")
+        }
         tampered[at + 40] ^= 0xFF
         try tampered.write(to: URL(fileURLWithPath: dir.file("tampered.fpbundle")))
 
@@ -123,7 +163,8 @@ final class GoldenSetup: Sendable {
             #"{"placement":"onboarding","user_id":"alice","attributes":{"plan":"pro"},"ttl_seconds":3600,"flow_file":"\#(flows)/onboarding.json","resolved_at":"2026-11-01T09:30:00Z"}"#,
         ]
         try entries.joined(separator: "\n").write(toFile: dir.file("entries.jsonl"), atomically: true, encoding: .utf8)
-        let put = try fpctl(["cache", "put", "--cache-dir", "cache", "--input", "entries.jsonl"], currentDirectory: dir.path)
+        let put = try fpctl(
+            ["cache", "put", "--cache-dir", "cache", "--input", "entries.jsonl"], currentDirectory: dir.path)
         guard put.status == 0 else { throw GoldenError(message: put.stderr) }
         try #"{"user_id":"alice","attributes":{"plan":"pro","beta":true}}"#.appending("\n" + #"{"user_id":""}"# + "\n")
             .write(toFile: dir.file("ids.jsonl"), atomically: true, encoding: .utf8)

@@ -67,12 +67,16 @@ struct HostileBundleTests {
         let doc = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let files = try #require(doc["files"] as? [[String: Any]])
         let findings = try #require(files.first?["findings"] as? [[String: Any]])
-        #expect(findings.contains { $0["rule"] as? String == "zip-path-traversal" && $0["path"] as? String == "../escape.txt" })
+        #expect(
+            findings.contains {
+                $0["rule"] as? String == "zip-path-traversal" && $0["path"] as? String == "../escape.txt"
+            })
     }
 
     @Test("a missing bundle is exit 66 even beside a valid one")
     func missingFile() throws {
-        let result = try fpctl("bundle", "validate", hostile.dir.file("base.fpbundle"), hostile.dir.file("absent.fpbundle"))
+        let result = try fpctl(
+            "bundle", "validate", hostile.dir.file("base.fpbundle"), hostile.dir.file("absent.fpbundle"))
         #expect(result.status == 66)
         #expect(result.stdout.contains(": ok "))
         #expect(result.stderr.contains("absent.fpbundle: no such file"))

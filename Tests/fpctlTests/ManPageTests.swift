@@ -9,17 +9,23 @@ struct ManPageTests {
     /// (Scripts/test.sh and Scripts/update-man.sh run the plugin first).
     static var generator: String? {
         let root = Paths.packageRoot.appendingPathComponent(".build").path
-        return [URL(fileURLWithPath: Paths.fpctl).deletingLastPathComponent().appendingPathComponent("generate-manual-tool").path,
-                "\(root)/debug/generate-manual-tool", "\(root)/release/generate-manual-tool"]
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        return [
+            URL(fileURLWithPath: Paths.fpctl).deletingLastPathComponent().appendingPathComponent("generate-manual-tool")
+                .path,
+            "\(root)/debug/generate-manual-tool", "\(root)/release/generate-manual-tool",
+        ]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     @Test("the committed man pages match the commands (regenerate with Scripts/update-man.sh)")
     func notStale() throws {
-        let generator = try #require(Self.generator, "generate-manual-tool is not built: run Scripts/test.sh or Scripts/update-man.sh")
+        let generator = try #require(
+            Self.generator, "generate-manual-tool is not built: run Scripts/test.sh or Scripts/update-man.sh")
         let tmp = try TemporaryDirectory()
-        let date = try String(contentsOfFile: Paths.packageRoot.appendingPathComponent("man/DATE").path, encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let date = try String(
+            contentsOfFile: Paths.packageRoot.appendingPathComponent("man/DATE").path, encoding: .utf8
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         let made = try run(generator, [Paths.fpctl, "--multi-page", "--date", date, "--output-directory", tmp.path])
         try #require(made.status == 0, "\(made.stderr)")
         let generated = try FileManager.default.contentsOfDirectory(atPath: tmp.path).sorted()
@@ -35,10 +41,14 @@ struct ManPageTests {
     @Test("every command has a page, and mandoc -Tlint finds no warning or error in any")
     func lintClean() throws {
         let pages = try FileManager.default.contentsOfDirectory(atPath: Self.committed).filter { $0.hasSuffix(".1") }
-        for command in ["fpctl", "fpctl.bundle", "fpctl.bundle.build", "fpctl.bundle.validate", "fpctl.bundle.inspect", "fpctl.bundle.extract", "fpctl.serve",
-                        "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune", "fpctl.cache.clear", "fpctl.cache.put",
-                        "fpctl.warm", "fpctl.resolve", "fpctl.ready",
-                        "fpctl.bundle.pull", "fpctl.bundle.diff", "fpctl.bundle.sign", "fpctl.bundle.keygen"] {
+        for command in [
+            "fpctl", "fpctl.bundle", "fpctl.bundle.build", "fpctl.bundle.validate", "fpctl.bundle.inspect",
+            "fpctl.bundle.extract", "fpctl.serve",
+            "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune",
+            "fpctl.cache.clear", "fpctl.cache.put",
+            "fpctl.warm", "fpctl.resolve", "fpctl.ready",
+            "fpctl.bundle.pull", "fpctl.bundle.diff", "fpctl.bundle.sign", "fpctl.bundle.keygen",
+        ] {
             #expect(pages.contains("\(command).1"), "no page for \(command)")
         }
         let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "warning"] + pages.map { "\(Self.committed)/\($0)" })

@@ -17,8 +17,9 @@ struct ServeFastPathTests {
         var burst = c.request("GET", "/_admin/faults")
         burst += c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
         burst += c.request("POST", "/apps/demo/placements/onboarding/resolve/", body: Self.user)
-        burst += c.request("POST", "/apps/demo/placements/resolve-batch",
-                           body: #"{"user_id":"u1","placement_keys":["onboarding","paywall"]}"#)
+        burst += c.request(
+            "POST", "/apps/demo/placements/resolve-batch",
+            body: #"{"user_id":"u1","placement_keys":["onboarding","paywall"]}"#)
         burst += c.request("GET", "/_admin/stats")
         try c.send(burst)
 
@@ -50,15 +51,24 @@ struct ServeFastPathTests {
         Case(name: "a flow", route: "paywall/resolve", body: user, status: 200),
         Case(name: "unknown placement", route: "nope/resolve", body: user, status: 404),
         Case(name: "malformed JSON", route: "paywall/resolve", body: "{nope", status: 400),
-        Case(name: "attributes not an object", route: "paywall/resolve", body: #"{"user_id":"u1","attributes":[1]}"#, status: 400),
+        Case(
+            name: "attributes not an object", route: "paywall/resolve", body: #"{"user_id":"u1","attributes":[1]}"#,
+            status: 400),
         Case(name: "no user_id", route: "paywall/resolve", body: #"{"attributes":{}}"#, status: 400),
-        Case(name: "body over 64 KiB", route: "paywall/resolve", body: #"{"user_id":"u1","pad":""# + String(repeating: "x", count: 70_000) + #""}"#, status: 413),
-        Case(name: "batch with an unknown key", route: "resolve-batch",
-             body: #"{"user_id":"u1","placement_keys":["paywall","nope"]}"#, status: 200),
+        Case(
+            name: "body over 64 KiB", route: "paywall/resolve",
+            body: #"{"user_id":"u1","pad":""# + String(repeating: "x", count: 70_000) + #""}"#, status: 413),
+        Case(
+            name: "batch with an unknown key", route: "resolve-batch",
+            body: #"{"user_id":"u1","placement_keys":["paywall","nope"]}"#, status: 200),
         Case(name: "batch without keys", route: "resolve-batch", body: user, status: 400),
         Case(name: "no API key", route: "paywall/resolve", body: user, headers: ["X-Key: none"], status: 401),
-        Case(name: "wrong API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer nope"], status: 401),
-        Case(name: "right API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer k_fast"], status: 200),
+        Case(
+            name: "wrong API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer nope"],
+            status: 401),
+        Case(
+            name: "right API key", route: "paywall/resolve", body: user, headers: ["Authorization: Bearer k_fast"],
+            status: 200),
     ]
 
     /// The same request three ways: plain (event loop), with a trailing slash and
@@ -69,8 +79,10 @@ struct ServeFastPathTests {
         let slash = try RawHTTPConnection(server.url)
         try slash.send(slash.request("POST", "/apps/\(app)/placements/\(c.route)/", body: c.body, headers: c.headers))
         let closing = try RawHTTPConnection(server.url)
-        try closing.send(closing.request("POST", "/apps/\(app)/placements/\(c.route)", body: c.body,
-                                         headers: c.headers + ["Connection: close"]))
+        try closing.send(
+            closing.request(
+                "POST", "/apps/\(app)/placements/\(c.route)", body: c.body,
+                headers: c.headers + ["Connection: close"]))
         return try [plain.readResponse(), slash.readResponse(), closing.readResponse()]
     }
 
@@ -88,7 +100,9 @@ struct ServeFastPathTests {
         format.timeZone = TimeZone(identifier: "GMT")
         for answer in answers {
             let date = answer.headers["date"].flatMap(format.date(from:))
-            #expect(date.map { abs($0.timeIntervalSinceNow) < 60 } == true, "\(name): Date \(answer.headers["date"] ?? "missing")")
+            #expect(
+                date.map { abs($0.timeIntervalSinceNow) < 60 } == true,
+                "\(name): Date \(answer.headers["date"] ?? "missing")")
         }
     }
 
@@ -97,8 +111,9 @@ struct ServeFastPathTests {
         let tmp = try TemporaryDirectory()
         try "k_fast\n".write(toFile: tmp.file("key"), atomically: true, encoding: .utf8)
         let keyed = c.name.contains("API key")
-        let server = try ServeProcess([Paths.sample("demo"), Paths.sample("travel"), "-q", "--ttl", "60", "--rewrite-asset-urls"]
-                                      + (keyed ? ["--api-key-file", tmp.file("key")] : []))
+        let server = try ServeProcess(
+            [Paths.sample("demo"), Paths.sample("travel"), "-q", "--ttl", "60", "--rewrite-asset-urls"]
+                + (keyed ? ["--api-key-file", tmp.file("key")] : []))
         let answers = try threeWays(server, app: "demo", c)
         expectAlike(answers, c.name)
         #expect(answers[0].status == c.status)
@@ -111,8 +126,9 @@ struct ServeFastPathTests {
     @Test("targeting and every body fault give the same answer on both paths")
     func faultsAndTargeting() async throws {
         let server = try ServeProcess([Paths.sample("travel"), "-q"])
-        let german = Case(name: "targeted", route: "trip-upsell/resolve",
-                          body: #"{"user_id":"u7","attributes":{"country":"DE","plan":"free"}}"#, status: 200)
+        let german = Case(
+            name: "targeted", route: "trip-upsell/resolve",
+            body: #"{"user_id":"u7","attributes":{"country":"DE","plan":"free"}}"#, status: 200)
         expectAlike(try threeWays(server, app: "travel", german), "targeting")
         let faults: [String: String] = [
             "fail 429": #"{"fail_rate":1,"fail_status":429,"retry_after":7}"#,
@@ -137,7 +153,9 @@ struct ServeFastPathTests {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let c = try RawHTTPConnection(server.url)
         let body = Data(Self.user.utf8)
-        try c.send("POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nContent-Length: \(body.count)\r\n\r\n")
+        try c.send(
+            "POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nContent-Length: \(body.count)\r\n\r\n"
+        )
         for piece in stride(from: 0, to: body.count, by: 20) {
             usleep(30_000)
             try c.send(body.subdata(in: piece..<min(piece + 20, body.count)))
@@ -145,10 +163,13 @@ struct ServeFastPathTests {
         #expect(try c.readResponse().json?["placement_key"] as? String == "paywall")
 
         let half = body.count / 2
-        try c.send("POST /apps/demo/placements/onboarding/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nTransfer-Encoding: chunked\r\n\r\n"
-                   + String(half, radix: 16) + "\r\n" + String(decoding: body.prefix(half), as: UTF8.self) + "\r\n")
+        try c.send(
+            "POST /apps/demo/placements/onboarding/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + String(half, radix: 16) + "\r\n" + String(decoding: body.prefix(half), as: UTF8.self) + "\r\n")
         usleep(30_000)
-        try c.send(String(body.count - half, radix: 16) + "\r\n" + String(decoding: body.dropFirst(half), as: UTF8.self) + "\r\n0\r\n\r\n")
+        try c.send(
+            String(body.count - half, radix: 16) + "\r\n" + String(decoding: body.dropFirst(half), as: UTF8.self)
+                + "\r\n0\r\n\r\n")
         #expect(try c.readResponse().json?["placement_key"] as? String == "onboarding")
 
         let huge = String(repeating: " ", count: 100_000)

@@ -20,8 +20,9 @@ struct ServeTests {
     @Test("resolve-batch answers every key, with a per-key error for an unknown one")
     func batch() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
-        let r = try await http(.POST, "\(server.url)/apps/demo/placements/resolve-batch",
-                               json: ["user_id": "u1", "attributes": [:], "placement_keys": ["onboarding", "paywall", "nope"]])
+        let r = try await http(
+            .POST, "\(server.url)/apps/demo/placements/resolve-batch",
+            json: ["user_id": "u1", "attributes": [:], "placement_keys": ["onboarding", "paywall", "nope"]])
         #expect(r.status == 200)
         let results = try #require(r.json?["results"] as? [[String: Any]])
         #expect(results.map { $0["placement_key"] as? String } == ["onboarding", "paywall", "nope"])
@@ -33,14 +34,21 @@ struct ServeTests {
     func badRequests() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let unknownApp = try await resolve(server, app: "nope", "paywall")
-        #expect(unknownApp.status == 404 && (unknownApp.json?["error"] as? [String: Any])?["code"] as? String == "unknown_app")
+        #expect(
+            unknownApp.status == 404
+                && (unknownApp.json?["error"] as? [String: Any])?["code"] as? String == "unknown_app")
         let unknownPlacement = try await resolve(server, "nope")
-        #expect(unknownPlacement.status == 404 && (unknownPlacement.json?["error"] as? [String: Any])?["code"] as? String == "unknown_placement")
-        let malformed = try await http(.POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data("{nope".utf8))
+        #expect(
+            unknownPlacement.status == 404
+                && (unknownPlacement.json?["error"] as? [String: Any])?["code"] as? String == "unknown_placement")
+        let malformed = try await http(
+            .POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data("{nope".utf8))
         #expect(malformed.status == 400 && malformed.text.contains("invalid_request"))
-        let noUser = try await http(.POST, "\(server.url)/apps/demo/placements/paywall/resolve", json: ["attributes": [:]])
+        let noUser = try await http(
+            .POST, "\(server.url)/apps/demo/placements/paywall/resolve", json: ["attributes": [:]])
         #expect(noUser.status == 400)
-        let huge = try await http(.POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data(repeating: 0x20, count: 200_000))
+        let huge = try await http(
+            .POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data(repeating: 0x20, count: 200_000))
         #expect(huge.status == 413)
         #expect(try await resolve(server, "paywall").status == 200)
     }
@@ -55,7 +63,8 @@ struct ServeTests {
             #expect(r.status == 401)
             #expect(!r.text.contains("s3cret"))
         }
-        #expect(try await resolve(server, "paywall", headers: [("Authorization", "Bearer fp_test_s3cret")]).status == 200)
+        #expect(
+            try await resolve(server, "paywall", headers: [("Authorization", "Bearer fp_test_s3cret")]).status == 200)
         #expect(!server.stderr.contains("s3cret"))
     }
 
@@ -68,8 +77,10 @@ struct ServeTests {
         #expect(flowID(elsewhere) == "flow_trip_upsell")
         var seen = Set<String>()
         for i in 0..<16 {
-            let first = try await resolve(server, app: "travel", "trip-upsell", user: "user\(i)", attributes: ["country": "DE"])
-            let again = try await resolve(server, app: "travel", "trip-upsell", user: "user\(i)", attributes: ["country": "DE"])
+            let first = try await resolve(
+                server, app: "travel", "trip-upsell", user: "user\(i)", attributes: ["country": "DE"])
+            let again = try await resolve(
+                server, app: "travel", "trip-upsell", user: "user\(i)", attributes: ["country": "DE"])
             #expect(flowID(first) == flowID(again), "user\(i) changed variant")
             seen.insert(flowID(first) ?? "none")
         }
@@ -88,8 +99,9 @@ struct ServeTests {
         let limited = try await resolve(server, "paywall")
         #expect(limited.status == 429 && limited.headers["Retry-After"].first == "2")
         try await setFaults(["batch_disabled": true])
-        let batch = try await http(.POST, "\(server.url)/apps/demo/placements/resolve-batch",
-                                   json: ["user_id": "u", "placement_keys": ["paywall"]])
+        let batch = try await http(
+            .POST, "\(server.url)/apps/demo/placements/resolve-batch",
+            json: ["user_id": "u", "placement_keys": ["paywall"]])
         #expect(batch.status == 404)
         try await setFaults(["truncate_body": true])
         let truncated = try await resolve(server, "paywall")
@@ -116,10 +128,15 @@ struct ServeTests {
 
     @Test("fault flags at start: --fail-rate and --no-batch")
     func faultFlags() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--fail-rate", "1", "--fail-status", "502", "--no-batch"])
+        let server = try ServeProcess([
+            Paths.sample("demo"), "-q", "--fail-rate", "1", "--fail-status", "502", "--no-batch",
+        ])
         #expect(try await resolve(server, "paywall").status == 502)
-        #expect(try await http(.POST, "\(server.url)/apps/demo/placements/resolve-batch",
-                               json: ["user_id": "u", "placement_keys": ["paywall"]]).status == 404)
+        #expect(
+            try await http(
+                .POST, "\(server.url)/apps/demo/placements/resolve-batch",
+                json: ["user_id": "u", "placement_keys": ["paywall"]]
+            ).status == 404)
     }
 
     @Test("stats count requests per route and per (app, placement, user)")
@@ -127,8 +144,9 @@ struct ServeTests {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         for _ in 0..<3 { _ = try await resolve(server, "paywall", user: "alice") }
         _ = try await resolve(server, "onboarding", user: "bob")
-        _ = try await http(.POST, "\(server.url)/apps/demo/placements/resolve-batch",
-                           json: ["user_id": "bob", "placement_keys": ["paywall", "onboarding"]])
+        _ = try await http(
+            .POST, "\(server.url)/apps/demo/placements/resolve-batch",
+            json: ["user_id": "bob", "placement_keys": ["paywall", "onboarding"]])
         let stats = try #require(try await http(.GET, "\(server.url)/_admin/stats").json)
         let keys = try #require(stats["keys"] as? [String: Int])
         #expect(keys == ["demo/paywall/alice": 3, "demo/onboarding/bob": 2, "demo/paywall/bob": 1])
@@ -142,7 +160,8 @@ struct ServeTests {
     func rewrittenMedia() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         let r = try await resolve(server, "onboarding")
-        let (doc, findings) = FlowDocument.validate(data: try JSONSerialization.data(withJSONObject: r.json!["flow"]!), location: "served")
+        let (doc, findings) = FlowDocument.validate(
+            data: try JSONSerialization.data(withJSONObject: r.json!["flow"]!), location: "served")
         #expect(findings.isEmpty, "\(findings.map(\.line))")
         let flow = try #require(doc)
         #expect(flow.allImages.count == 4 && flow.fonts.count == 1)
@@ -161,12 +180,17 @@ struct ServeTests {
     @Test("curl drives it as a shell script would")
     func curl() throws {
         let server = try ServeProcess([Paths.sample("demo"), Paths.sample("travel"), "-q"])
-        let r = try run(try tool("curl"), ["-sS", "-f", "-X", "POST", "-H", "Content-Type: application/json",
-                                           "-d", #"{"user_id":"u1","attributes":{"country":"US"}}"#,
-                                           "\(server.url)/apps/travel/placements/welcome/resolve"])
+        let r = try run(
+            try tool("curl"),
+            [
+                "-sS", "-f", "-X", "POST", "-H", "Content-Type: application/json",
+                "-d", #"{"user_id":"u1","attributes":{"country":"US"}}"#,
+                "\(server.url)/apps/travel/placements/welcome/resolve",
+            ])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains(#""id":"flow_travel_welcome""#))
-        let missing = try run(try tool("curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(server.url)/media/none.png"])
+        let missing = try run(
+            try tool("curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(server.url)/media/none.png"])
         #expect(missing.stdout == "404")
     }
 
@@ -200,7 +224,8 @@ struct ServeTests {
         #expect(try fpctl("serve", tmp.file("absent"), "--port", "0").status == 66)
 
         try FileManager.default.copyItem(atPath: Paths.sample("travel"), toPath: tmp.file("travel"))
-        try #"{"placements":{"trip-upsell":[{"flow":"no-such-placement"}]}}"#.write(toFile: tmp.file("travel/rules.json"), atomically: true, encoding: .utf8)
+        try #"{"placements":{"trip-upsell":[{"flow":"no-such-placement"}]}}"#.write(
+            toFile: tmp.file("travel/rules.json"), atomically: true, encoding: .utf8)
         let badRules = try fpctl("serve", tmp.file("travel"), "--port", "0")
         #expect(badRules.status == 65)
         #expect(badRules.stderr.contains("rules-invalid"))

@@ -11,11 +11,15 @@ struct WarmTests {
     init() throws { tmp = try TemporaryDirectory() }
 
     func warm(_ server: ServeProcess?, _ args: [String], url: String? = nil) throws -> ProcessResult {
-        try fpctl(["warm"] + args + ["--cache-dir", cache, "--api-url", url ?? server!.url, "--app-id", "demo", "--format", "json"])
+        try fpctl(
+            ["warm"] + args + [
+                "--cache-dir", cache, "--api-url", url ?? server!.url, "--app-id", "demo", "--format", "json",
+            ])
     }
 
     func rows(_ r: ProcessResult) -> [[String: Any]] {
-        ((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any])?["rows"] as? [[String: Any]] ?? []
+        ((try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any])?["rows"] as? [[String: Any]]
+            ?? []
     }
 
     func stats(_ server: ServeProcess) async throws -> (routes: [String: Int], keys: [String: Int]) {
@@ -38,8 +42,10 @@ struct WarmTests {
     func batchFallback() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--no-batch"])
         let ids = tmp.file("ids.jsonl")
-        try #"{"user_id":"a"}"# .appending("\n" + #"{"user_id":"b"}"# + "\n" + #"{"user_id":"a"}"# + "\n").write(toFile: ids, atomically: true, encoding: .utf8)
-        let r = try warm(server, ["onboarding", "paywall", "--identities", ids, "--media", "none", "--concurrency", "1"])
+        try #"{"user_id":"a"}"#.appending("\n" + #"{"user_id":"b"}"# + "\n" + #"{"user_id":"a"}"# + "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let r = try warm(
+            server, ["onboarding", "paywall", "--identities", ids, "--media", "none", "--concurrency", "1"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(rows(r).count == 4)
         let (routes, _) = try await stats(server)
@@ -47,7 +53,9 @@ struct WarmTests {
         #expect(routes["resolve"] == 4)
     }
 
-    @Test("the chain: Tier 0 with no requests, Tier 1 after the TTL, Tier 2 with the server down, Tier 3 from the bundle, else failed")
+    @Test(
+        "the chain: Tier 0 with no requests, Tier 1 after the TTL, Tier 2 with the server down, Tier 3 from the bundle, else failed"
+    )
     func tiers() async throws {
         var server: ServeProcess? = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "1"])
         let url = server!.url
@@ -63,17 +71,28 @@ struct WarmTests {
         server = nil
         try await Task.sleep(for: .milliseconds(1100))
         let down = try warm(nil, ["paywall", "--user-id", "u", "--media", "none", "--retries", "0"], url: url)
-        #expect(rows(down).first?["delivery_source"] as? String == "stale_cache" && rows(down).first?["from_cache"] as? Bool == true)
-        let otherIdentity = rows(try warm(nil, ["paywall", "--user-id", "someone-else", "--media", "none", "--retries", "0"], url: url))
-        #expect(otherIdentity.first?["delivery_source"] as? String == "stale_cache", "the alias serves Tier 2 after an identity change")
+        #expect(
+            rows(down).first?["delivery_source"] as? String == "stale_cache"
+                && rows(down).first?["from_cache"] as? Bool == true)
+        let otherIdentity = rows(
+            try warm(nil, ["paywall", "--user-id", "someone-else", "--media", "none", "--retries", "0"], url: url))
+        #expect(
+            otherIdentity.first?["delivery_source"] as? String == "stale_cache",
+            "the alias serves Tier 2 after an identity change")
 
         let bundle = try tmp.buildSample("demo")
         let emptyCache = tmp.file("empty")
-        let bundled = try fpctl(["warm", "onboarding", "--cache-dir", emptyCache, "--api-url", url, "--app-id", "demo",
-                                 "--bundle", bundle, "--retries", "0", "--format", "json", "--media", "none"])
-        #expect(rows(bundled).first?["delivery_source"] as? String == "bundled_default" && rows(bundled).first?["from_cache"] as? Bool == false)
-        let nothing = try fpctl(["warm", "onboarding", "--cache-dir", tmp.file("empty2"), "--api-url", url, "--app-id", "demo",
-                                 "--retries", "0", "--format", "json"])
+        let bundled = try fpctl([
+            "warm", "onboarding", "--cache-dir", emptyCache, "--api-url", url, "--app-id", "demo",
+            "--bundle", bundle, "--retries", "0", "--format", "json", "--media", "none",
+        ])
+        #expect(
+            rows(bundled).first?["delivery_source"] as? String == "bundled_default"
+                && rows(bundled).first?["from_cache"] as? Bool == false)
+        let nothing = try fpctl([
+            "warm", "onboarding", "--cache-dir", tmp.file("empty2"), "--api-url", url, "--app-id", "demo",
+            "--retries", "0", "--format", "json",
+        ])
         #expect(nothing.status == 69)
         let failed = rows(nothing).first
         #expect(failed?["state"] as? String == "failed")
@@ -82,8 +101,11 @@ struct WarmTests {
 
     @Test("a server slower than the timeout: the outcome degrades, the late response lands, the next run hits Tier 0")
     func lateResolve() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300", "--latency", "1200"])
-        let slow = try warm(server, ["paywall", "--user-id", "slow", "--timeout", "200ms", "--media", "none", "--grace", "10s"])
+        let server = try ServeProcess([
+            Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300", "--latency", "1200",
+        ])
+        let slow = try warm(
+            server, ["paywall", "--user-id", "slow", "--timeout", "200ms", "--media", "none", "--grace", "10s"])
         #expect(slow.status == 3)
         #expect((rows(slow).first?["error"] as? [String: Any])?["code"] as? String == "timeout")
         #expect(slow.stderr.contains("1 late resolves landed"))
@@ -96,28 +118,35 @@ struct WarmTests {
     func identityChange() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "300"])
         _ = try warm(server, ["paywall", "--user-id", "u", "--attribute", "plan=free", "--media", "none"])
-        let changed = rows(try warm(server, ["paywall", "--user-id", "u", "--attribute", "plan=pro", "--media", "none"]))
+        let changed = rows(
+            try warm(server, ["paywall", "--user-id", "u", "--attribute", "plan=pro", "--media", "none"]))
         #expect(changed.first?["delivery_source"] as? String == "network")
-        let other = rows(try warm(server, ["paywall", "--user-id", "v", "--attribute", "plan=free", "--media", "none"]))
+        let other = rows(
+            try warm(server, ["paywall", "--user-id", "v", "--attribute", "plan=free", "--media", "none"]))
         #expect(other.first?["delivery_source"] as? String == "network")
         #expect(try await stats(server).routes["resolve"] == 3)
     }
 
-    @Test("faults give the right outcome and cache nothing", arguments: [
-        (#"{"fail_rate":1,"fail_status":503}"#, "http_503"),
-        (#"{"fail_rate":1,"fail_status":429,"retry_after":1}"#, "http_429"),
-        (#"{"truncate_body":true}"#, "invalid_response"),
-        (#"{"invalid_json":true}"#, "invalid_response"),
-        (#"{"close_connection":true}"#, "connection_error"),
-        (#"{"invalid_flow":true}"#, "invalid_response"),
-    ])
+    @Test(
+        "faults give the right outcome and cache nothing",
+        arguments: [
+            (#"{"fail_rate":1,"fail_status":503}"#, "http_503"),
+            (#"{"fail_rate":1,"fail_status":429,"retry_after":1}"#, "http_429"),
+            (#"{"truncate_body":true}"#, "invalid_response"),
+            (#"{"invalid_json":true}"#, "invalid_response"),
+            (#"{"close_connection":true}"#, "connection_error"),
+            (#"{"invalid_flow":true}"#, "invalid_response"),
+        ])
     func faults(fault: String, code: String) async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         #expect(try await http(.POST, "\(server.url)/_admin/faults", body: Data(fault.utf8)).status == 200)
-        let r = try warm(server, ["paywall", "--user-id", "f", "--media", "none", "--retries", "1", "--timeout", "10s"])
+        let r = try warm(
+            server, ["paywall", "--user-id", "f", "--media", "none", "--retries", "1", "--timeout", "10s"])
         #expect(r.status == 3)
         #expect((rows(r).first?["error"] as? [String: Any])?["code"] as? String == code, "\(r.stdout)")
-        #expect(try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv").stdout.split(separator: "\n").count == 1)
+        #expect(
+            try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv").stdout.split(separator: "\n").count == 1
+        )
         if code.hasPrefix("http_") { #expect(try await stats(server).keys["demo/paywall/f"] == 2, "one retry") }
     }
 
@@ -139,15 +168,22 @@ struct WarmTests {
     func shards() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         let ids = tmp.file("ids.jsonl")
-        try (0..<20).map { #"{"user_id":"s\#($0)"}"# }.joined(separator: "\n").write(toFile: ids, atomically: true, encoding: .utf8)
+        try (0..<20).map { #"{"user_id":"s\#($0)"}"# }.joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
         func users(_ shard: String) throws -> Set<String> {
-            Set(rows(try warm(server, ["paywall", "--identities", ids, "--shard", shard, "--media", "none"])).compactMap { $0["user_id"] as? String })
+            Set(
+                rows(try warm(server, ["paywall", "--identities", ids, "--shard", shard, "--media", "none"])).compactMap
+                { $0["user_id"] as? String })
         }
-        let a = try users("1/2"), b = try users("2/2")
+        let a = try users("1/2")
+        let b = try users("2/2")
         #expect(a.isDisjoint(with: b))
         #expect(a.union(b).count == 20)
         #expect(try users("1/2") == a)
-        #expect(try fpctl(["warm", "paywall", "--shard", "3/2", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo"]).status == 64)
+        #expect(
+            try fpctl([
+                "warm", "paywall", "--shard", "3/2", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
+            ]).status == 64)
     }
 
     @Test("concurrent prefetches of one (placement, identity) share one request")
@@ -156,7 +192,9 @@ struct WarmTests {
         let store = try CacheStore(root: cache, create: true)
         var config = WarmConfiguration()
         config.media = .none
-        let warmer = Warmer(client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil, config: config)
+        let warmer = Warmer(
+            client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
+            config: config)
         let identity = Identity(userID: "same")
         async let a = warmer.prefetch(["paywall"], for: identity)
         async let b = warmer.prefetch(["paywall"], for: identity)
@@ -174,7 +212,9 @@ struct WarmTests {
         let r = try fpctl(["resolve", "paywall", "--output", out] + base)
         #expect(r.status == 0)
         #expect(r.stdout.contains("tier 0 cache: no entry") && r.stdout.contains("tier 1 live resolve: ok"))
-        #expect(FlowDocument.validate(data: try Data(contentsOf: URL(fileURLWithPath: out)), location: "out").0?.id == "flow_paywall")
+        #expect(
+            FlowDocument.validate(data: try Data(contentsOf: URL(fileURLWithPath: out)), location: "out").0?.id
+                == "flow_paywall")
         #expect(try fpctl(["ready", "paywall"] + base).status == 0)
         #expect(try fpctl(["ready", "nope"] + base).status == 1)
     }

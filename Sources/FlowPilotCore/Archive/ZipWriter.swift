@@ -40,10 +40,14 @@ final class ZipWriter {
     }
 
     /// Adds one regular file; `body` is called with a sink to stream its bytes.
-    func addFile(path: String, size: Int64, mtime: Int64, store: Bool,
-                 body: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
-        try check(store ? archive_write_zip_set_compression_store(archive)
-                        : archive_write_zip_set_compression_deflate(archive))
+    func addFile(
+        path: String, size: Int64, mtime: Int64, store: Bool,
+        body: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws {
+        try check(
+            store
+                ? archive_write_zip_set_compression_store(archive)
+                : archive_write_zip_set_compression_deflate(archive))
         guard let entry = archive_entry_new() else { throw ArchiveError(message: "libarchive: out of memory") }
         defer { archive_entry_free(entry) }
         archive_entry_set_pathname(entry, path)
@@ -62,7 +66,8 @@ final class ZipWriter {
             written += Int64(chunk.count)
         }
         guard written == size else {
-            throw ArchiveError(message: "\(path) changed while it was being archived (\(written) bytes, expected \(size))")
+            throw ArchiveError(
+                message: "\(path) changed while it was being archived (\(written) bytes, expected \(size))")
         }
         try check(archive_write_finish_entry(archive))
     }

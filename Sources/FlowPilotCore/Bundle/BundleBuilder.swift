@@ -41,32 +41,39 @@ public enum BundleBuilder {
         var findings = sourceFindings
         var files: [PlannedFile] = []
         var placements: [String: BundleManifest.Placement] = [:]
-        var imageURLs: [String: String] = [:]   // url -> first flow that uses it
+        var imageURLs: [String: String] = [:]  // url -> first flow that uses it
         var fontURLs: [String: (url: String, sha256: String?, flow: String)] = [:]
 
         for key in CanonicalJSON.sortedKeys(source.placements.keys) {
             let rel = source.placements[key]!
             let archivePath = "flows/\(key).json"
             guard BundlePath.isCanonical(archivePath) else {
-                findings.append(.error("source-placement-key", "bundle.json#/placements/\(key)",
-                                       "placement key must be lowercase letters, digits, '.', '_' or '-'"))
+                findings.append(
+                    .error(
+                        "source-placement-key", "bundle.json#/placements/\(key)",
+                        "placement key must be lowercase letters, digits, '.', '_' or '-'"))
                 continue
             }
             guard let data = FileManager.default.contents(atPath: source.url(for: rel).path) else {
-                findings.append(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
+                findings.append(
+                    .error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
                 continue
             }
             let (doc, flowFindings) = FlowDocument.validate(data: data, location: rel)
             findings += flowFindings
             guard let doc else { continue }
             placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
-            files.append(PlannedFile(archivePath: archivePath, size: Int64(data.count),
-                                     sha256: Digest.sha256Hex(data), content: .bytes(data)))
+            files.append(
+                PlannedFile(
+                    archivePath: archivePath, size: Int64(data.count),
+                    sha256: Digest.sha256Hex(data), content: .bytes(data)))
             for url in doc.allImages where imageURLs[url] == nil { imageURLs[url] = rel }
             for font in doc.fonts {
                 if let other = fontURLs[font.name], other.url != font.url {
-                    findings.append(.error("source-font-conflict", rel,
-                                           "font '\(font.name)' is \(font.url) here but \(other.url) in \(other.flow)"))
+                    findings.append(
+                        .error(
+                            "source-font-conflict", rel,
+                            "font '\(font.name)' is \(font.url) here but \(other.url) in \(other.flow)"))
                 } else {
                     fontURLs[font.name] = (font.url, font.sha256, rel)
                 }
@@ -75,9 +82,10 @@ public enum BundleBuilder {
 
         var media: [String: String] = [:]
         var fonts: [String: String] = [:]
-        var assetFiles: [String: PlannedFile] = [:]   // archive path -> file (identical content shares one entry)
+        var assetFiles: [String: PlannedFile] = [:]  // archive path -> file (identical content shares one entry)
         // Hash every referenced asset up front, on all cores: this is most of a build's reading.
-        let referencedFiles = Set(imageURLs.keys.compactMap { source.assets[$0] } + fontURLs.values.compactMap { source.assets[$0.url] })
+        let referencedFiles = Set(
+            imageURLs.keys.compactMap { source.assets[$0] } + fontURLs.values.compactMap { source.assets[$0.url] })
         let digests = hashFiles(referencedFiles.map { source.url(for: $0) })
         func addAsset(url: String, usedBy flow: String, folder: String) -> PlannedFile? {
             guard let rel = source.assets[url] else {
@@ -95,20 +103,27 @@ public enum BundleBuilder {
             return planned
         }
         for url in CanonicalJSON.sortedKeys(imageURLs.keys) {
-            if let planned = addAsset(url: url, usedBy: imageURLs[url]!, folder: "media") { media[url] = planned.archivePath }
+            if let planned = addAsset(url: url, usedBy: imageURLs[url]!, folder: "media") {
+                media[url] = planned.archivePath
+            }
         }
         for name in CanonicalJSON.sortedKeys(fontURLs.keys) {
             let font = fontURLs[name]!
             guard let planned = addAsset(url: font.url, usedBy: font.flow, folder: "fonts") else { continue }
             if let expected = font.sha256, expected != planned.sha256 {
-                findings.append(.error("source-font-hash", source.assets[font.url]!,
-                                       "font '\(name)' has sha256 \(planned.sha256), the flow declares \(expected)"))
+                findings.append(
+                    .error(
+                        "source-font-hash", source.assets[font.url]!,
+                        "font '\(name)' has sha256 \(planned.sha256), the flow declares \(expected)"))
             }
             fonts[name] = planned.archivePath
         }
         let referenced = Set(imageURLs.keys).union(fontURLs.values.map(\.url))
         for url in CanonicalJSON.sortedKeys(source.assets.keys) where !referenced.contains(url) {
-            findings.append(.warning("source-unreferenced-asset", source.assets[url]!, "\(url) is used by no flow; left out of the bundle"))
+            findings.append(
+                .warning(
+                    "source-unreferenced-asset", source.assets[url]!,
+                    "\(url) is used by no flow; left out of the bundle"))
         }
         files += assetFiles.values
 
@@ -118,7 +133,8 @@ public enum BundleBuilder {
         let manifest = BundleManifest(
             appID: source.appID, generator: options.generator, createdAt: createdAt,
             placements: placements, media: media, fonts: fonts,
-            files: Dictionary(uniqueKeysWithValues: files.map { ($0.archivePath, .init(size: $0.size, sha256: $0.sha256)) }))
+            files: Dictionary(
+                uniqueKeysWithValues: files.map { ($0.archivePath, .init(size: $0.size, sha256: $0.sha256)) }))
         let manifestData = manifest.data
 
         let out = try AtomicOutput(destination: output, overwrite: options.overwrite)
@@ -129,12 +145,15 @@ public enum BundleBuilder {
         var streamed: [(id: Int, file: PlannedFile)] = []
         do {
             let writer = try ZipWriter(path: out.temporaryPath)
-            try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), mtime: mtime, store: false) { sink in
+            try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), mtime: mtime, store: false) {
+                sink in
                 try manifestData.withUnsafeBytes { try sink($0) }
             }
             for file in files.sorted(by: { $0.archivePath.utf8.lexicographicallyPrecedes($1.archivePath.utf8) }) {
-                try writer.addFile(path: file.archivePath, size: file.size, mtime: mtime,
-                                   store: BundlePath.isStored(file.archivePath)) { sink in
+                try writer.addFile(
+                    path: file.archivePath, size: file.size, mtime: mtime,
+                    store: BundlePath.isStored(file.archivePath)
+                ) { sink in
                     switch file.content {
                     case .bytes(let data): try data.withUnsafeBytes { try sink($0) }
                     case .file(let url):
@@ -150,18 +169,21 @@ public enum BundleBuilder {
         }
         let rehashed = rehash.drain()
         for (id, file) in streamed where rehashed[id] != file.sha256 {
-            throw FPError.cannotWrite("\(file.archivePath): its source changed while the bundle was being built; nothing was written")
+            throw FPError.cannotWrite(
+                "\(file.archivePath): its source changed while the bundle was being built; nothing was written")
         }
         try out.commit()
         let written = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int64) ?? 0
-        return Result(output: output, digest: Digest.sha256Hex(manifestData), manifest: manifest,
-                      warnings: findings.filter { $0.severity == .warning }, bytesWritten: written ?? 0)
+        return Result(
+            output: output, digest: Digest.sha256Hex(manifestData), manifest: manifest,
+            warnings: findings.filter { $0.severity == .warning }, bytesWritten: written ?? 0)
     }
 
     static func resolveCreatedAt(source: BundleSource, options: Options) throws -> Date {
         if let epoch = options.sourceDateEpoch, !epoch.isEmpty {
             guard let seconds = Int64(epoch), seconds >= 315_532_800, seconds < 4_354_819_200 else {
-                throw FPError.usage("SOURCE_DATE_EPOCH=\(epoch): must be whole seconds between 1980 and 2107 (the zip date range)")
+                throw FPError.usage(
+                    "SOURCE_DATE_EPOCH=\(epoch): must be whole seconds between 1980 and 2107 (the zip date range)")
             }
             return Date(timeIntervalSince1970: TimeInterval(seconds))
         }
@@ -202,8 +224,10 @@ public enum BundleBuilder {
     }
 
     /// Streams a file into the archive, handing each block to `pipeline` as well.
-    private static func streamFile(_ url: URL, id: Int, pipeline: HashPipeline,
-                                   into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+    private static func streamFile(
+        _ url: URL, id: Int, pipeline: HashPipeline,
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {

@@ -32,7 +32,8 @@ public enum BundleExtractor {
                 throw FPError.cannotWrite("\(directory): cannot create: \(error.localizedDescription)")
             }
         }
-        let staging = URL(fileURLWithPath: directory).appendingPathComponent(".fpctl-extract-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        let staging = URL(fileURLWithPath: directory).appendingPathComponent(
+            ".fpctl-extract-\(getpid())-\(UInt32.random(in: 0 ... .max))")
         do { try fm.createDirectory(at: staging, withIntermediateDirectories: false) } catch {
             throw FPError.cannotWrite("\(directory): cannot write: \(error.localizedDescription)")
         }
@@ -63,7 +64,9 @@ public enum BundleExtractor {
                 try handle.close()
                 // The file could have been swapped between validating and extracting.
                 guard Digest.hex(hasher.finalize()) == sha else {
-                    throw FPError.invalid([.error("manifest-hash-mismatch", entry.path, "content changed since validation")])
+                    throw FPError.invalid([
+                        .error("manifest-hash-mismatch", entry.path, "content changed since validation")
+                    ])
                 }
                 files += 1
             }

@@ -10,17 +10,20 @@ public enum BundleLimits {
 
     static func check(sizes: [(String, Int64)], findings: inout [Finding]) throws {
         if sizes.count + 1 > maxEntries {
-            findings.append(.error("limit-entries", "-", "\(sizes.count + 1) entries; a bundle holds at most \(maxEntries)"))
+            findings.append(
+                .error("limit-entries", "-", "\(sizes.count + 1) entries; a bundle holds at most \(maxEntries)"))
         }
         var total: Int64 = 0
         for (path, size) in sizes {
             total += size
             if size > maxEntryBytes {
-                findings.append(.error("limit-entry-size", path, "\(size) bytes; an entry holds at most \(maxEntryBytes)"))
+                findings.append(
+                    .error("limit-entry-size", path, "\(size) bytes; an entry holds at most \(maxEntryBytes)"))
             }
         }
         if total > maxTotalBytes {
-            findings.append(.error("limit-total-size", "-", "\(total) bytes in all; a bundle holds at most \(maxTotalBytes)"))
+            findings.append(
+                .error("limit-total-size", "-", "\(total) bytes in all; a bundle holds at most \(maxTotalBytes)"))
         }
     }
 }

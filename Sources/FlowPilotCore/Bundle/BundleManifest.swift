@@ -34,14 +34,16 @@ public struct BundleManifest: Sendable, Equatable {
             "app_id": .string(appID),
             "generator": .string(generator),
             "created_at": .string(RFC3339.string(createdAt)),
-            "placements": .object(placements.mapValues {
-                .object(["path": .string($0.path), "flow_id": .string($0.flowID), "version": .string($0.version)])
-            }),
+            "placements": .object(
+                placements.mapValues {
+                    .object(["path": .string($0.path), "flow_id": .string($0.flowID), "version": .string($0.version)])
+                }),
             "media": .object(media.mapValues { .string($0) }),
             "fonts": .object(fonts.mapValues { .string($0) }),
-            "files": .object(files.mapValues {
-                .object(["size": .number(Double($0.size)), "sha256": .string($0.sha256)])
-            }),
+            "files": .object(
+                files.mapValues {
+                    .object(["size": .number(Double($0.size)), "sha256": .string($0.sha256)])
+                }),
         ])
     }
 
@@ -66,18 +68,24 @@ extension BundleManifest {
         switch json["format_version"]?.numberValue {
         case Double(formatVersion)?: break
         case let v? where v > Double(formatVersion):
-            findings.append(.error("manifest-format-version", at("/format_version"),
-                                   "unknown format_version \(CanonicalJSON.formatNumber(v)) (this fpctl reads 1); upgrade fpctl"))
+            findings.append(
+                .error(
+                    "manifest-format-version", at("/format_version"),
+                    "unknown format_version \(CanonicalJSON.formatNumber(v)) (this fpctl reads 1); upgrade fpctl"))
             return (nil, findings)
         default:
             findings.append(.error("manifest-format-version", at("/format_version"), "format_version must be 1"))
             return (nil, findings)
         }
         let appID = json["app_id"]?.stringValue ?? ""
-        if appID.isEmpty { findings.append(.error("manifest-field", at("/app_id"), "app_id must be a non-empty string")) }
+        if appID.isEmpty {
+            findings.append(.error("manifest-field", at("/app_id"), "app_id must be a non-empty string"))
+        }
         let createdAtString = json["created_at"]?.stringValue ?? ""
         let createdAt = RFC3339.parse(createdAtString)
-        if createdAt == nil { findings.append(.error("manifest-field", at("/created_at"), "created_at must be an RFC 3339 UTC time")) }
+        if createdAt == nil {
+            findings.append(.error("manifest-field", at("/created_at"), "created_at must be an RFC 3339 UTC time"))
+        }
 
         func stringMap(_ key: String) -> [String: String] {
             guard let object = json[key]?.objectValue else {
@@ -86,7 +94,9 @@ extension BundleManifest {
             }
             var out: [String: String] = [:]
             for (k, v) in object {
-                if let s = v.stringValue { out[k] = s } else {
+                if let s = v.stringValue {
+                    out[k] = s
+                } else {
                     findings.append(.error("manifest-field", at("/\(key)/\(k)"), "must be a string path"))
                 }
             }
@@ -96,8 +106,12 @@ extension BundleManifest {
         if let object = json["placements"]?.objectValue {
             for (key, value) in object {
                 guard let path = value["path"]?.stringValue, let flowID = value["flow_id"]?.stringValue,
-                      let version = value["version"]?.stringValue else {
-                    findings.append(.error("manifest-field", at("/placements/\(key)"), "a placement needs path, flow_id and version strings"))
+                    let version = value["version"]?.stringValue
+                else {
+                    findings.append(
+                        .error(
+                            "manifest-field", at("/placements/\(key)"),
+                            "a placement needs path, flow_id and version strings"))
                     continue
                 }
                 placements[key] = Placement(path: path, flowID: flowID, version: version)
@@ -111,8 +125,10 @@ extension BundleManifest {
         if let object = json["files"]?.objectValue {
             for (path, value) in object {
                 guard let size = value["size"]?.numberValue, size >= 0, size.rounded() == size,
-                      let sha = value["sha256"]?.stringValue else {
-                    findings.append(.error("manifest-field", at("/files/\(path)"), "a file needs an integer size and a sha256"))
+                    let sha = value["sha256"]?.stringValue
+                else {
+                    findings.append(
+                        .error("manifest-field", at("/files/\(path)"), "a file needs an integer size and a sha256"))
                     continue
                 }
                 files[path] = FileInfo(size: Int64(size), sha256: sha)
@@ -121,7 +137,10 @@ extension BundleManifest {
             findings.append(.error("manifest-field", at("/files"), "files must be an object"))
         }
         guard !findings.hasErrors, let createdAt else { return (nil, findings) }
-        return (BundleManifest(appID: appID, generator: json["generator"]?.stringValue ?? "", createdAt: createdAt,
-                               placements: placements, media: media, fonts: fonts, files: files), findings)
+        return (
+            BundleManifest(
+                appID: appID, generator: json["generator"]?.stringValue ?? "", createdAt: createdAt,
+                placements: placements, media: media, fonts: fonts, files: files), findings
+        )
     }
 }

@@ -18,12 +18,15 @@ public enum BundlePath {
                 componentLength = 0
                 continue
             }
-            let lowerOrDigit = (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
+            let lowerOrDigit =
+                (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
             if componentStart {
                 guard lowerOrDigit else { return false }
                 componentStart = false
             } else {
-                guard lowerOrDigit || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") else { return false }
+                guard lowerOrDigit || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") else {
+                    return false
+                }
             }
             componentLength += 1
             if componentLength > maxComponentBytes { return false }
@@ -40,16 +43,23 @@ public enum BundlePath {
         if path.hasPrefix("/") || (path.count >= 2 && Array(path)[1] == ":") {
             return ("zip-path-absolute", "path is absolute")
         }
-        if components.contains(where: { $0 == ".." }) { return ("zip-path-traversal", "path escapes the archive with '..'") }
+        if components.contains(where: { $0 == ".." }) {
+            return ("zip-path-traversal", "path escapes the archive with '..'")
+        }
         if path.hasSuffix("/") { return ("zip-entry-type", "entry is a directory; bundles hold regular files only") }
         if path.utf8.count > maxPathBytes || components.contains(where: { $0.utf8.count > maxComponentBytes }) {
-            return ("zip-path-length", "path longer than \(maxPathBytes) bytes or a component longer than \(maxComponentBytes)")
+            return (
+                "zip-path-length",
+                "path longer than \(maxPathBytes) bytes or a component longer than \(maxComponentBytes)"
+            )
         }
         return ("zip-path-noncanonical", "path does not match ^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
     }
 
     /// Extensions whose content is already compressed: stored, not deflated.
-    public static let storedExtensions: Set<String> = ["png", "jpg", "jpeg", "gif", "webp", "woff", "woff2", "mp4", "zip"]
+    public static let storedExtensions: Set<String> = [
+        "png", "jpg", "jpeg", "gif", "webp", "woff", "woff2", "mp4", "zip",
+    ]
 
     public static func isStored(_ path: String) -> Bool {
         guard let dot = path.lastIndex(of: ".") else { return false }

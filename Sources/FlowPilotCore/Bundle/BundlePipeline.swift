@@ -14,15 +14,18 @@ public enum BundlePipeline {
     /// mapped by URL. Files are rewritten only when their content changed, and
     /// `created_at` moves only when something did. Media over `maxMediaBytes` or
     /// failing to download are errors unless `allowMissingMedia`.
-    public static func pull(into directory: String, client: ResolveClient, identity: Identity, placements: [String],
-                            allowMissingMedia: Bool, maxMediaBytes: Int64 = BundleLimits.maxEntryBytes) async throws -> PullResult {
+    public static func pull(
+        into directory: String, client: ResolveClient, identity: Identity, placements: [String],
+        allowMissingMedia: Bool, maxMediaBytes: Int64 = BundleLimits.maxEntryBytes
+    ) async throws -> PullResult {
         var findings: [Finding] = []
         var flows: [String: FlowDocument] = [:]
         for key in placements {
             switch await client.resolve(key, identity) {
             case .flow(let doc, _): flows[key] = doc
             case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
-            case .failed(let failure): findings.append(.error("pull-failed", key, "\(failure.code): \(failure.message)"))
+            case .failed(let failure):
+                findings.append(.error("pull-failed", key, "\(failure.code): \(failure.message)"))
             }
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
@@ -38,7 +41,8 @@ public enum BundlePipeline {
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
                 assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
             case .failure(let reason):
-                findings.append(allowMissingMedia ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
+                findings.append(
+                    allowMissingMedia ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
             }
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
@@ -61,15 +65,18 @@ public enum BundlePipeline {
         let keep = Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name))
         var removed: [String] = []
         for folder in ["flows", "assets"] {
-            for name in (try? fm.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? [] where !keep.contains("\(folder)/\(name)") {
+            for name in (try? fm.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? []
+            where !keep.contains("\(folder)/\(name)") {
                 try? fm.removeItem(atPath: "\(directory)/\(folder)/\(name)")
                 removed.append("\(folder)/\(name)")
             }
         }
         let manifestPath = "\(directory)/\(BundleSource.fileName)"
         var createdAt = RFC3339.string(Date())
-        if changed.isEmpty && removed.isEmpty, let old = fm.contents(atPath: manifestPath).flatMap({ try? JSONValue.parse($0) }),
-           let previous = old["created_at"]?.stringValue {
+        if changed.isEmpty && removed.isEmpty,
+            let old = fm.contents(atPath: manifestPath).flatMap({ try? JSONValue.parse($0) }),
+            let previous = old["created_at"]?.stringValue
+        {
             createdAt = previous
         }
         let bundleJSON: JSONValue = .object([
@@ -105,26 +112,42 @@ public enum BundlePipeline {
 
     /// Per placement, whether the bundled flow is what the backend resolves now:
     /// same id, version and content hash, same media.
-    public static func diff(_ bundle: LoadedBundle, client: ResolveClient, identity: Identity, extra: [String]) async -> [DiffRow] {
+    public static func diff(_ bundle: LoadedBundle, client: ResolveClient, identity: Identity, extra: [String]) async
+        -> [DiffRow]
+    {
         var rows: [DiffRow] = []
         for key in Set(bundle.flows.keys).union(extra).sorted() {
             let bundled = bundle.flows[key]?.document
             let live = await client.resolve(key, identity)
-            func describe(_ d: FlowDocument) -> String { "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))" }
+            func describe(_ d: FlowDocument) -> String {
+                "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))"
+            }
             switch (bundled, live) {
             case (nil, .flow(let doc, _)):
-                rows.append(DiffRow(placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changedMedia: []))
+                rows.append(
+                    DiffRow(
+                        placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changedMedia: []
+                    ))
             case (nil, _):
                 continue
             case (let b?, .noFlow):
-                rows.append(DiffRow(placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changedMedia: []))
+                rows.append(
+                    DiffRow(
+                        placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changedMedia: [])
+                )
             case (let b?, .failed(let failure)):
                 let reason = "\(failure.code): \(failure.message)"
-                rows.append(DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: []))
+                rows.append(
+                    DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: []))
             case (let b?, .flow(let doc, _)):
-                let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(doc.allImages + doc.fonts.map(\.url)).sorted()
+                let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(
+                    doc.allImages + doc.fonts.map(\.url)
+                ).sorted()
                 let same = describe(b) == describe(doc) && media.isEmpty
-                rows.append(DiffRow(placement: key, status: same ? .inSync : .changed, bundled: describe(b), backend: describe(doc), changedMedia: media))
+                rows.append(
+                    DiffRow(
+                        placement: key, status: same ? .inSync : .changed, bundled: describe(b), backend: describe(doc),
+                        changedMedia: media))
             }
         }
         return rows

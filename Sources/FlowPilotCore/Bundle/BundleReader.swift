@@ -102,7 +102,10 @@ private struct ContentPass {
                 return
             }
             guard let header, header.path == entry.name else {
-                findings.append(.error("zip-structure", entry.name, "libarchive does not see this entry where the central directory puts it"))
+                findings.append(
+                    .error(
+                        "zip-structure", entry.name,
+                        "libarchive does not see this entry where the central directory puts it"))
                 return
             }
             if header.isEncrypted {
@@ -166,13 +169,18 @@ private struct ContentPass {
             try reader.readData { chunk in
                 count += Int64(chunk.count)
                 if count > entry.uncompressedSize {
-                    problem = .error("zip-size-mismatch", entry.name, "more data than the \(entry.uncompressedSize) bytes its headers declare")
+                    problem = .error(
+                        "zip-size-mismatch", entry.name,
+                        "more data than the \(entry.uncompressedSize) bytes its headers declare")
                 } else if count > BundleLimits.maxEntryBytes {
                     problem = .error("limit-entry-size", entry.name, "over \(BundleLimits.maxEntryBytes) bytes")
                 } else if entry.method == 8, count > ratioCap {
-                    problem = .error("limit-compression-ratio", entry.name, "expands more than \(BundleLimits.maxCompressionRatio) times")
+                    problem = .error(
+                        "limit-compression-ratio", entry.name,
+                        "expands more than \(BundleLimits.maxCompressionRatio) times")
                 } else if keepBytes, count > BundleLimits.maxJSONBytes {
-                    problem = .error("limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
+                    problem = .error(
+                        "limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
                 }
                 if problem != nil { return false }
                 if keepBytes { body?.append(contentsOf: chunk) } else { pipeline.update(entry.index, chunk) }
@@ -187,7 +195,9 @@ private struct ContentPass {
             return nil
         }
         if count != entry.uncompressedSize {
-            findings.append(.error("zip-size-mismatch", entry.name, "\(count) bytes, the headers declare \(entry.uncompressedSize)"))
+            findings.append(
+                .error("zip-size-mismatch", entry.name, "\(count) bytes, the headers declare \(entry.uncompressedSize)")
+            )
             return nil
         }
         if !keepBytes { pipeline.finish(entry.index) }
@@ -207,32 +217,40 @@ private struct ContentPass {
                 findings.append(.error("manifest-placement", at, "path \(placement.path) should be flows/\(key).json"))
             }
             if !names.contains(placement.path) {
-                findings.append(.error("manifest-missing-file", placement.path, "placement \(key)'s flow is not in the archive"))
+                findings.append(
+                    .error("manifest-missing-file", placement.path, "placement \(key)'s flow is not in the archive"))
             }
         }
         for path in CanonicalJSON.sortedKeys(parsed.files.keys) where !names.contains(path) {
             findings.append(.error("manifest-missing-file", path, "listed in manifest.json but not in the archive"))
         }
         if let maxAge = options.maxAge, options.now.timeIntervalSince(parsed.createdAt) > maxAge {
-            findings.append(.warning("bundle-age", "\(BundleManifest.path)#/created_at",
-                                     "created \(RFC3339.string(parsed.createdAt)), older than the allowed \(Int(maxAge))s"))
+            findings.append(
+                .warning(
+                    "bundle-age", "\(BundleManifest.path)#/created_at",
+                    "created \(RFC3339.string(parsed.createdAt)), older than the allowed \(Int(maxAge))s"))
         }
     }
 
     mutating func checkListed(_ path: String, size: Int64, sha256: String) {
         if path == BundleManifest.signaturePath { return }
         guard let listed = manifest?.files[path] else {
-            findings.append(.error("manifest-unlisted-file", path, "in the archive but not listed in manifest.json files"))
+            findings.append(
+                .error("manifest-unlisted-file", path, "in the archive but not listed in manifest.json files"))
             return
         }
         if listed.size != size {
             findings.append(.error("manifest-size-mismatch", path, "\(size) bytes, manifest.json says \(listed.size)"))
         }
         if listed.sha256 != sha256 {
-            findings.append(.error("manifest-hash-mismatch", path, "sha256 \(sha256), manifest.json says \(listed.sha256)"))
+            findings.append(
+                .error("manifest-hash-mismatch", path, "sha256 \(sha256), manifest.json says \(listed.sha256)"))
         }
         if path.hasPrefix("media/") || path.hasPrefix("fonts/") {
-            let stem = path.split(separator: "/").last.map { $0.split(separator: ".", maxSplits: 1).first.map(String.init) ?? "" } ?? ""
+            let stem =
+                path.split(separator: "/").last.map {
+                    $0.split(separator: ".", maxSplits: 1).first.map(String.init) ?? ""
+                } ?? ""
             if stem != sha256 {
                 findings.append(.error("bundle-asset-name", path, "asset files are named by their sha256 (\(sha256))"))
             }
@@ -247,8 +265,10 @@ private struct ContentPass {
         guard let doc else { return }
         for (key, placement) in manifest.placements where placement.path == path {
             if placement.flowID != doc.id || placement.version != doc.version {
-                findings.append(.error("manifest-placement", "\(BundleManifest.path)#/placements/\(key)",
-                                       "says \(placement.flowID)/\(placement.version), the flow is \(doc.id)/\(doc.version)"))
+                findings.append(
+                    .error(
+                        "manifest-placement", "\(BundleManifest.path)#/placements/\(key)",
+                        "says \(placement.flowID)/\(placement.version), the flow is \(doc.id)/\(doc.version)"))
             }
         }
         for url in doc.allImages {
@@ -269,14 +289,17 @@ private struct ContentPass {
     }
 
     mutating func finish(names: Set<String>) {
-        if let raw = options.publicKey, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw), let manifestBytes,
-           let problem = BundleSigning.verify(signature: signatureBytes, manifest: manifestBytes, publicKey: key) {
+        if let raw = options.publicKey, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw),
+            let manifestBytes,
+            let problem = BundleSigning.verify(signature: signatureBytes, manifest: manifestBytes, publicKey: key)
+        {
             findings.append(problem)
         }
         for check in fontChecks where hashes[check.path] != nil && hashes[check.path] != check.sha256 {
             findings.append(.error("bundle-font-hash", check.path, "sha256 differs from the one \(check.at) declares"))
         }
-        for name in names.sorted() where (name.hasPrefix("media/") || name.hasPrefix("fonts/")) && !referencedAssets.contains(name) {
+        for name in names.sorted()
+        where (name.hasPrefix("media/") || name.hasPrefix("fonts/")) && !referencedAssets.contains(name) {
             findings.append(.warning("bundle-unreferenced-asset", name, "no flow references this asset"))
         }
         for name in names.sorted() where name.hasPrefix("flows/") && !flowsSeen.contains(name) {

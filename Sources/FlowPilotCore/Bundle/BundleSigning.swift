@@ -19,13 +19,22 @@ public enum BundleSigning {
     public static func generate(base: String) throws -> String {
         let key = Curve25519.Signing.PrivateKey()
         let id = keyID(key.publicKey)
-        let priv = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(id),
-                                                     "private_key": .string(key.rawRepresentation.base64EncodedString())]))
-        let pub = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(id),
-                                                    "public_key": .string(key.publicKey.rawRepresentation.base64EncodedString())]))
+        let priv = CanonicalJSON.prettyData(
+            .object([
+                "alg": .string("ed25519"), "key_id": .string(id),
+                "private_key": .string(key.rawRepresentation.base64EncodedString()),
+            ]))
+        let pub = CanonicalJSON.prettyData(
+            .object([
+                "alg": .string("ed25519"), "key_id": .string(id),
+                "public_key": .string(key.publicKey.rawRepresentation.base64EncodedString()),
+            ]))
         for (path, data, mode) in [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))] {
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-            guard fd >= 0 else { throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw FPError.cannotWrite(
+                    "\(path): \(errno == EEXIST ? "already exists" : String(cString: strerror(errno)))")
+            }
             defer { close(fd) }
             fchmod(fd, mode)
             try AtomicFile.writeAll(fd, data)
@@ -34,20 +43,26 @@ public enum BundleSigning {
     }
 
     public static func loadPrivate(_ path: String) throws -> KeyPair {
-        guard let data = FileManager.default.contents(atPath: path) else { throw FPError.inputMissing("\(path): cannot read the key file") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FPError.inputMissing("\(path): cannot read the key file")
+        }
         guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
-              let raw = json["private_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-              let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
+            let raw = json["private_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
+        else {
             throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 private key file")])
         }
         return KeyPair(keyID: keyID(key.publicKey), privateKey: key)
     }
 
     public static func loadPublic(_ path: String) throws -> Curve25519.Signing.PublicKey {
-        guard let data = FileManager.default.contents(atPath: path) else { throw FPError.inputMissing("\(path): cannot read the public key file") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FPError.inputMissing("\(path): cannot read the public key file")
+        }
         guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
-              let raw = json["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-              let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+            let raw = json["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+            let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw)
+        else {
             throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 public key file")])
         }
         return key
@@ -55,16 +70,23 @@ public enum BundleSigning {
 
     /// Checks `manifest.sig` against the manifest bytes and a trusted key.
     static func verify(signature sigData: Data?, manifest: Data, publicKey: Curve25519.Signing.PublicKey) -> Finding? {
-        guard let sigData else { return .error("signature-missing", BundleManifest.signaturePath, "the bundle is not signed") }
+        guard let sigData else {
+            return .error("signature-missing", BundleManifest.signaturePath, "the bundle is not signed")
+        }
         guard let json = try? JSONValue.parse(sigData), json["alg"]?.stringValue == "ed25519",
-              let id = json["key_id"]?.stringValue, let sig = json["signature"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else {
+            let id = json["key_id"]?.stringValue,
+            let sig = json["signature"]?.stringValue.flatMap({ Data(base64Encoded: $0) })
+        else {
             return .error("signature-invalid", BundleManifest.signaturePath, "not an ed25519 signature record")
         }
         guard id == keyID(publicKey) else {
-            return .error("signature-unknown-key", BundleManifest.signaturePath, "signed with key \(id), not the trusted key \(keyID(publicKey))")
+            return .error(
+                "signature-unknown-key", BundleManifest.signaturePath,
+                "signed with key \(id), not the trusted key \(keyID(publicKey))")
         }
         guard publicKey.isValidSignature(sig, for: manifest) else {
-            return .error("signature-invalid", BundleManifest.signaturePath, "the signature does not match manifest.json")
+            return .error(
+                "signature-invalid", BundleManifest.signaturePath, "the signature does not match manifest.json")
         }
         return nil
     }
@@ -74,7 +96,9 @@ public enum BundleSigning {
     /// atomically (or writes `output`).
     public static func sign(_ bundle: String, key: KeyPair, output: String? = nil) throws -> String {
         let report = try BundleReader.validate(bundle)
-        guard report.isValid, let manifest = report.manifest, let digest = report.digest else { throw FPError.invalid(report.findings) }
+        guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
+            throw FPError.invalid(report.findings)
+        }
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         let out = try AtomicOutput(destination: output ?? bundle, overwrite: true)
         let mtime = Int64(manifest.createdAt.timeIntervalSince1970)
@@ -87,10 +111,16 @@ public enum BundleSigning {
                 if entry.path == BundleManifest.signaturePath { continue }
                 if entry.path == BundleManifest.path {
                     var manifestData = Data()
-                    try reader.readData { manifestData.append(contentsOf: $0); return true }
+                    try reader.readData {
+                        manifestData.append(contentsOf: $0)
+                        return true
+                    }
                     let signature = try key.privateKey.signature(for: manifestData)
-                    let sig = CanonicalJSON.prettyData(.object(["alg": .string("ed25519"), "key_id": .string(key.keyID),
-                                                                "signature": .string(signature.base64EncodedString())]))
+                    let sig = CanonicalJSON.prettyData(
+                        .object([
+                            "alg": .string("ed25519"), "key_id": .string(key.keyID),
+                            "signature": .string(signature.base64EncodedString()),
+                        ]))
                     for (path, data) in [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)] {
                         try writer.addFile(path: path, size: Int64(data.count), mtime: mtime, store: false) { sink in
                             try data.withUnsafeBytes { try sink($0) }
@@ -98,9 +128,14 @@ public enum BundleSigning {
                     }
                     continue
                 }
-                try writer.addFile(path: entry.path, size: sizes[entry.path] ?? 0, mtime: mtime,
-                                   store: BundlePath.isStored(entry.path)) { sink in
-                    try reader.readData { chunk in try sink(chunk); return true }
+                try writer.addFile(
+                    path: entry.path, size: sizes[entry.path] ?? 0, mtime: mtime,
+                    store: BundlePath.isStored(entry.path)
+                ) { sink in
+                    try reader.readData { chunk in
+                        try sink(chunk)
+                        return true
+                    }
                 }
             }
             try writer.close()

@@ -32,11 +32,16 @@ public struct BundleSource: Sendable {
         }
         var findings: [Finding] = []
         let appID = json["app_id"]?.stringValue ?? ""
-        if appID.isEmpty { findings.append(.error("source-field", "\(fileName)#/app_id", "app_id must be a non-empty string")) }
+        if appID.isEmpty {
+            findings.append(.error("source-field", "\(fileName)#/app_id", "app_id must be a non-empty string"))
+        }
         var createdAt: Date?
         if let value = json["created_at"] {
-            if let s = value.stringValue, let d = RFC3339.parse(s) { createdAt = d } else {
-                findings.append(.error("source-field", "\(fileName)#/created_at", "created_at must be an RFC 3339 time"))
+            if let s = value.stringValue, let d = RFC3339.parse(s) {
+                createdAt = d
+            } else {
+                findings.append(
+                    .error("source-field", "\(fileName)#/created_at", "created_at must be an RFC 3339 time"))
             }
         }
         func relativeMap(_ key: String) -> [String: String] {
@@ -49,7 +54,10 @@ public struct BundleSource: Sendable {
             var out: [String: String] = [:]
             for (k, v) in object {
                 guard let rel = v.stringValue, isContained(rel) else {
-                    findings.append(.error("source-path", "\(fileName)#/\(key)/\(k)", "must be a relative path inside the source directory"))
+                    findings.append(
+                        .error(
+                            "source-path", "\(fileName)#/\(key)/\(k)",
+                            "must be a relative path inside the source directory"))
                     continue
                 }
                 out[k] = rel
@@ -62,8 +70,11 @@ public struct BundleSource: Sendable {
         }
         let assets = relativeMap("assets")
         if findings.hasErrors { return (nil, findings) }
-        return (BundleSource(directory: directory, appID: appID, createdAt: createdAt,
-                             placements: placements, assets: assets), findings)
+        return (
+            BundleSource(
+                directory: directory, appID: appID, createdAt: createdAt,
+                placements: placements, assets: assets), findings
+        )
     }
 
     public func url(for relativePath: String) -> URL {

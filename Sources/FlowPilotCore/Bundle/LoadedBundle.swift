@@ -35,7 +35,9 @@ public struct LoadedBundle: Sendable {
             throw FPError.inputMissing("\(path): no such bundle or bundle source")
         }
         guard isDir.boolValue else { return try read(path) }
-        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("fpctl-load-\(UUID().uuidString).fpbundle").path
+        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "fpctl-load-\(UUID().uuidString).fpbundle"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: tmp) }
         _ = try BundleBuilder.build(sourceDirectory: path, output: tmp)
         return try read(tmp)
@@ -44,11 +46,12 @@ public struct LoadedBundle: Sendable {
     private static func read(_ path: String) throws -> LoadedBundle {
         let report = try BundleReader.validate(path)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
-            throw FPError.invalid(report.findings.map { f in
-                var f = f
-                f.path = "\(path): \(f.path)"
-                return f
-            })
+            throw FPError.invalid(
+                report.findings.map { f in
+                    var f = f
+                    f.path = "\(path): \(f.path)"
+                    return f
+                })
         }
         var contents: [String: Data] = [:]
         let reader = try ZipReader(path: path)
@@ -67,12 +70,14 @@ public struct LoadedBundle: Sendable {
         var flows: [String: Flow] = [:]
         for (key, placement) in manifest.placements {
             guard let data = contents[placement.path],
-                  let doc = FlowDocument.validate(data: data, location: placement.path).0 else { continue }
+                let doc = FlowDocument.validate(data: data, location: placement.path).0
+            else { continue }
             flows[key] = Flow(data: data, document: doc)
         }
-        let assetsByPath = Dictionary(uniqueKeysWithValues: contents.keys
-            .filter { $0.hasPrefix("media/") || $0.hasPrefix("fonts/") }
-            .compactMap { p in asset(p).map { (p, $0) } })
+        let assetsByPath = Dictionary(
+            uniqueKeysWithValues: contents.keys
+                .filter { $0.hasPrefix("media/") || $0.hasPrefix("fonts/") }
+                .compactMap { p in asset(p).map { (p, $0) } })
         return LoadedBundle(
             appID: manifest.appID, digest: digest, createdAt: manifest.createdAt, flows: flows,
             media: manifest.media.compactMapValues { assetsByPath[$0] },

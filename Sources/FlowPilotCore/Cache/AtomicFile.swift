@@ -29,7 +29,9 @@ enum AtomicFile {
             fchmod(fd, 0o644)
             if let mtime { setTimes(fd: fd, mtime: mtime) }
             if let tempName {
-                guard rename(tempName, target) == 0 else { throw CacheError.io("\(target): \(String(cString: strerror(errno)))") }
+                guard rename(tempName, target) == 0 else {
+                    throw CacheError.io("\(target): \(String(cString: strerror(errno)))")
+                }
             } else {
                 guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 else {
                     throw CacheError.io("\(target): \(String(cString: strerror(errno)))")
@@ -56,16 +58,20 @@ enum AtomicFile {
     }
 
     static func setTimes(fd: Int32, mtime: Date) {
-        var times = [timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
-                     timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0)]
+        var times = [
+            timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
+            timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
+        ]
         futimens(fd, &times)
     }
 
     /// Sets a file's modification time (the cache's own access record for images).
     static func touch(_ path: String, _ date: Date) {
         let seconds = date.timeIntervalSince1970
-        var times = [timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
-                     timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))]
+        var times = [
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+        ]
         utimensat(AT_FDCWD, path, &times, 0)
     }
 }

@@ -13,7 +13,8 @@ public enum CacheNames {
         var out = ""
         for (i, byte) in text.utf8.enumerated() {
             let c = Character(Unicode.Scalar(byte))
-            let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            let plain =
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && i > 0)
             out += plain ? String(c) : String(format: "%%%02X", byte)
         }
@@ -29,7 +30,8 @@ public enum CacheNames {
             if u[i] == UInt8(ascii: "%") {
                 let h = u.index(after: i)
                 guard h < u.endIndex, u.index(after: h) < u.endIndex,
-                      let v = UInt8(String(decoding: u[h...u.index(after: h)], as: UTF8.self), radix: 16) else { return nil }
+                    let v = UInt8(String(decoding: u[h...u.index(after: h)], as: UTF8.self), radix: 16)
+                else { return nil }
                 bytes.append(v)
                 i = u.index(h, offsetBy: 2)
             } else {

@@ -55,7 +55,10 @@ extension CacheStore {
 
     private func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
         let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
-        if item.name.hasPrefix(AtomicFile.tempPrefix) { scan.temporaries.append(file); return true }
+        if item.name.hasPrefix(AtomicFile.tempPrefix) {
+            scan.temporaries.append(file)
+            return true
+        }
         return false
     }
 
@@ -63,16 +66,22 @@ extension CacheStore {
         for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
             let pdir = "\(flowsDir)/\(p.name)"
             guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
-                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast)); continue
+                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast))
+                continue
             }
             for k in DirectoryWalker.list(pdir, stat: false) ?? [] {
                 let kdir = "\(pdir)/\(k.name)"
-                guard k.isDirectory else { scan.foreign.append(.init(path: kdir, size: 0, mtime: .distantPast)); continue }
+                guard k.isDirectory else {
+                    scan.foreign.append(.init(path: kdir, size: 0, mtime: .distantPast))
+                    continue
+                }
                 var entries: [CachedFlow] = []
                 for f in DirectoryWalker.list(kdir) ?? [] {
                     if classify(kdir, f, scan: &scan) { continue }
                     let path = "\(kdir)/\(f.name)"
-                    if let e = Self.parseEntryName(placement: placement, keyDir: k.name, name: f.name, size: f.size, path: path) {
+                    if let e = Self.parseEntryName(
+                        placement: placement, keyDir: k.name, name: f.name, size: f.size, path: path)
+                    {
                         entries.append(e)
                     } else {
                         scan.foreign.append(.init(path: path, size: f.size, mtime: f.mtime))
@@ -89,14 +98,19 @@ extension CacheStore {
         for p in DirectoryWalker.list(aliasesDir, stat: false) ?? [] {
             let pdir = "\(aliasesDir)/\(p.name)"
             guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
-                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast)); continue
+                scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast))
+                continue
             }
             var found: [CacheScan.Alias] = []
             for f in DirectoryWalker.list(pdir) ?? [] {
                 if classify(pdir, f, scan: &scan) { continue }
                 let parts = f.name.split(separator: "~", maxSplits: 2)
-                guard parts.count == 3 else { scan.foreign.append(.init(path: "\(pdir)/\(f.name)", size: f.size, mtime: f.mtime)); continue }
-                found.append(.init(placement: placement, target: String(parts[2]), path: "\(pdir)/\(f.name)", size: f.size))
+                guard parts.count == 3 else {
+                    scan.foreign.append(.init(path: "\(pdir)/\(f.name)", size: f.size, mtime: f.mtime))
+                    continue
+                }
+                found.append(
+                    .init(placement: placement, target: String(parts[2]), path: "\(pdir)/\(f.name)", size: f.size))
             }
             found.sort { $0.path < $1.path }
             if let newest = found.popLast() { scan.aliases.append(newest) }
@@ -109,7 +123,10 @@ extension CacheStore {
     func scanImageDirs(into scan: inout CacheScan) {
         for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
             let d = "\(imagesDir)/\(dir.name)"
-            guard dir.isDirectory, dir.name.count == 64 else { scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast)); continue }
+            guard dir.isDirectory, dir.name.count == 64 else {
+                scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast))
+                continue
+            }
             var copies: [DirectoryWalker.Item] = []
             for item in DirectoryWalker.list(d) ?? [] {
                 if classify(d, item, scan: &scan) { continue }
@@ -123,8 +140,10 @@ extension CacheStore {
             }
             copies.sort { $0.name < $1.name }
             guard let newest = copies.popLast() else { continue }
-            scan.images.append(CachedImage(urlHash: dir.name, downloadedAt: CacheNames.parseStamp(newest.name.prefix(14))!,
-                                           lastAccess: newest.mtime, size: newest.size, path: "\(d)/\(newest.name)"))
+            scan.images.append(
+                CachedImage(
+                    urlHash: dir.name, downloadedAt: CacheNames.parseStamp(newest.name.prefix(14))!,
+                    lastAccess: newest.mtime, size: newest.size, path: "\(d)/\(newest.name)"))
             scan.superseded += copies.map { .init(path: "\(d)/\($0.name)", size: $0.size, mtime: $0.mtime) }
         }
     }

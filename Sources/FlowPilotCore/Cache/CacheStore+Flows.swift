@@ -33,7 +33,9 @@ public struct CachedFlow: Sendable {
     public let path: String
 
     /// The key directory's name, `<fingerprint>~<user>`.
-    public var keyName: String { (path as NSString).deletingLastPathComponent.split(separator: "/").last.map(String.init) ?? "" }
+    public var keyName: String {
+        (path as NSString).deletingLastPathComponent.split(separator: "/").last.map(String.init) ?? ""
+    }
 
     public func age(at now: Date) -> TimeInterval { now.timeIntervalSince(resolvedAt) }
     /// Fresh while `now - resolved_at < ttl`.
@@ -52,8 +54,10 @@ extension CacheStore {
     /// Stores a validated flow for (placement, identity) and points the
     /// placement's last-known-good alias at it. Nothing partial is ever visible.
     @discardableResult
-    public func storeFlow(placement: String, identity: Identity, document: FlowDocument,
-                          ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date()) throws -> CachedFlow {
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument,
+        ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date()
+    ) throws -> CachedFlow {
         let fingerprint = identity.fingerprint
         let flowData = CanonicalJSON.data(document.json)
         let body: JSONValue = .object([
@@ -73,9 +77,12 @@ extension CacheStore {
         let data = CanonicalJSON.data(body)
         let keyDirName = keyDirName(fingerprint: fingerprint, userID: identity.userID)
         let keyDir = "\(placementDir(placement))/\(keyDirName)"
-        let name = [CacheNames.stamp(resolvedAt), String(max(0, ttlSeconds)),
-                    CacheNames.bounded(document.id, max: Self.maxNameField),
-                    CacheNames.bounded(document.version, max: Self.maxNameField)].joined(separator: "~") + ".json"
+        let name =
+            [
+                CacheNames.stamp(resolvedAt), String(max(0, ttlSeconds)),
+                CacheNames.bounded(document.id, max: Self.maxNameField),
+                CacheNames.bounded(document.version, max: Self.maxNameField),
+            ].joined(separator: "~") + ".json"
         let aliasDir = "\(aliasesDir)/\(CacheNames.encode(placement))"
         let aliasName = "\(CacheNames.stamp(resolvedAt))~\(keyDirName)"
         try withLock(exclusive: false) {
@@ -84,9 +91,10 @@ extension CacheStore {
             try AtomicFile.publish(Data(), directory: aliasDir, name: aliasName, mtime: resolvedAt)
             Self.removeOlder(in: aliasDir, keeping: aliasName)
         }
-        return CachedFlow(placement: placement, fingerprint: fingerprint, userID: identity.userID, flowID: document.id,
-                          version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
-                          size: Int64(data.count), path: "\(keyDir)/\(name)")
+        return CachedFlow(
+            placement: placement, fingerprint: fingerprint, userID: identity.userID, flowID: document.id,
+            version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
+            size: Int64(data.count), path: "\(keyDir)/\(name)")
     }
 
     /// The newest entry for exactly this (placement, fingerprint), fresh or stale,
@@ -107,12 +115,17 @@ extension CacheStore {
 
     private func newestEntry(placement: String, keyDir: String) -> (CachedFlow, FlowDocument)? {
         guard let newest = Self.published(keyDir).last,
-              let entry = Self.parseEntryName(placement: placement, keyDir: (keyDir as NSString).lastPathComponent,
-                                              name: newest.name, size: 0, path: "\(keyDir)/\(newest.name)") else { return nil }
+            let entry = Self.parseEntryName(
+                placement: placement, keyDir: (keyDir as NSString).lastPathComponent,
+                name: newest.name, size: 0, path: "\(keyDir)/\(newest.name)")
+        else { return nil }
         guard let (doc, size) = Self.readEntry(entry) else { return nil }
-        return (CachedFlow(placement: entry.placement, fingerprint: entry.fingerprint, userID: entry.userID, flowID: entry.flowID,
-                           version: entry.version, resolvedAt: entry.resolvedAt, ttlSeconds: entry.ttlSeconds, size: size,
-                           path: entry.path), doc)
+        return (
+            CachedFlow(
+                placement: entry.placement, fingerprint: entry.fingerprint, userID: entry.userID, flowID: entry.flowID,
+                version: entry.version, resolvedAt: entry.resolvedAt, ttlSeconds: entry.ttlSeconds, size: size,
+                path: entry.path), doc
+        )
     }
 
     /// Reads and checks an entry file: metadata agrees with its name, the flow's
@@ -125,10 +138,13 @@ extension CacheStore {
     /// As `readEntry`, but says what is wrong (for `cache verify`).
     static func inspectEntry(_ entry: CachedFlow) -> (FlowDocument?, Int64, String?)? {
         guard let data = FileManager.default.contents(atPath: entry.path) else { return (nil, 0, "unreadable") }
-        guard let json = try? JSONValue.parse(data) else { return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)") }
+        guard let json = try? JSONValue.parse(data) else {
+            return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)")
+        }
         guard json["placement"]?.stringValue == entry.placement, json["fingerprint"]?.stringValue == entry.fingerprint,
-              json["flow_id"]?.stringValue == entry.flowID || entry.flowID.hasPrefix("#"),
-              json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"] else {
+            json["flow_id"]?.stringValue == entry.flowID || entry.flowID.hasPrefix("#"),
+            json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"]
+        else {
             return (nil, Int64(data.count), "metadata disagrees with the file name")
         }
         guard json["flow_sha256"]?.stringValue == Digest.sha256Hex(CanonicalJSON.data(flow)) else {
@@ -140,16 +156,20 @@ extension CacheStore {
     }
 
     /// `<stamp ms>~<unique>~<ttl>~<flow id>~<version>.json` in `<fingerprint>~<user>`.
-    static func parseEntryName(placement: String, keyDir: String, name: String, size: Int64, path: String) -> CachedFlow? {
+    static func parseEntryName(placement: String, keyDir: String, name: String, size: Int64, path: String)
+        -> CachedFlow?
+    {
         guard name.hasSuffix(".json") else { return nil }
         let fields = name.dropLast(5).split(separator: "~", omittingEmptySubsequences: false)
         let key = keyDir.split(separator: "~", maxSplits: 1, omittingEmptySubsequences: false)
         guard fields.count == 5, key.count == 2, key[0].count == 64,
-              let resolvedAt = CacheNames.parseStamp(fields[0]), let ttl = Int(fields[2]),
-              let flowID = fields[3].hasPrefix("#") ? String(fields[3]) : CacheNames.decode(fields[3]),
-              let version = fields[4].hasPrefix("#") ? String(fields[4]) : CacheNames.decode(fields[4]) else { return nil }
+            let resolvedAt = CacheNames.parseStamp(fields[0]), let ttl = Int(fields[2]),
+            let flowID = fields[3].hasPrefix("#") ? String(fields[3]) : CacheNames.decode(fields[3]),
+            let version = fields[4].hasPrefix("#") ? String(fields[4]) : CacheNames.decode(fields[4])
+        else { return nil }
         let user = key[1].hasPrefix("#") ? nil : CacheNames.decode(key[1])
-        return CachedFlow(placement: placement, fingerprint: String(key[0]), userID: user, flowID: flowID, version: version,
-                          resolvedAt: resolvedAt, ttlSeconds: ttl, size: size, path: path)
+        return CachedFlow(
+            placement: placement, fingerprint: String(key[0]), userID: user, flowID: flowID, version: version,
+            resolvedAt: resolvedAt, ttlSeconds: ttl, size: size, path: path)
     }
 }

@@ -47,7 +47,8 @@ extension CacheStore {
             let name = (font.path as NSString).lastPathComponent
             let expected = String(name.prefix(while: { $0 != "." }))
             guard let data = FileManager.default.contents(atPath: font.path), Digest.sha256Hex(data) == expected else {
-                bad("cache-font-hash", font.path, "content does not match the SHA-256 in its name"); continue
+                bad("cache-font-hash", font.path, "content does not match the SHA-256 in its name")
+                continue
             }
         }
         let urlDirs = Set(scan.imageURLFiles.map { ($0.path as NSString).deletingLastPathComponent })
@@ -121,7 +122,8 @@ extension CacheStore {
             }
             for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
             let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
-            for urlFile in scan.imageURLFiles where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
+            for urlFile in scan.imageURLFiles
+            where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
                 remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
             }
             if o.flows {
@@ -137,7 +139,8 @@ extension CacheStore {
                     }
                     removedKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
                 }
-                for alias in scan.aliases where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
+                for alias in scan.aliases
+                where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
                     remove(.alias, alias.path, alias.size, "points at a removed entry")
                 }
             }
@@ -147,7 +150,9 @@ extension CacheStore {
                     if o.expired, image.isExpired(at: o.now, ttl: self.budgets.imageTTL) {
                         remove(.image, image.path, image.size, "expired")
                     } else if let age = o.olderThan, o.now.timeIntervalSince(image.lastAccess) > age {
-                        remove(.image, image.path, image.size, "last used \(Int(o.now.timeIntervalSince(image.lastAccess)))s ago")
+                        remove(
+                            .image, image.path, image.size,
+                            "last used \(Int(o.now.timeIntervalSince(image.lastAccess)))s ago")
                     } else {
                         kept.append(image)
                     }
@@ -161,7 +166,8 @@ extension CacheStore {
                 }
             }
             if o.unreferenced {
-                var images = Set<String>(), fonts = Set<String>()
+                var images = Set<String>()
+                var fonts = Set<String>()
                 for entry in scan.flows where !gone.contains(entry.path) {
                     guard let (doc, _) = Self.readEntry(entry) else { continue }
                     images.formUnion(doc.allImages.map(Self.urlHash))
@@ -172,7 +178,8 @@ extension CacheStore {
                         remove(.image, image.path, image.size, "no cached flow refers to it")
                     }
                 }
-                for font in scan.fonts where !fonts.contains(String((font.path as NSString).lastPathComponent.prefix(64))) {
+                for font in scan.fonts
+                where !fonts.contains(String((font.path as NSString).lastPathComponent.prefix(64))) {
                     remove(.font, font.path, font.size, "no cached flow refers to it")
                 }
             }
@@ -202,11 +209,12 @@ extension CacheStore {
     /// Empties the scope's directories; the marker stays. Returns files and bytes removed.
     public func clear(_ scope: ClearScope) throws -> (files: Int, bytes: Int64) {
         try withLock(exclusive: true) {
-            let dirs: [String] = switch scope {
-            case .flows: [flowsDir, aliasesDir, fontsDir, iconsDir]
-            case .images: [imagesDir, iconsDir]
-            case .all: [flowsDir, aliasesDir, fontsDir, iconsDir, imagesDir]
-            }
+            let dirs: [String] =
+                switch scope {
+                case .flows: [flowsDir, aliasesDir, fontsDir, iconsDir]
+                case .images: [imagesDir, iconsDir]
+                case .all: [flowsDir, aliasesDir, fontsDir, iconsDir, imagesDir]
+                }
             var files = 0
             var bytes: Int64 = 0
             for dir in dirs {

@@ -32,7 +32,9 @@ extension CacheStore {
                 try? AtomicFile.publish(Data(url.utf8), directory: dir, name: "url", mtime: now)
             }
             try AtomicFile.publish(data, directory: dir, name: name, mtime: now)
-            for item in Self.published(dir) where item.name != name && item.name != "url" { unlink("\(dir)/\(item.name)") }
+            for item in Self.published(dir) where item.name != name && item.name != "url" {
+                unlink("\(dir)/\(item.name)")
+            }
         }
         try enforceImageBudget(adding: Int64(data.count), now: now)
         imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
@@ -42,8 +44,9 @@ extension CacheStore {
     /// The newest copy of the URL's image when it has not expired.
     private func freshImagePath(_ url: String, now: Date) -> String? {
         guard let newest = Self.published(imageDir(url)).last(where: { $0.name.hasSuffix(".img") }),
-              let downloaded = CacheNames.parseStamp(newest.name.prefix(14)),
-              now.timeIntervalSince(downloaded) < budgets.imageTTL else { return nil }
+            let downloaded = CacheNames.parseStamp(newest.name.prefix(14)),
+            now.timeIntervalSince(downloaded) < budgets.imageTTL
+        else { return nil }
         return "\(imageDir(url))/\(newest.name)"
     }
 

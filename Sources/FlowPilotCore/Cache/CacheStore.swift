@@ -52,11 +52,14 @@ public final class CacheStore: Sendable {
         let marker = "\(root)/\(Self.markerName)"
         if let data = fm.contents(atPath: marker) {
             guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == Self.format,
-                  let version = json["version"]?.numberValue else {
+                let version = json["version"]?.numberValue
+            else {
                 throw CacheError.notACache("\(marker): not an fpctl cache marker")
             }
             if version > Double(Self.formatVersion) {
-                throw CacheError.newerFormat("\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched")
+                throw CacheError.newerFormat(
+                    "\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
+                )
             }
         } else {
             let contents = (try? fm.contentsOfDirectory(atPath: root)) ?? []
@@ -64,7 +67,8 @@ public final class CacheStore: Sendable {
                 throw CacheError.notACache("\(root): not an fpctl cache (no \(Self.markerName)); refusing to touch it")
             }
             guard create else { throw CacheError.missing("\(root): empty directory, not a cache yet") }
-            let body = CanonicalJSON.prettyData(.object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
+            let body = CanonicalJSON.prettyData(
+                .object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
             do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch {
                 // Another process may have created it first; anything else is a real failure.
                 guard fm.fileExists(atPath: marker) else { throw error }

@@ -85,12 +85,16 @@ private struct FlowValidator {
         case .number(let n) where n == Double(FlowDocument.supportedSchemaVersion):
             break
         case .number(let n) where n > Double(FlowDocument.supportedSchemaVersion) && n.rounded() == n:
-            error("flow-schema-version", "/schema_version",
-                  "schema_version \(CanonicalJSON.formatNumber(n)) is newer than this fpctl understands (1); upgrade fpctl")
+            error(
+                "flow-schema-version", "/schema_version",
+                "schema_version \(CanonicalJSON.formatNumber(n)) is newer than this fpctl understands (1); upgrade fpctl"
+            )
         case nil:
             error("flow-schema-version", "/schema_version", "missing schema_version (expected 1)")
         case let other?:
-            error("flow-schema-version", "/schema_version", "unsupported schema_version \(CanonicalJSON.string(other)) (expected 1)")
+            error(
+                "flow-schema-version", "/schema_version",
+                "unsupported schema_version \(CanonicalJSON.string(other)) (expected 1)")
         }
         let id = nonEmptyString(doc["id"], "/id")
         let version = nonEmptyString(doc["version"], "/version")
@@ -101,7 +105,9 @@ private struct FlowValidator {
                 contentHash = declared
                 let actual = FlowDocument.computeContentHash(json)
                 if declared != actual {
-                    error("flow-content-hash", "/content_hash", "content_hash \(declared) does not match the document (\(actual))")
+                    error(
+                        "flow-content-hash", "/content_hash",
+                        "content_hash \(declared) does not match the document (\(actual))")
                 }
             } else {
                 error("flow-content-hash", "/content_hash", "content_hash must be a string")
@@ -120,7 +126,9 @@ private struct FlowValidator {
                 }
                 if let sid = nonEmptyString(s["id"], pointer + "/id") {
                     if let first = screenIds[sid] {
-                        error("flow-duplicate-screen", pointer + "/id", "screen id '\(sid)' is already used by /screens/\(first)")
+                        error(
+                            "flow-duplicate-screen", pointer + "/id",
+                            "screen id '\(sid)' is already used by /screens/\(first)")
                     } else {
                         screenIds[sid] = i
                     }
@@ -173,7 +181,8 @@ private struct FlowValidator {
         for (i, f) in list.enumerated() {
             let pointer = "/fonts/\(i)"
             guard let name = nonEmptyString(f["name"], pointer + "/name"),
-                  let url = f["url"]?.stringValue, isAbsoluteHTTP(url) else {
+                let url = f["url"]?.stringValue, isAbsoluteHTTP(url)
+            else {
                 if f["url"]?.stringValue.map(isAbsoluteHTTP) != true {
                     error("flow-font-url", pointer + "/url", "a font needs an absolute http(s) url")
                 }
@@ -213,7 +222,8 @@ private struct FlowValidator {
             return
         }
         if !FlowDocument.componentTypes.contains(type) {
-            findings.append(.warning("flow-component-type", "\(location)#\(pointer)/type", "unknown component type '\(type)'"))
+            findings.append(
+                .warning("flow-component-type", "\(location)#\(pointer)/type", "unknown component type '\(type)'"))
             unknownTypes.append(type)
         }
         if ["image", "lottie", "video"].contains(type) {
@@ -270,7 +280,8 @@ private struct FlowValidator {
 
     func isAbsoluteHTTP(_ s: String) -> Bool {
         guard let url = URL(string: s), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else { return false }
+            scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+        else { return false }
         return true
     }
 

@@ -10,7 +10,9 @@ enum MediaDownload {
         case failure(String)
     }
 
-    static func fetch(_ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30)) async -> Fetched {
+    static func fetch(_ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30)) async
+        -> Fetched
+    {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
         do {

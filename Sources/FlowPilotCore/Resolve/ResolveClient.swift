@@ -33,7 +33,10 @@ public struct ResolveClient: Sendable {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
-    public init(baseURL: String, appID: String, apiKey: String?, retries: Int = 2, client: HTTPClient = ResolveClient.sharedClient) {
+    public init(
+        baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
+        client: HTTPClient = ResolveClient.sharedClient
+    ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.appID = appID
         self.apiKey = apiKey
@@ -44,7 +47,8 @@ public struct ResolveClient: Sendable {
     struct BatchUnavailable: Error {}
 
     private func encode(_ s: String) -> String {
-        s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? s
+        s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
+            ?? s
     }
 
     private func body(_ identity: Identity, keys: [String]? = nil) -> ByteBuffer {

@@ -22,7 +22,8 @@ public final class AtomicOutput {
         temporaryPath = "\(dir)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw FPError.cannotWrite("\(destination): cannot create a file in \(dir): \(String(cString: strerror(errno)))")
+            throw FPError.cannotWrite(
+                "\(destination): cannot create a file in \(dir): \(String(cString: strerror(errno)))")
         }
         close(fd)
         self.overwrite = overwrite
@@ -41,7 +42,9 @@ public final class AtomicOutput {
             }
         } else {
             guard link(temporaryPath, destination) == 0 else {
-                let reason = errno == EEXIST ? "already exists (use --overwrite to replace it)" : String(cString: strerror(errno))
+                let reason =
+                    errno == EEXIST
+                    ? "already exists (use --overwrite to replace it)" : String(cString: strerror(errno))
                 throw FPError.cannotWrite("\(destination): \(reason)")
             }
             unlink(temporaryPath)

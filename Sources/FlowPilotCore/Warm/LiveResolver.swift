@@ -24,7 +24,8 @@ final class LiveResolver: Sendable {
     let media: MediaWarmer
     let config: WarmConfiguration
     private let pool = InflightPool<Key, LiveResult>()
-    private let state = Mutex<(counts: Counts, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>((Counts(), false, []))
+    private let state = Mutex<(counts: Counts, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>(
+        (Counts(), false, []))
 
     init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
         self.client = client
@@ -44,21 +45,24 @@ final class LiveResolver: Sendable {
         let tasks = pool.tasks(for: keys) { missing in
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
             guard batchable else {
-                return Dictionary(uniqueKeysWithValues: missing.map { key in
+                return Dictionary(
+                    uniqueKeysWithValues: missing.map { key in
+                        let work: @Sendable () async -> LiveResult = {
+                            self.landing(key.placement, identity, await self.resolveOne(key.placement, identity))
+                        }
+                        return (key, work)
+                    })
+            }
+            let batch = Task { await self.resolveBatch(missing.map(\.placement), identity) }
+            return Dictionary(
+                uniqueKeysWithValues: missing.map { key in
                     let work: @Sendable () async -> LiveResult = {
-                        self.landing(key.placement, identity, await self.resolveOne(key.placement, identity))
+                        let result =
+                            await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
+                        return self.landing(key.placement, identity, result)
                     }
                     return (key, work)
                 })
-            }
-            let batch = Task { await self.resolveBatch(missing.map(\.placement), identity) }
-            return Dictionary(uniqueKeysWithValues: missing.map { key in
-                let work: @Sendable () async -> LiveResult = {
-                    let result = await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
-                    return self.landing(key.placement, identity, result)
-                }
-                return (key, work)
-            })
         }
         return Dictionary(uniqueKeysWithValues: tasks.map { ($0.key.placement, $0.value) })
     }
@@ -127,8 +131,9 @@ final class LiveResolver: Sendable {
     /// the result goes on to whoever waits.
     private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) -> LiveResult {
         guard case .flow(let document, let ttl) = result else { return result }
-        _ = try? store.storeFlow(placement: placement, identity: identity, document: document,
-                                 ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network)
+        _ = try? store.storeFlow(
+            placement: placement, identity: identity, document: document,
+            ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network)
         media.startFonts(of: document)
         return result
     }

@@ -75,7 +75,8 @@ final class MediaWarmer: Sendable {
 
     /// A plain GET; nil on any failure.
     private func download(_ url: String) async -> Data? {
-        let fetched = await MediaDownload.fetch(url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10))
+        let fetched = await MediaDownload.fetch(
+            url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10))
         if case .success(let data) = fetched { return data }
         return nil
     }

@@ -58,8 +58,10 @@ public struct PrefetchOutcome: Sendable {
     public var errorMessage: String? { failure?.message }
 
     /// The outcome of one chain decision, `start` being when the prefetch began.
-    init(_ identity: Identity, _ placement: String, _ decision: TierChain.Decision, mediaWarmed: Bool,
-         since start: ContinuousClock.Instant) {
+    init(
+        _ identity: Identity, _ placement: String, _ decision: TierChain.Decision, mediaWarmed: Bool,
+        since start: ContinuousClock.Instant
+    ) {
         self.identity = identity
         self.placement = placement
         self.milliseconds = Self.milliseconds(since: start)

@@ -56,7 +56,10 @@ public enum TierChain {
         switch live {
         case .success(.flow(let document, let ttl)):
             let ttlSeconds = ttl ?? defaultTTL
-            return ([.liveFlow(ttlSeconds: ttlSeconds)], .serve(Served(tier: .network, document: document, ttlSeconds: ttlSeconds)))
+            return (
+                [.liveFlow(ttlSeconds: ttlSeconds)],
+                .serve(Served(tier: .network, document: document, ttlSeconds: ttlSeconds))
+            )
         case .success(.noFlow):
             return ([.liveNoFlow], .noFlow)
         case .success(.failed(let reason)), .failure(let reason):

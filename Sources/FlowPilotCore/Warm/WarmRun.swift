@@ -88,7 +88,8 @@ public struct WarmRun: Sendable {
         let started = ContinuousClock.now
         var counts = Counts()
         var seen = Set<String>()
-        let warmer = self.warmer, placements = options.placements
+        let warmer = self.warmer
+        let placements = options.placements
         try await withThrowingTaskGroup(of: [PrefetchOutcome].self) { group in
             func record(_ outcomes: [PrefetchOutcome]) {
                 counts.add(outcomes)
@@ -110,8 +111,9 @@ public struct WarmRun: Sendable {
         }
         let late = await warmer.waitForLateResolves(grace: options.grace)
         let requests = warmer.requestCounts
-        return Summary(counts: counts, requests: requests.requests, unreachable: requests.unreachable,
-                       lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
+        return Summary(
+            counts: counts, requests: requests.requests, unreachable: requests.unreachable,
+            lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
     }
 }
 
@@ -124,7 +126,9 @@ public struct Shard: Sendable, Equatable {
     /// `K/N` with 1 <= K <= N.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n > 0, (1...n).contains(k) else { return nil }
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n > 0, (1...n).contains(k) else {
+            return nil
+        }
         (index, count) = (k, n)
     }
 

@@ -36,7 +36,9 @@ public final class Warmer: Sendable {
         var outcomes: [String: PrefetchOutcome] = [:]
         var needLive: [String] = []
         for key in keys {
-            if case (_, .serve(let served)?) = TierChain.cached(store.lookupFlow(placement: key, identity: identity), now: Date()) {
+            if case (_, .serve(let served)?) = TierChain.cached(
+                store.lookupFlow(placement: key, identity: identity), now: Date())
+            {
                 let mediaWarmed = await media.warmImages(of: served.document, config.media)
                 outcomes[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
             } else {
@@ -56,7 +58,8 @@ public final class Warmer: Sendable {
     /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the
     /// flow warm. The bundled default and stale copies do not count.
     public func isReady(_ placement: String, for identity: Identity) async -> Bool {
-        if case (_, .serve?) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date()) {
+        if case (_, .serve?) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date())
+        {
             return true
         }
         guard let task = live.start([placement], for: identity)[placement] else { return false }
@@ -99,7 +102,9 @@ public final class Warmer: Sendable {
     ) async -> Resolution {
         let (steps, decision) = TierChain.afterLive(
             await live.wait(task), defaultTTL: config.environment.defaultTTL,
-            stale: { store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement) },
+            stale: {
+                store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
+            },
             bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil)
         var mediaWarmed = false
         if warmMedia, case .serve(let served) = decision, served.tier == .network {

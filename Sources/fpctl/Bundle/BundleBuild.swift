@@ -37,8 +37,10 @@ struct BundleBuild: ParsableCommand {
             let result = try BundleBuilder.build(sourceDirectory: source, output: output, options: options)
             for warning in result.warnings { Console.warn(warning.line) }
             Console.out("\(result.digest)  \(result.output)\n")
-            Console.note("built \(result.output): \(result.manifest.placements.count) placements, "
-                + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes")
+            Console.note(
+                "built \(result.output): \(result.manifest.placements.count) placements, "
+                    + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes"
+            )
         }
     }
 }

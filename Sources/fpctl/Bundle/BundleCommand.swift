@@ -4,7 +4,9 @@ struct BundleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bundle",
         abstract: "Build, validate, sign, pull and diff bundled default archives",
-        subcommands: [BundleBuild.self, BundleValidate.self, BundleInspect.self, BundleExtract.self,
-                      BundlePull.self, BundleDiff.self, BundleSign.self, BundleKeygen.self]
+        subcommands: [
+            BundleBuild.self, BundleValidate.self, BundleInspect.self, BundleExtract.self,
+            BundlePull.self, BundleDiff.self, BundleSign.self, BundleKeygen.self,
+        ]
     )
 }

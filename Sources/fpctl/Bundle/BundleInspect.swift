@@ -31,7 +31,8 @@ struct BundleInspect: ParsableCommand {
             case .json: Console.out(try JSONOutput.string(summary))
             case .csv: Console.out(summary.entryTable.csv())
             case .table:
-                Console.out("""
+                Console.out(
+                    """
                     file        \(bundle)
                     digest      \(digest)
                     app_id      \(manifest.appID)
@@ -85,14 +86,17 @@ private struct BundleSummary: Encodable {
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         placements = CanonicalJSON.sortedKeys(manifest.placements.keys).map { key in
             let p = manifest.placements[key]!
-            return Placement(placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
+            return Placement(
+                placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
         }
         flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
         var kinds: [String: Kind] = [:]
         for e in report.entries {
             let k = Self.kind(e.path)
             let old = kinds[k] ?? Kind(files: 0, bytes: 0, compressedBytes: 0)
-            kinds[k] = Kind(files: old.files + 1, bytes: old.bytes + e.size, compressedBytes: old.compressedBytes + e.compressedSize)
+            kinds[k] = Kind(
+                files: old.files + 1, bytes: old.bytes + e.size, compressedBytes: old.compressedBytes + e.compressedSize
+            )
         }
         self.kinds = kinds
         archiveBytes = (try? FileManager.default.attributesOfItem(atPath: report.file)[.size] as? Int64) ?? 0
@@ -104,24 +108,29 @@ private struct BundleSummary: Encodable {
     }
 
     var placementTable: Table {
-        Table(columns: ["placement", "flow_id", "version", "path", "size"],
-              rows: placements.map { [$0.placement, $0.flowID, $0.version, $0.path, String($0.size)] })
+        Table(
+            columns: ["placement", "flow_id", "version", "path", "size"],
+            rows: placements.map { [$0.placement, $0.flowID, $0.version, $0.path, String($0.size)] })
     }
 
     var kindTable: Table {
-        Table(columns: ["kind", "files", "bytes", "compressed_bytes"],
-              rows: kinds.keys.sorted().map { k in
-                  let v = kinds[k]!
-                  return [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
-              })
+        Table(
+            columns: ["kind", "files", "bytes", "compressed_bytes"],
+            rows: kinds.keys.sorted().map { k in
+                let v = kinds[k]!
+                return [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
+            })
     }
 
     var entryTable: Table {
-        Table(columns: ["kind", "path", "size", "compressed_size", "sha256", "placement", "flow_id", "version"],
-              rows: entries.map { e in
-                  let flow = flowOf[e.path]
-                  return [Self.kind(e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
-                          flow?.0 ?? "", flow?.1.flowID ?? "", flow?.1.version ?? ""]
-              })
+        Table(
+            columns: ["kind", "path", "size", "compressed_size", "sha256", "placement", "flow_id", "version"],
+            rows: entries.map { e in
+                let flow = flowOf[e.path]
+                return [
+                    Self.kind(e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
+                    flow?.0 ?? "", flow?.1.flowID ?? "", flow?.1.version ?? "",
+                ]
+            })
     }
 }

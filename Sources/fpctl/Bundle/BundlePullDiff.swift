@@ -19,15 +19,18 @@ struct BundlePull: AsyncParsableCommand {
     @Argument(help: "Placement keys to pull.") var placements: [String]
     @OptionGroup var backend: RemoteOptions
     @Option(name: .shortAndLong, help: "The bundle source directory to write.") var output: String
-    @Flag(name: .customLong("allow-missing-media"), help: "Warn, not fail, when media cannot be downloaded.") var allowMissingMedia = false
-    @Option(name: .customLong("max-media-size"), help: "Largest image or font to accept (default 64MiB).") var maxMediaSize: SizeArgument?
+    @Flag(name: .customLong("allow-missing-media"), help: "Warn, not fail, when media cannot be downloaded.")
+    var allowMissingMedia = false
+    @Option(name: .customLong("max-media-size"), help: "Largest image or font to accept (default 64MiB).")
+    var maxMediaSize: SizeArgument?
 
     func run() async throws {
         let (client, identity) = try reportingErrors { (try backend.client(), try backend.identity()) }
         do {
-            let result = try await BundlePipeline.pull(into: output, client: client, identity: identity, placements: placements,
-                                                       allowMissingMedia: allowMissingMedia,
-                                                       maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
+            let result = try await BundlePipeline.pull(
+                into: output, client: client, identity: identity, placements: placements,
+                allowMissingMedia: allowMissingMedia,
+                maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
             for f in result.findings { Console.warn(f.line) }
             for file in result.changedFiles { Console.out("wrote \(file)\n") }
             for file in result.removedFiles { Console.out("removed \(file)\n") }
@@ -52,7 +55,8 @@ struct BundleDiff: AsyncParsableCommand {
 
     @Argument(help: "The .fpbundle file.") var bundle: String
     @OptionGroup var backend: RemoteOptions
-    @Option(name: .customLong("placement"), help: "Also check a placement the bundle may lack (repeatable).") var extra: [String] = []
+    @Option(name: .customLong("placement"), help: "Also check a placement the bundle may lack (repeatable).") var extra:
+        [String] = []
     @OptionGroup var output: FormatOption
 
     struct Result: Encodable {
@@ -62,14 +66,24 @@ struct BundleDiff: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (loaded, client, identity) = try reportingErrors { (try LoadedBundle.open(bundle), try backend.client(), try backend.identity()) }
+        let (loaded, client, identity) = try reportingErrors {
+            (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
+        }
         let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
         let inSync = rows.allSatisfy { $0.status == .inSync }
         switch output.format {
         case .json: Console.out(try JSONOutput.string(Result(inSync: inSync, placements: rows)))
         case .csv, .table:
-            Console.out(output.render(Table(columns: ["placement", "status", "bundled", "backend", "changed_media"],
-                                            rows: rows.map { [$0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-", $0.changedMedia.joined(separator: " ")] })))
+            Console.out(
+                output.render(
+                    Table(
+                        columns: ["placement", "status", "bundled", "backend", "changed_media"],
+                        rows: rows.map {
+                            [
+                                $0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-",
+                                $0.changedMedia.joined(separator: " "),
+                            ]
+                        })))
         }
         if !inSync { throw ExitCode(.partial) }
     }

@@ -55,11 +55,14 @@ struct BundleValidate: ParsableCommand {
         for bundle in bundles {
             do {
                 let report = try BundleReader.validate(bundle, options: options)
-                results.append(FileResult(file: bundle, valid: report.isValid, digest: report.digest,
-                                          findings: report.findings, error: nil))
+                results.append(
+                    FileResult(
+                        file: bundle, valid: report.isValid, digest: report.digest,
+                        findings: report.findings, error: nil))
             } catch let error as FPError {
                 missing = true
-                results.append(FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
+                results.append(
+                    FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
             }
         }
         switch format {
@@ -67,7 +70,10 @@ struct BundleValidate: ParsableCommand {
             Console.out(try JSONOutput.string(Output(files: results)))
         case .text:
             for r in results {
-                if let error = r.error { Console.error(error); continue }
+                if let error = r.error {
+                    Console.error(error)
+                    continue
+                }
                 for f in r.findings { Console.out("\(r.file): \(f.line)\n") }
                 if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
             }

@@ -21,7 +21,9 @@ struct CacheClear: ParsableCommand {
     @Flag(help: "Do it without a terminal to confirm on.") var force = false
 
     func validate() throws {
-        if [flows, images, all].filter({ $0 }).count > 1 { throw ValidationError("choose one of --flows, --images, --all") }
+        if [flows, images, all].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --flows, --images, --all")
+        }
     }
 
     func run() throws {

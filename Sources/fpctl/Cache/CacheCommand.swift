@@ -11,7 +11,9 @@ struct CacheCommand: ParsableCommand {
             Every subcommand takes --cache-dir, or FPCTL_CACHE_DIR from the environment.
             Exit status: 66 missing directory, 65 not a cache or a newer format.
             """,
-        subcommands: [CacheInfo.self, CacheList.self, CacheVerify.self, CachePrune.self, CacheClear.self, CachePut.self]
+        subcommands: [
+            CacheInfo.self, CacheList.self, CacheVerify.self, CachePrune.self, CacheClear.self, CachePut.self,
+        ]
     )
 }
 

@@ -57,20 +57,28 @@ struct CacheInfo: ParsableCommand {
                 expiredImages: scan.images.filter { $0.isExpired(at: now, ttl: store.budgets.imageTTL) }.count,
                 imageBytes: scan.imageBytes, imageBudgetBytes: store.budgets.imageDiskBytes,
                 fonts: scan.fonts.count, fontBytes: scan.fontBytes,
-                oldestResolvedAt: scan.flows.map(\.resolvedAt).min(), newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
+                oldestResolvedAt: scan.flows.map(\.resolvedAt).min(),
+                newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
                 placements: byPlacement.keys.sorted().map { key in
                     let list = byPlacement[key]!
                     let f = list.filter { $0.isFresh(at: now) }.count
-                    return Placement(placement: key, entries: list.count, fresh: f, stale: list.count - f,
-                                     bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(key))
+                    return Placement(
+                        placement: key, entries: list.count, fresh: f, stale: list.count - f,
+                        bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(key))
                 })
             switch output.format {
             case .json: Console.out(try JSONOutput.string(info))
             case .csv:
-                Console.out(Table(columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
-                                  rows: info.placements.map { [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", "\($0.alias)"] }).csv())
+                Console.out(
+                    Table(
+                        columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
+                        rows: info.placements.map {
+                            [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", "\($0.alias)"]
+                        }
+                    ).csv())
             case .table:
-                Console.out("""
+                Console.out(
+                    """
                     cache_dir   \(info.cacheDir)
                     flows       \(info.flows) (\(info.fresh) fresh, \(info.stale) stale), \(info.aliases) aliases, \(info.flowBytes) bytes
                     images      \(info.images) (\(info.expiredImages) expired), \(info.imageBytes) of \(info.imageBudgetBytes) bytes
@@ -79,8 +87,17 @@ struct CacheInfo: ParsableCommand {
 
                     """)
                 if !info.placements.isEmpty {
-                    Console.out("\n" + Table(columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
-                                             rows: info.placements.map { [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", $0.alias ? "yes" : "no"] }).text())
+                    Console.out(
+                        "\n"
+                            + Table(
+                                columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
+                                rows: info.placements.map {
+                                    [
+                                        $0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)",
+                                        $0.alias ? "yes" : "no",
+                                    ]
+                                }
+                            ).text())
                 }
             }
         }

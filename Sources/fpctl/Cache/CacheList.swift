@@ -57,9 +57,12 @@ struct CacheList: ParsableCommand {
                 for (i, e) in entries.enumerated() {
                     let row: JSONValue = .object([
                         "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
-                        "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID), "version": .string(e.version),
-                        "resolved_at": .string(RFC3339.string(e.resolvedAt)), "age_seconds": .number(Double(Int(e.age(at: now)))),
-                        "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)), "size": .number(Double(e.size)),
+                        "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
+                        "version": .string(e.version),
+                        "resolved_at": .string(RFC3339.string(e.resolvedAt)),
+                        "age_seconds": .number(Double(Int(e.age(at: now)))),
+                        "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
+                        "size": .number(Double(e.size)),
                     ])
                     out.write(i == 0 ? "\n" : ",\n")
                     out.write(CanonicalJSON.data(row))
@@ -68,9 +71,15 @@ struct CacheList: ParsableCommand {
                 out.flush()
                 return
             }
-            let table = Table(columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
-                              rows: entries.map { [$0.placement, $0.userID ?? "-", String($0.fingerprint.prefix(12)), $0.flowID, $0.version,
-                                                   "\(Int($0.age(at: now)))s", "\($0.ttlSeconds)s", $0.isFresh(at: now) ? "fresh" : "stale", "\($0.size)"] })
+            let table = Table(
+                columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
+                rows: entries.map {
+                    [
+                        $0.placement, $0.userID ?? "-", String($0.fingerprint.prefix(12)), $0.flowID, $0.version,
+                        "\(Int($0.age(at: now)))s", "\($0.ttlSeconds)s", $0.isFresh(at: now) ? "fresh" : "stale",
+                        "\($0.size)",
+                    ]
+                })
             Console.out(output.render(table))
         }
     }
@@ -79,14 +88,18 @@ struct CacheList: ParsableCommand {
         let rows = scan.images.map { image -> ImageRow in
             let urlFile = (image.path as NSString).deletingLastPathComponent + "/url"
             let url = FileManager.default.contents(atPath: urlFile).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            return ImageRow(url: url, size: image.size, ageSeconds: Int(now.timeIntervalSince(image.downloadedAt)),
-                            lastAccess: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
+            return ImageRow(
+                url: url, size: image.size, ageSeconds: Int(now.timeIntervalSince(image.downloadedAt)),
+                lastAccess: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
         }.sorted { $0.url < $1.url }
         switch output.format {
         case .json: Console.out(try JSONOutput.string(Rows(rows: rows)))
         case .csv, .table:
-            let table = Table(columns: ["url", "size", "age", "last_access", "expired"],
-                              rows: rows.map { [$0.url, "\($0.size)", "\($0.ageSeconds)s", iso($0.lastAccess), $0.expired ? "yes" : "no"] })
+            let table = Table(
+                columns: ["url", "size", "age", "last_access", "expired"],
+                rows: rows.map {
+                    [$0.url, "\($0.size)", "\($0.ageSeconds)s", iso($0.lastAccess), $0.expired ? "yes" : "no"]
+                })
             Console.out(output.render(table))
         }
     }

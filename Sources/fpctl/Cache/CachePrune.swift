@@ -15,7 +15,8 @@ struct CachePrune: ParsableCommand {
 
     @OptionGroup var cache: CacheDirOption
     @Flag(help: "Images past their TTL (7 days).") var expired = false
-    @Option(name: .customLong("older-than"), help: "Flows resolved, and images last used, longer ago than this (e.g. 7d).")
+    @Option(
+        name: .customLong("older-than"), help: "Flows resolved, and images last used, longer ago than this (e.g. 7d).")
     var olderThan: DurationArgument?
     @Option(name: .customLong("max-size"), help: "Trim images to this size, least recently used first (e.g. 200MiB).")
     var maxSize: SizeArgument?
@@ -55,9 +56,13 @@ struct CachePrune: ParsableCommand {
             let removed = try store.prune(o)
             let bytes = removed.reduce(0) { $0 + $1.bytes }
             switch output.format {
-            case .json: Console.out(try JSONOutput.string(Result(dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed)))
+            case .json:
+                Console.out(
+                    try JSONOutput.string(Result(dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed)))
             case .csv, .table:
-                let table = Table(columns: ["kind", "path", "bytes", "reason"], rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
+                let table = Table(
+                    columns: ["kind", "path", "bytes", "reason"],
+                    rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
                 Console.out(output.render(table))
             }
             Console.note("\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes")

@@ -21,7 +21,8 @@ struct RemoteOptions: ParsableArguments {
             guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
                 throw FPError.usage("--attribute \(pair): use key=value")
             }
-            let key = String(pair[..<eq]), raw = String(pair[pair.index(after: eq)...])
+            let key = String(pair[..<eq])
+            let raw = String(pair[pair.index(after: eq)...])
             attrs[key] = Self.typed(raw)
         }
         return Identity(userID: userID, attributes: attrs)

@@ -8,7 +8,10 @@ final class OutcomeReport {
     let format: OutputFormat
     private let out = BufferedOutput()
     private var count = 0
-    static let columns = ["identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl", "ms", "error"]
+    static let columns = [
+        "identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl",
+        "ms", "error",
+    ]
     static let widths = [22, 16, 8, 10, 15, 12, 20, 12, 5, 6]
 
     init(format: OutputFormat) {
@@ -21,11 +24,14 @@ final class OutcomeReport {
     }
 
     func add(_ o: PrefetchOutcome) {
-        let identity = "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
+        let identity =
+            "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
         let error = o.errorCode.map { "\($0): \(o.errorMessage ?? "")" } ?? ""
-        let cells = [identity, o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
-                     o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",
-                     o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error]
+        let cells = [
+            identity, o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
+            o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",
+            o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error,
+        ]
         switch format {
         case .table: out.write(line(cells))
         case .csv: out.write(Table(columns: cells).csv())
@@ -38,7 +44,8 @@ final class OutcomeReport {
                 "media_warmed": .bool(o.mediaWarmed), "flow_id": o.flowID.map(JSONValue.string) ?? .null,
                 "version": o.version.map(JSONValue.string) ?? .null,
                 "ttl_seconds": o.ttlSeconds.map { .number(Double($0)) } ?? .null, "ms": .number(Double(o.milliseconds)),
-                "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) } ?? .null,
+                "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
+                    ?? .null,
             ])
             out.write(count == 0 ? "\n" : ",\n")
             out.write(CanonicalJSON.data(row))

@@ -23,7 +23,8 @@ struct Resolve: AsyncParsableCommand {
         for step in resolution.steps { Console.out(Self.describe(step) + "\n") }
         let outcome = resolution.outcome
         guard outcome.state == .warmed, let doc = resolution.document, let tier = outcome.deliverySource else {
-            Console.out(outcome.state == .noFlow ? "result: no flow\n" : "result: failed (\(outcome.errorCode ?? "error"))\n")
+            Console.out(
+                outcome.state == .noFlow ? "result: no flow\n" : "result: failed (\(outcome.errorCode ?? "error"))\n")
             throw ExitCode(.failure)
         }
         Console.out(
@@ -50,7 +51,8 @@ struct Resolve: AsyncParsableCommand {
         case .staleServed: "tier 2 stale cache: served the last-known-good flow"
         case .staleMissing: "tier 2 stale cache: nothing cached"
         case .bundledServed: "tier 3 bundled default: served from the bundle"
-        case .bundledMissing(let given): "tier 3 bundled default: " + (given ? "the bundle has no such placement" : "no --bundle given")
+        case .bundledMissing(let given):
+            "tier 3 bundled default: " + (given ? "the bundle has no such placement" : "no --bundle given")
         }
     }
 }

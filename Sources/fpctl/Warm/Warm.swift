@@ -29,7 +29,8 @@ struct Warm: AsyncParsableCommand {
     var grace = DurationArgument("10s", seconds: 10)
     @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
     var failOn: WarmRun.FailOn = .failed
-    @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.") var noCaching = false
+    @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.") var noCaching =
+        false
     @OptionGroup var output: FormatOption
 
     func validate() throws {
@@ -74,9 +75,11 @@ struct Warm: AsyncParsableCommand {
     static func summaryLine(_ summary: WarmRun.Summary) -> String {
         let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
         let counts = summary.counts
-        var line = "warmed \(counts.warmed), no flow \(counts.noFlow), failed \(counts.failed) in \(String(format: "%.2f", seconds))s"
+        var line =
+            "warmed \(counts.warmed), no flow \(counts.noFlow), failed \(counts.failed) in \(String(format: "%.2f", seconds))s"
         if summary.lateLanded + summary.latePending > 0 {
-            line += "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
+            line +=
+                "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
         }
         return line
     }
@@ -98,7 +101,8 @@ final class Progress {
         shown = counts.identities
         let seconds = Double((ContinuousClock.now - start).components.seconds) + 0.001
         let rate = Int(Double(counts.identities) / seconds)
-        let line = "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed, \(rate)/s"
+        let line =
+            "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed, \(rate)/s"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

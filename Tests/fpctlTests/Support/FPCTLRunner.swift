@@ -38,8 +38,10 @@ enum Paths {
 
 /// Runs a program to completion (killed after `timeout` seconds: a hang is a failure).
 @discardableResult
-func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-         currentDirectory: String? = nil, timeout: TimeInterval = 120) throws -> ProcessResult {
+func run(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    currentDirectory: String? = nil, timeout: TimeInterval = 120
+) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -75,18 +77,23 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     process.waitUntilExit()
     try outHandle.close()
     try errHandle.close()
-    return ProcessResult(status: process.terminationStatus,
-                         stdout: (try? String(contentsOf: outFile, encoding: .utf8)) ?? "",
-                         stderr: (try? String(contentsOf: errFile, encoding: .utf8)) ?? "")
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: (try? String(contentsOf: outFile, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOf: errFile, encoding: .utf8)) ?? "")
 }
 
 @discardableResult
-func fpctl(_ arguments: String..., environment: [String: String] = [:], currentDirectory: String? = nil) throws -> ProcessResult {
+func fpctl(_ arguments: String..., environment: [String: String] = [:], currentDirectory: String? = nil) throws
+    -> ProcessResult
+{
     try run(Paths.fpctl, arguments, environment: environment, currentDirectory: currentDirectory)
 }
 
 @discardableResult
-func fpctl(_ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil) throws -> ProcessResult {
+func fpctl(_ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil) throws
+    -> ProcessResult
+{
     try run(Paths.fpctl, arguments, environment: environment, currentDirectory: currentDirectory)
 }
 

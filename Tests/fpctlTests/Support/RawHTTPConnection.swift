@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One TCP connection to a loopback server, written and read byte for byte: for
@@ -34,15 +35,22 @@ final class RawHTTPConnection: @unchecked Sendable {
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard connected == 0 else { close(fd); throw Failure(description: "connect: errno \(errno)") }
+        guard connected == 0 else {
+            close(fd)
+            throw Failure(description: "connect: errno \(errno)")
+        }
     }
 
     deinit { close(fd) }
@@ -52,8 +60,11 @@ final class RawHTTPConnection: @unchecked Sendable {
     func request(_ method: String, _ path: String, body: String? = nil, headers: [String] = []) -> Data {
         var text = "\(method) \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
         for header in headers { text += header + "\r\n" }
-        if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body }
-        else { text += "\r\n" }
+        if let body {
+            text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
+        } else {
+            text += "\r\n"
+        }
         return Data(text.utf8)
     }
 
@@ -74,7 +85,9 @@ final class RawHTTPConnection: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         var sent = 0
         while sent < data.count, Date() < deadline {
-            let n = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, data.count - sent, Int32(MSG_DONTWAIT)) }
+            let n = data.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + sent, data.count - sent, Int32(MSG_DONTWAIT))
+            }
             if n > 0 { sent += n } else { usleep(10_000) }
         }
         return sent
@@ -87,13 +100,18 @@ final class RawHTTPConnection: @unchecked Sendable {
         buffered.removeFirst(headEnd + 4)
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw Failure(description: "bad status line in \(head)") }
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw Failure(description: "bad status line in \(head)")
+        }
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
-        guard let length = headers["content-length"].flatMap(Int.init) else { throw Failure(description: "no Content-Length in \(head)") }
+        guard let length = headers["content-length"].flatMap(Int.init) else {
+            throw Failure(description: "no Content-Length in \(head)")
+        }
         while buffered.count < length { try fill() }
         let body = buffered.prefix(length)
         buffered.removeFirst(length)
@@ -110,7 +128,9 @@ final class RawHTTPConnection: @unchecked Sendable {
     private func fill() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = read(fd, &chunk, chunk.count)
-        guard n > 0 else { throw Failure(description: n == 0 ? "connection closed by the server" : "read: errno \(errno)") }
+        guard n > 0 else {
+            throw Failure(description: n == 0 ? "connection closed by the server" : "read: errno \(errno)")
+        }
         buffered.append(contentsOf: chunk[0..<n])
         buffered = Data(buffered)  // keep startIndex at 0
     }

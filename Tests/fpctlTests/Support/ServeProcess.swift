@@ -38,7 +38,10 @@ final class ServeProcess: @unchecked Sendable {
         }
     }
 
-    struct ServeError: Error, CustomStringConvertible { let message: String; var description: String { message } }
+    struct ServeError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
 
     var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
@@ -66,8 +69,10 @@ struct HTTPResult {
 }
 
 /// A real HTTP request with AsyncHTTPClient.
-func http(_ method: HTTPMethod, _ url: String, json: Any? = nil, body: Data? = nil,
-          headers: [(String, String)] = []) async throws -> HTTPResult {
+func http(
+    _ method: HTTPMethod, _ url: String, json: Any? = nil, body: Data? = nil,
+    headers: [(String, String)] = []
+) async throws -> HTTPResult {
     var request = HTTPClientRequest(url: url)
     request.method = method
     for (k, v) in headers { request.headers.add(name: k, value: v) }
@@ -82,10 +87,13 @@ func http(_ method: HTTPMethod, _ url: String, json: Any? = nil, body: Data? = n
     return HTTPResult(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
 }
 
-func resolve(_ server: ServeProcess, app: String = "demo", _ placement: String, user: String = "u1",
-             attributes: [String: Any] = [:], headers: [(String, String)] = []) async throws -> HTTPResult {
-    try await http(.POST, "\(server.url)/apps/\(app)/placements/\(placement)/resolve",
-                   json: ["user_id": user, "attributes": attributes], headers: headers)
+func resolve(
+    _ server: ServeProcess, app: String = "demo", _ placement: String, user: String = "u1",
+    attributes: [String: Any] = [:], headers: [(String, String)] = []
+) async throws -> HTTPResult {
+    try await http(
+        .POST, "\(server.url)/apps/\(app)/placements/\(placement)/resolve",
+        json: ["user_id": user, "attributes": attributes], headers: headers)
 }
 
 func flowID(_ result: HTTPResult) -> String? {

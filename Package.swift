@@ -1,6 +1,10 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+// The project's own targets build without warnings: a warning is an error here
+// (dependencies are not affected: SwiftPM applies this to root targets only).
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
 let package = Package(
     name: "fpctl",
     platforms: [.macOS(.v14)],
@@ -34,7 +38,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         // `fpctl serve`: a local resolve backend on Hummingbird.
         .target(
@@ -47,7 +52,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         // The command line: parse, call the core, render.
         .executableTarget(
@@ -56,7 +62,8 @@ let package = Package(
                 "FlowPilotCore",
                 "FlowPilotServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "FlowPilotCoreTests",
@@ -65,7 +72,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         // Runs the built fpctl binary, as a pipeline or a person would.
         .testTarget(
@@ -76,7 +84,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            exclude: ["Fixtures"]
+            exclude: ["Fixtures", "Golden"],
+            swiftSettings: strict
         ),
     ]
 )

@@ -40,6 +40,16 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var body: ByteBuffer?
         /// Over the limit: the rest is read and dropped, and the answer is 413.
         var tooLarge = false
+
+        /// Collects one more piece of the body, up to the server's limit.
+        mutating func append(_ chunk: ByteBuffer) {
+            guard !tooLarge else { return }
+            if body == nil { body = chunk } else { body?.writeImmutableBuffer(chunk) }
+            if (body?.readableBytes ?? 0) > ResolveServer.maxBodyBytes {
+                tooLarge = true
+                body = nil
+            }
+        }
     }
 
     private let server: ResolveServer
@@ -65,20 +75,10 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
             forwardedInFlight += 1
         case .body(let chunk) where pending != nil:
-            if !pending!.tooLarge {
-                if pending!.body == nil {
-                    pending!.body = chunk
-                } else {
-                    pending!.body!.writeImmutableBuffer(chunk)
-                }
-                if pending!.body!.readableBytes > ResolveServer.maxBodyBytes {
-                    pending!.tooLarge = true
-                    pending!.body = nil
-                }
-            }
+            pending?.append(chunk)
             return
         case .end where pending != nil:
-            answer(pending.take()!, context: context)
+            if let request = pending.take() { answer(request, context: context) }
             return
         case .body, .end:
             break

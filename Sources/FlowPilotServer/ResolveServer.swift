@@ -54,7 +54,7 @@ public final class ResolveServer: Sendable {
 
     /// The apps served and their placements, for the start-up banner.
     public var summary: [(app: String, placements: [String])] {
-        apps.keys.sorted().map { ($0, apps[$0]!.bundle.flows.keys.sorted()) }
+        apps.sorted { $0.key < $1.key }.map { ($0.key, $0.value.bundle.flows.keys.sorted()) }
     }
 
     /// Runs until SIGINT or SIGTERM; `onListening` gets the bound URL (useful with port 0).
@@ -118,7 +118,7 @@ public final class ResolveServer: Sendable {
         if let after = reply.retryAfter { headers[.retryAfter] = String(after) }
         if reply.closeMidBody {
             let whole = reply.body.readableBytes
-            let half = reply.body.getSlice(at: reply.body.readerIndex, length: whole / 2)!
+            let half = reply.body.getSlice(at: reply.body.readerIndex, length: whole / 2) ?? ByteBuffer()
             return Response(
                 status: reply.status, headers: headers,
                 body: ResponseBody(contentLength: whole) { writer in

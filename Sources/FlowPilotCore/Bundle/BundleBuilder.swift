@@ -31,7 +31,10 @@ public enum BundleBuilder {
         let size: Int64
         let sha256: String
         let content: Content
-        enum Content { case bytes(Data), file(URL) }
+        enum Content {
+            case bytes(Data)
+            case file(URL)
+        }
     }
 
     public static func build(sourceDirectory: String, output: String, options: Options = .init()) throws -> Result {
@@ -45,7 +48,7 @@ public enum BundleBuilder {
         var fontURLs: [String: (url: String, sha256: String?, flow: String)] = [:]
 
         for key in CanonicalJSON.sortedKeys(source.placements.keys) {
-            let rel = source.placements[key]!
+            guard let rel = source.placements[key] else { continue }
             let archivePath = "flows/\(key).json"
             guard BundlePath.isCanonical(archivePath) else {
                 findings.append(
@@ -103,17 +106,17 @@ public enum BundleBuilder {
             return planned
         }
         for url in CanonicalJSON.sortedKeys(imageURLs.keys) {
-            if let planned = addAsset(url: url, usedBy: imageURLs[url]!, folder: "media") {
+            if let usedBy = imageURLs[url], let planned = addAsset(url: url, usedBy: usedBy, folder: "media") {
                 media[url] = planned.archivePath
             }
         }
         for name in CanonicalJSON.sortedKeys(fontURLs.keys) {
-            let font = fontURLs[name]!
-            guard let planned = addAsset(url: font.url, usedBy: font.flow, folder: "fonts") else { continue }
+            guard let font = fontURLs[name], let planned = addAsset(url: font.url, usedBy: font.flow, folder: "fonts")
+            else { continue }
             if let expected = font.sha256, expected != planned.sha256 {
                 findings.append(
                     .error(
-                        "source-font-hash", source.assets[font.url]!,
+                        "source-font-hash", source.assets[font.url] ?? font.url,
                         "font '\(name)' has sha256 \(planned.sha256), the flow declares \(expected)"))
             }
             fonts[name] = planned.archivePath
@@ -122,7 +125,7 @@ public enum BundleBuilder {
         for url in CanonicalJSON.sortedKeys(source.assets.keys) where !referenced.contains(url) {
             findings.append(
                 .warning(
-                    "source-unreferenced-asset", source.assets[url]!,
+                    "source-unreferenced-asset", source.assets[url] ?? url,
                     "\(url) is used by no flow; left out of the bundle"))
         }
         files += assetFiles.values
@@ -176,7 +179,7 @@ public enum BundleBuilder {
         let written = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int64) ?? 0
         return Result(
             output: output, digest: Digest.sha256Hex(manifestData), manifest: manifest,
-            warnings: findings.filter { $0.severity == .warning }, bytesWritten: written ?? 0)
+            warnings: findings.filter { $0.severity == .warning }, bytesWritten: written)
     }
 
     static func resolveCreatedAt(source: BundleSource, options: Options) throws -> Date {

@@ -30,10 +30,7 @@ public enum BundlePipeline {
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
 
-        var urls: [String] = []
-        for key in placements.sorted() {
-            urls += flows[key]!.allImages + flows[key]!.fonts.map(\.url)
-        }
+        let urls = flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) }
         var assets: [String: (name: String, data: Data)] = [:]
         for url in Set(urls).sorted() {
             switch await MediaDownload.fetch(url, client: client.client, limit: maxMediaBytes) {

@@ -138,7 +138,7 @@ private struct ContentPass {
             record(directory.entries[p.index], size: p.size, sha256: digests[p.index] ?? "")
         }
         let position = order
-        rows.sort { a, b in position[a.path]! < position[b.path]! }
+        rows.sort { a, b in position[a.path, default: .max] < position[b.path, default: .max] }
         finish(names: names)
     }
 

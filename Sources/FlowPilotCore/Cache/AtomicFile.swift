@@ -47,7 +47,7 @@ enum AtomicFile {
         try data.withUnsafeBytes { raw in
             var off = 0
             while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                let n = write(fd, raw.baseAddress.map { $0 + off }, raw.count - off)
                 if n < 0 {
                     if errno == EINTR { continue }
                     throw CacheError.io(String(cString: strerror(errno)))

@@ -127,24 +127,26 @@ extension CacheStore {
                 scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast))
                 continue
             }
-            var copies: [DirectoryWalker.Item] = []
+            var copies: [(item: DirectoryWalker.Item, downloadedAt: Date)] = []
             for item in DirectoryWalker.list(d) ?? [] {
                 if classify(d, item, scan: &scan) { continue }
                 if item.name == "url" {
                     scan.imageURLFiles.append(.init(path: "\(d)/url", size: item.size, mtime: item.mtime))
-                } else if item.name.hasSuffix(".img"), CacheNames.parseStamp(item.name.prefix(14)) != nil {
-                    copies.append(item)
+                } else if item.name.hasSuffix(".img"), let stamp = CacheNames.parseStamp(item.name.prefix(14)) {
+                    copies.append((item, stamp))
                 } else {
                     scan.foreign.append(.init(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime))
                 }
             }
-            copies.sort { $0.name < $1.name }
-            guard let newest = copies.popLast() else { continue }
+            copies.sort { $0.item.name < $1.item.name }
+            guard let (newest, downloadedAt) = copies.popLast() else { continue }
             scan.images.append(
                 CachedImage(
-                    urlHash: dir.name, downloadedAt: CacheNames.parseStamp(newest.name.prefix(14))!,
+                    urlHash: dir.name, downloadedAt: downloadedAt,
                     lastAccess: newest.mtime, size: newest.size, path: "\(d)/\(newest.name)"))
-            scan.superseded += copies.map { .init(path: "\(d)/\($0.name)", size: $0.size, mtime: $0.mtime) }
+            scan.superseded += copies.map {
+                .init(path: "\(d)/\($0.item.name)", size: $0.item.size, mtime: $0.item.mtime)
+            }
         }
     }
 

@@ -79,8 +79,9 @@ extension CacheStore {
     /// 90% of it, so sweeps are rare and the budget holds after every write.
     func enforceImageBudget(adding bytes: Int64, now: Date) throws {
         let over = imageTotal.withLock { total -> Bool in
-            if total == nil { total = scanImages().reduce(0) { $0 + $1.size } } else { total! += bytes }
-            return total! > budgets.imageDiskBytes
+            let updated = total.map { $0 + bytes } ?? scanImages().reduce(0) { $0 + $1.size }
+            total = updated
+            return updated > budgets.imageDiskBytes
         }
         guard over else { return }
         let target = budgets.imageDiskBytes * 9 / 10

@@ -19,7 +19,8 @@ enum DirectoryWalker {
         var items: [Item] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+                // d_name is NUL-terminated within its fixed-size array.
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             if name == "." || name == ".." { continue }
             var isDir = entry.pointee.d_type == DT_DIR

@@ -31,6 +31,11 @@ public enum CanonicalJSON {
         keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
+    /// An object's members in canonical key order.
+    static func sortedMembers(_ members: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
+        members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
     private static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
         case .null: out.append(contentsOf: Array("null".utf8))
@@ -46,11 +51,11 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (i, key) in sortedKeys(members.keys).enumerated() {
+            for (i, (key, value)) in sortedMembers(members).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 writeString(key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(members[key]!, into: &out)
+                write(value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -71,12 +76,12 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "]"))
         case .object(let members) where !members.isEmpty:
             out.append(UInt8(ascii: "{"))
-            for (i, key) in sortedKeys(members.keys).enumerated() {
+            for (i, (key, value)) in sortedMembers(members).enumerated() {
                 out.append(contentsOf: i == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
                 pad(indent + 2)
                 writeString(key, into: &out)
                 out.append(contentsOf: [UInt8(ascii: ":"), 0x20])
-                writePretty(members[key]!, indent: indent + 2, into: &out)
+                writePretty(value, indent: indent + 2, into: &out)
             }
             out.append(0x0A)
             pad(indent)
@@ -99,8 +104,8 @@ public enum CanonicalJSON {
             let mantissa = s[..<e]
             var exponent = s[s.index(after: e)...]
             var sign = "+"
-            if exponent.first == "-" || exponent.first == "+" {
-                sign = String(exponent.first!)
+            if let first = exponent.first, first == "-" || first == "+" {
+                sign = String(first)
                 exponent = exponent.dropFirst()
             }
             let digits = exponent.drop(while: { $0 == "0" })

@@ -182,7 +182,9 @@ struct JSONParser {
                 } else if (0xDC00...0xDFFF).contains(scalar) {
                     throw error("unpaired surrogate")
                 }
-                out.append(contentsOf: Array(String(Unicode.Scalar(scalar)!).utf8))
+                // Surrogates were paired or refused above, so this is always a scalar.
+                guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
+                out.append(contentsOf: Array(String(unicode).utf8))
             default: throw error("invalid escape")
             }
         }

@@ -31,7 +31,7 @@ final class RandomAccessFile {
         var done = 0
         while done < count {
             let n = out.withUnsafeMutableBytes { buf in
-                pread(fd, buf.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                pread(fd, buf.baseAddress.map { $0 + done }, count - done, off_t(offset) + off_t(done))
             }
             if n < 0 {
                 if errno == EINTR { continue }

@@ -84,8 +84,8 @@ private struct BundleSummary: Encodable {
         generator = manifest.generator
         entries = report.entries
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
-        placements = CanonicalJSON.sortedKeys(manifest.placements.keys).map { key in
-            let p = manifest.placements[key]!
+        placements = CanonicalJSON.sortedKeys(manifest.placements.keys).compactMap { key in
+            guard let p = manifest.placements[key] else { return nil }
             return Placement(
                 placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
         }
@@ -116,9 +116,8 @@ private struct BundleSummary: Encodable {
     var kindTable: Table {
         Table(
             columns: ["kind", "files", "bytes", "compressed_bytes"],
-            rows: kinds.keys.sorted().map { k in
-                let v = kinds[k]!
-                return [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
+            rows: kinds.sorted { $0.key < $1.key }.map { k, v in
+                [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
             })
     }
 

@@ -59,8 +59,7 @@ struct CacheInfo: ParsableCommand {
                 fonts: scan.fonts.count, fontBytes: scan.fontBytes,
                 oldestResolvedAt: scan.flows.map(\.resolvedAt).min(),
                 newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
-                placements: byPlacement.keys.sorted().map { key in
-                    let list = byPlacement[key]!
+                placements: byPlacement.sorted { $0.key < $1.key }.map { key, list in
                     let f = list.filter { $0.isFresh(at: now) }.count
                     return Placement(
                         placement: key, entries: list.count, fresh: f, stale: list.count - f,

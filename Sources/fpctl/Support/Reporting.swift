@@ -38,7 +38,7 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
 }
 
 @discardableResult
-func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+func reportingErrorsAsync<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as FPError {

@@ -52,7 +52,7 @@ struct Warm: AsyncParsableCommand {
         }
         let report = OutcomeReport(format: output.format)
         let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
-        let summary = try await reportingErrors {
+        let summary = try await reportingErrorsAsync {
             let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
                 for outcome in outcomes { report.add(outcome) }
                 progress.update(counts)

@@ -20,218 +20,164 @@ struct ZipDirectory {
         let localHeaderOffset: Int64
         /// The central record's bytes, for the canonical-form check.
         let centralRecord: [UInt8]
-        var isEncrypted: Bool { flags & 0x0001 != 0 || flags & 0x0040 != 0 || method == 99 }
+        var isEncrypted: Bool {
+            flags & ZipFlag.encrypted != 0 || flags & ZipFlag.strongEncryption != 0 || method == 99
+        }
     }
 
     /// Local header (with name and extra field) and data descriptor bytes, by entry index.
     var localHeaders: [Int: [UInt8]] = [:]
     var descriptors: [Int: [UInt8]] = [:]
-
-    let fileSize: Int64
     var entries: [Entry]
 
-    private static let localSignature: [UInt8] = [0x50, 0x4B, 0x03, 0x04]
-    private static let centralSignature: UInt32 = 0x0201_4B50
-    private static let endSignature: UInt32 = 0x0605_4B50
-    private static let zip64LocatorSignature: UInt32 = 0x0706_4B50
-    private static let descriptorSignature: UInt32 = 0x0807_4B50
     private static let maxCentralDirectoryBytes: Int64 = 32 << 20
+    /// The end record, a comment of at most 65,535 bytes, and room for a zip64 locator.
+    private static let endSearchBytes = EndRecord.size + 65_535 + 20
+
+    /// A structural problem after which nothing more can be read.
+    struct Refusal: Error {
+        let finding: Finding
+        init(_ rule: String, at path: String = "-", _ message: String) { finding = .error(rule, path, message) }
+    }
 
     /// Reads and cross-checks the structure. `entries` is empty when the file is
     /// not a readable zip; findings say why.
     static func read(_ file: RandomAccessFile) -> (ZipDirectory?, [Finding]) {
-        let size = file.size
-        guard size > 0 else { return (nil, [.error("not-zip", "-", "empty file")]) }
-        let head = (try? file.read(at: 0, count: Int(min(size, 512)))) ?? []
-        if Array(head.prefix(4)) != localSignature && Array(head.prefix(4)) != [0x50, 0x4B, 0x05, 0x06] {
-            return (nil, [.error("not-zip", "-", "not a zip archive (\(sniff(head)))")])
+        do {
+            try checkStart(file)
+            let (end, endOffset) = try locateEndRecord(file)
+            try checkEndRecord(end, endOffset: endOffset, fileSize: file.size)
+            let (entries, unexplained) = try readCentralDirectory(file, end)
+            var findings = unexplained + checkEntries(entries)
+            var directory = ZipDirectory(entries: entries)
+            findings += directory.checkLayout(file: file, centralDirectoryOffset: Int64(end.centralDirectoryOffset))
+            return (directory, findings)
+        } catch {
+            return (nil, [error.finding])
         }
-        guard size >= 22 else {
-            return (nil, [.error("zip-truncated", "-", "file ends before the end-of-central-directory record")])
-        }
-
-        // The end record: canonical bundles have no comment, so it must be the last 22 bytes.
-        let tailCount = Int(min(size, 22 + 65_535 + 20))
-        guard let tail = try? file.read(at: size - Int64(tailCount), count: tailCount) else {
-            return (nil, [.error("zip-truncated", "-", "cannot read the end of the file")])
-        }
-        var endAt: Int?
-        var i = tail.count - 22
-        while i >= 0 {
-            if le32(tail, i) == endSignature {
-                endAt = i
-                break
-            }
-            i -= 1
-        }
-        guard let endIndex = endAt else {
-            return (nil, [.error("zip-truncated", "-", "no end-of-central-directory record: truncated, or not a zip")])
-        }
-        let endOffset = size - Int64(tailCount) + Int64(endIndex)
-        let commentLength = Int64(le16(tail, endIndex + 20))
-        let recordEnd = endOffset + 22 + commentLength
-        if recordEnd < size {
-            return (nil, [.error("zip-trailing-bytes", "-", "\(size - recordEnd) bytes after the end of the archive")])
-        }
-        if recordEnd > size {
-            return (nil, [.error("zip-truncated", "-", "the end record's comment runs past the end of the file")])
-        }
-        if commentLength != 0 {
-            return (nil, [.error("zip-comment", "-", "archive comment present; a canonical bundle has none")])
-        }
-        if endIndex >= 20, le32(tail, endIndex - 20) == zip64LocatorSignature {
-            return (nil, [.error("zip-zip64", "-", "zip64 records are not used by bundles")])
-        }
-        let diskNumber = le16(tail, endIndex + 4)
-        let cdDisk = le16(tail, endIndex + 6)
-        let entriesOnDisk = le16(tail, endIndex + 8)
-        let entryCount = le16(tail, endIndex + 10)
-        let cdSize = Int64(le32(tail, endIndex + 12))
-        let cdOffset = Int64(le32(tail, endIndex + 16))
-        if diskNumber != 0 || cdDisk != 0 || entriesOnDisk != entryCount {
-            return (nil, [.error("zip-structure", "-", "multi-disk archives are not bundles")])
-        }
-        if entryCount == 0xFFFF || cdSize == 0xFFFF_FFFF || cdOffset == 0xFFFF_FFFF {
-            return (nil, [.error("zip-zip64", "-", "zip64 records are not used by bundles")])
-        }
-        if Int(entryCount) > BundleLimits.maxEntries {
-            return (
-                nil,
-                [
-                    .error(
-                        "limit-entries", "-", "\(entryCount) entries; a bundle holds at most \(BundleLimits.maxEntries)"
-                    )
-                ]
-            )
-        }
-        if cdOffset + cdSize != endOffset {
-            return (
-                nil,
-                [
-                    .error(
-                        "zip-truncated", "-",
-                        "the central directory does not end where the end record begins (truncated or spliced)")
-                ]
-            )
-        }
-        if cdSize > maxCentralDirectoryBytes {
-            return (
-                nil,
-                [.error("limit-entries", "-", "central directory of \(cdSize) bytes is larger than any bundle needs")]
-            )
-        }
-        guard let cd = try? file.read(at: cdOffset, count: Int(cdSize)) else {
-            return (nil, [.error("zip-truncated", "-", "cannot read the central directory")])
-        }
-
-        var findings: [Finding] = []
-        var entries: [Entry] = []
-        var p = 0
-        for index in 0..<Int(entryCount) {
-            guard p + 46 <= cd.count, le32(cd, p) == centralSignature else {
-                return (nil, [.error("zip-structure", "-", "central directory record \(index) is damaged")])
-            }
-            let nameLength = Int(le16(cd, p + 28))
-            let extraLength = Int(le16(cd, p + 30))
-            let commentLen = Int(le16(cd, p + 32))
-            guard p + 46 + nameLength + extraLength + commentLen <= cd.count else {
-                return (
-                    nil, [.error("zip-structure", "-", "central directory record \(index) runs past the directory")]
-                )
-            }
-            let nameBytes = Array(cd[(p + 46)..<(p + 46 + nameLength)])
-            let name = String(decoding: nameBytes, as: UTF8.self)
-            entries.append(
-                Entry(
-                    index: index, name: String(validatingUTF8CString: nameBytes) ?? name,
-                    versionMadeBy: le16(cd, p + 4), flags: le16(cd, p + 8), method: le16(cd, p + 10),
-                    crc32: le32(cd, p + 16), compressedSize: Int64(le32(cd, p + 20)),
-                    uncompressedSize: Int64(le32(cd, p + 24)), externalAttributes: le32(cd, p + 38),
-                    localHeaderOffset: Int64(le32(cd, p + 42)),
-                    centralRecord: Array(cd[p..<(p + 46 + nameLength + extraLength + commentLen)])))
-            p += 46 + nameLength + extraLength + commentLen
-        }
-        if p != cd.count {
-            findings.append(.error("zip-structure", "-", "\(cd.count - p) unexplained bytes in the central directory"))
-        }
-
-        findings += checkEntries(entries)
-        var directory = ZipDirectory(fileSize: size, entries: entries)
-        findings += directory.checkLayout(file: file, centralDirectoryOffset: cdOffset)
-        return (directory, findings)
     }
 
-    /// Per-entry rules: type, mode, path, encryption, method, names, order, limits.
+    /// A zip starts with a local header (or, empty, with its end record).
+    private static func checkStart(_ file: RandomAccessFile) throws(Refusal) {
+        guard file.size > 0 else { throw Refusal("not-zip", "empty file") }
+        let head = (try? file.read(at: 0, count: Int(min(file.size, 512)))) ?? []
+        let signature = head.count >= 4 ? LittleEndianCursor.u32(head, at: 0) : 0
+        guard signature == ZipSignature.localHeader || signature == ZipSignature.endRecord else {
+            throw Refusal("not-zip", "not a zip archive (\(sniff(head)))")
+        }
+        guard file.size >= Int64(EndRecord.size) else {
+            throw Refusal("zip-truncated", "file ends before the end-of-central-directory record")
+        }
+    }
+
+    /// The end record, searched for from the end. Canonical bundles have no
+    /// comment, so it must be the last 22 bytes; anything else is named.
+    private static func locateEndRecord(_ file: RandomAccessFile) throws(Refusal) -> (EndRecord, offset: Int64) {
+        let size = file.size
+        let tailCount = Int(min(size, Int64(endSearchBytes)))
+        guard let tail = try? file.read(at: size - Int64(tailCount), count: tailCount) else {
+            throw Refusal("zip-truncated", "cannot read the end of the file")
+        }
+        guard
+            let endIndex = stride(from: tail.count - EndRecord.size, through: 0, by: -1)
+                .first(where: { EndRecord(tail, at: $0) != nil }),
+            let end = EndRecord(tail, at: endIndex)
+        else {
+            throw Refusal("zip-truncated", "no end-of-central-directory record: truncated, or not a zip")
+        }
+        let endOffset = size - Int64(tailCount) + Int64(endIndex)
+        let recordEnd = endOffset + Int64(EndRecord.size) + Int64(end.commentLength)
+        if recordEnd < size {
+            throw Refusal("zip-trailing-bytes", "\(size - recordEnd) bytes after the end of the archive")
+        }
+        if recordEnd > size { throw Refusal("zip-truncated", "the end record's comment runs past the end of the file") }
+        if end.commentLength != 0 {
+            throw Refusal("zip-comment", "archive comment present; a canonical bundle has none")
+        }
+        if endIndex >= 20, LittleEndianCursor.u32(tail, at: endIndex - 20) == ZipSignature.zip64Locator {
+            throw Refusal("zip-zip64", "zip64 records are not used by bundles")
+        }
+        return (end, endOffset)
+    }
+
+    /// One disk, no zip64, within the limits, and the central directory right before the end record.
+    private static func checkEndRecord(_ end: EndRecord, endOffset: Int64, fileSize: Int64) throws(Refusal) {
+        if end.diskNumber != 0 || end.centralDirectoryDisk != 0 || end.entriesOnDisk != end.entryCount {
+            throw Refusal("zip-structure", "multi-disk archives are not bundles")
+        }
+        if end.entryCount == 0xFFFF || end.centralDirectorySize == 0xFFFF_FFFF
+            || end.centralDirectoryOffset == 0xFFFF_FFFF
+        {
+            throw Refusal("zip-zip64", "zip64 records are not used by bundles")
+        }
+        if Int(end.entryCount) > BundleLimits.maxEntries {
+            throw Refusal(
+                "limit-entries", "\(end.entryCount) entries; a bundle holds at most \(BundleLimits.maxEntries)")
+        }
+        if Int64(end.centralDirectoryOffset) + Int64(end.centralDirectorySize) != endOffset {
+            throw Refusal(
+                "zip-truncated", "the central directory does not end where the end record begins (truncated or spliced)"
+            )
+        }
+        if Int64(end.centralDirectorySize) > maxCentralDirectoryBytes {
+            throw Refusal(
+                "limit-entries",
+                "central directory of \(end.centralDirectorySize) bytes is larger than any bundle needs")
+        }
+    }
+
+    /// Every central record, and a finding for bytes the records do not account for.
+    private static func readCentralDirectory(_ file: RandomAccessFile, _ end: EndRecord) throws(Refusal) -> (
+        [Entry], [Finding]
+    ) {
+        guard
+            let cd = try? file.read(at: Int64(end.centralDirectoryOffset), count: Int(end.centralDirectorySize))
+        else {
+            throw Refusal("zip-truncated", "cannot read the central directory")
+        }
+        var entries: [Entry] = []
+        var position = 0
+        for index in 0..<Int(end.entryCount) {
+            guard let record = CentralRecord(cd, at: position) else {
+                throw Refusal("zip-structure", "central directory record \(index) is damaged")
+            }
+            guard position + record.totalSize <= cd.count else {
+                throw Refusal("zip-structure", "central directory record \(index) runs past the directory")
+            }
+            let nameStart = position + CentralRecord.fixedSize
+            let nameBytes = Array(cd[nameStart..<(nameStart + Int(record.nameLength))])
+            entries.append(
+                Entry(
+                    index: index,
+                    name: String(validatingUTF8CString: nameBytes) ?? String(decoding: nameBytes, as: UTF8.self),
+                    versionMadeBy: record.versionMadeBy, flags: record.flags, method: record.method,
+                    crc32: record.crc32, compressedSize: Int64(record.compressedSize),
+                    uncompressedSize: Int64(record.uncompressedSize), externalAttributes: record.externalAttributes,
+                    localHeaderOffset: Int64(record.localHeaderOffset),
+                    centralRecord: Array(cd[position..<(position + record.totalSize)])))
+            position += record.totalSize
+        }
+        guard position == cd.count else {
+            return (
+                entries,
+                [.error("zip-structure", "-", "\(cd.count - position) unexplained bytes in the central directory")]
+            )
+        }
+        return (entries, [])
+    }
+
+    /// Per-entry rules (method, path, type and mode, names, sizes, limits), then
+    /// the archive's: total size, file/directory conflicts, order.
     private static func checkEntries(_ entries: [Entry]) -> [Finding] {
         var findings: [Finding] = []
-        var exact: [String: Int] = [:]
-        var folded: [String: String] = [:]
+        var names = NameIndex()
         var total: Int64 = 0
         for e in entries {
-            let at = e.name
-            if e.isEncrypted {
-                findings.append(.error("zip-encrypted", at, "entry is encrypted"))
-            } else if e.method != 0 && e.method != 8 {
-                findings.append(
-                    .error("zip-method", at, "compression method \(e.method); bundles use stored (0) or deflate (8)"))
-            }
-            if let (rule, message) = BundlePath.problem(e.name) { findings.append(.error(rule, at, message)) }
-            if e.versionMadeBy >> 8 != 3 {
-                findings.append(
-                    .error(
-                        "zip-entry-mode", at,
-                        "no unix mode recorded (made by host \(e.versionMadeBy >> 8)); bundles record 0644"))
-            } else {
-                let mode = e.externalAttributes >> 16
-                switch mode & 0o170000 {
-                case 0o100000:
-                    if mode & 0o7777 != 0o644 {
-                        findings.append(
-                            .error(
-                                "zip-entry-mode", at, "mode \(String(mode & 0o7777, radix: 8)); bundle entries are 0644"
-                            ))
-                    }
-                case 0o120000:
-                    findings.append(
-                        .error("zip-entry-type", at, "entry is a symbolic link; bundles hold regular files only"))
-                case 0o040000:
-                    if !e.name.hasSuffix("/") {
-                        findings.append(
-                            .error("zip-entry-type", at, "entry is a directory; bundles hold regular files only"))
-                    }
-                default:
-                    findings.append(
-                        .error(
-                            "zip-entry-type", at, "entry is a device or special file; bundles hold regular files only"))
-                }
-            }
-            if let first = exact[e.name] {
-                findings.append(.error("zip-duplicate-path", at, "same path as entry \(first)"))
-            } else {
-                exact[e.name] = e.index
-                let key = e.name.lowercased()
-                if let other = folded[key] {
-                    findings.append(.error("zip-case-collision", at, "differs only in case from \(other)"))
-                } else {
-                    folded[key] = e.name
-                }
-            }
-            if e.method == 0 && e.compressedSize != e.uncompressedSize {
-                findings.append(
-                    .error("zip-size-mismatch", at, "stored entry with different compressed and uncompressed sizes"))
-            }
-            if e.uncompressedSize > BundleLimits.maxEntryBytes {
-                findings.append(
-                    .error(
-                        "limit-entry-size", at,
-                        "declares \(e.uncompressedSize) bytes; an entry holds at most \(BundleLimits.maxEntryBytes)"))
-            }
-            if e.compressedSize > 0, e.uncompressedSize / e.compressedSize > BundleLimits.maxCompressionRatio {
-                findings.append(
-                    .error(
-                        "limit-compression-ratio", at,
-                        "declares a compression ratio over \(BundleLimits.maxCompressionRatio)"))
-            }
+            findings += methodProblems(e)
+            if let (rule, message) = BundlePath.problem(e.name) { findings.append(.error(rule, e.name, message)) }
+            findings += modeProblems(e)
+            findings += names.add(e)
+            findings += sizeProblems(e)
             total += e.uncompressedSize
         }
         if total > BundleLimits.maxTotalBytes {
@@ -240,33 +186,91 @@ struct ZipDirectory {
                     "limit-total-size", "-",
                     "declares \(total) bytes in all; a bundle holds at most \(BundleLimits.maxTotalBytes)"))
         }
-        for e in entries {
-            var prefix = Substring(e.name)
-            while let slash = prefix.lastIndex(of: "/") {
-                prefix = prefix[..<slash]
-                if exact[String(prefix)] != nil {
-                    findings.append(.error("zip-prefix-conflict", e.name, "\(prefix) is both a file and a directory"))
-                    break
-                }
-            }
+        findings += names.prefixConflicts(entries)
+        findings += orderProblems(entries, names: names)
+        return findings
+    }
+
+    private static func methodProblems(_ e: Entry) -> [Finding] {
+        if e.isEncrypted { return [.error("zip-encrypted", e.name, "entry is encrypted")] }
+        if e.method != 0 && e.method != 8 {
+            return [
+                .error("zip-method", e.name, "compression method \(e.method); bundles use stored (0) or deflate (8)")
+            ]
         }
-        // Order: manifest.json, then manifest.sig when present, then by UTF-8 bytes.
-        if let manifest = exact[BundleManifest.path], manifest != 0 {
+        return []
+    }
+
+    /// Regular files with mode 0644, recorded by a unix host.
+    private static func modeProblems(_ e: Entry) -> [Finding] {
+        let host = e.versionMadeBy >> 8
+        guard host == 3 else {
+            return [
+                .error("zip-entry-mode", e.name, "no unix mode recorded (made by host \(host)); bundles record 0644")
+            ]
+        }
+        let mode = e.externalAttributes >> 16
+        switch mode & 0o170000 {
+        case 0o100000 where mode & 0o7777 != 0o644:
+            return [
+                .error("zip-entry-mode", e.name, "mode \(String(mode & 0o7777, radix: 8)); bundle entries are 0644")
+            ]
+        case 0o100000:
+            return []
+        case 0o120000:
+            return [.error("zip-entry-type", e.name, "entry is a symbolic link; bundles hold regular files only")]
+        case 0o040000 where e.name.hasSuffix("/"):
+            return []  // BundlePath already refuses the trailing slash.
+        case 0o040000:
+            return [.error("zip-entry-type", e.name, "entry is a directory; bundles hold regular files only")]
+        default:
+            return [
+                .error("zip-entry-type", e.name, "entry is a device or special file; bundles hold regular files only")
+            ]
+        }
+    }
+
+    /// Stored sizes agree; declared sizes and ratios within the limits.
+    private static func sizeProblems(_ e: Entry) -> [Finding] {
+        var findings: [Finding] = []
+        if e.method == 0 && e.compressedSize != e.uncompressedSize {
+            findings.append(
+                .error("zip-size-mismatch", e.name, "stored entry with different compressed and uncompressed sizes"))
+        }
+        if e.uncompressedSize > BundleLimits.maxEntryBytes {
+            findings.append(
+                .error(
+                    "limit-entry-size", e.name,
+                    "declares \(e.uncompressedSize) bytes; an entry holds at most \(BundleLimits.maxEntryBytes)"))
+        }
+        if e.compressedSize > 0, e.uncompressedSize / e.compressedSize > BundleLimits.maxCompressionRatio {
+            findings.append(
+                .error(
+                    "limit-compression-ratio", e.name,
+                    "declares a compression ratio over \(BundleLimits.maxCompressionRatio)"))
+        }
+        return findings
+    }
+
+    /// manifest.json first, then manifest.sig when present, then sorted by UTF-8 bytes.
+    private static func orderProblems(_ entries: [Entry], names: NameIndex) -> [Finding] {
+        var findings: [Finding] = []
+        if let manifest = names.index(of: BundleManifest.path), manifest != 0 {
             findings.append(
                 .error(
                     "manifest-order", BundleManifest.path, "manifest.json is entry \(manifest); it must be the first"))
-        } else if exact[BundleManifest.path] == nil {
+        } else if names.index(of: BundleManifest.path) == nil {
             findings.append(.error("manifest-missing", BundleManifest.path, "the bundle has no manifest.json"))
         }
-        if let sig = exact[BundleManifest.signaturePath], sig != 1 {
+        if let sig = names.index(of: BundleManifest.signaturePath), sig != 1 {
             findings.append(
                 .error("manifest-order", BundleManifest.signaturePath, "manifest.sig must be the second entry"))
         }
         let rest = entries.filter { $0.name != BundleManifest.path && $0.name != BundleManifest.signaturePath }
-        for (a, b) in zip(rest, rest.dropFirst())
-        where !a.name.utf8.lexicographicallyPrecedes(b.name.utf8) && a.name != b.name {
+        if let (a, b) = zip(rest, rest.dropFirst()).first(where: { a, b in
+            !a.name.utf8.lexicographicallyPrecedes(b.name.utf8) && a.name != b.name
+        }) {
             findings.append(.error("zip-order", b.name, "entries are not sorted by path (comes after \(a.name))"))
-            break
         }
         return findings
     }
@@ -274,76 +278,24 @@ struct ZipDirectory {
     /// Every local header agrees with its central record, and the entries tile the
     /// file from offset 0 to the central directory with nothing between them.
     private mutating func checkLayout(file: RandomAccessFile, centralDirectoryOffset: Int64) -> [Finding] {
-        let le16 = Self.le16
-        let le32 = Self.le32
-        let localSignature = Self.localSignature
-        let descriptorSignature = Self.descriptorSignature
         var findings: [Finding] = []
         var expectedOffset: Int64 = 0
         for e in entries {
-            let at = e.name
-            if e.localHeaderOffset != expectedOffset {
-                let rule = e.localHeaderOffset < expectedOffset ? "zip-overlap" : "zip-gap"
-                let what =
-                    e.localHeaderOffset < expectedOffset
-                    ? "overlaps the entry before it"
-                    : "leaves \(e.localHeaderOffset - expectedOffset) unexplained bytes before it"
-                findings.append(.error(rule, at, "local header at \(e.localHeaderOffset) \(what)"))
-                return findings
-            }
-            guard let h = try? file.read(at: e.localHeaderOffset, count: 30), h.count == 30,
-                Array(h[0..<4]) == localSignature
-            else {
-                findings.append(.error("zip-local-header", at, "no local header at offset \(e.localHeaderOffset)"))
-                return findings
-            }
-            let nameLength = Int(le16(h, 26))
-            let extraLength = Int(le16(h, 28))
-            localHeaders[e.index] =
-                h + ((try? file.read(at: e.localHeaderOffset + 30, count: nameLength + extraLength)) ?? [])
-            let flags = le16(h, 6)
-            let method = le16(h, 8)
-            let crc = le32(h, 14)
-            let csize = Int64(le32(h, 18))
-            let usize = Int64(le32(h, 22))
-            let localName = (try? file.read(at: e.localHeaderOffset + 30, count: nameLength)) ?? []
-            var mismatches: [String] = []
-            if String(decoding: localName, as: UTF8.self) != e.name { mismatches.append("name") }
-            if flags != e.flags { mismatches.append("flags") }
-            if method != e.method { mismatches.append("method") }
-            let dataStart = e.localHeaderOffset + 30 + Int64(nameLength) + Int64(extraLength)
-            var dataEnd = dataStart + e.compressedSize
-            if flags & 0x0008 != 0 {
-                // Sizes follow the data in a descriptor; the local fields may be zero.
-                if crc != 0 && crc != e.crc32 { mismatches.append("crc32") }
-                if csize != 0 && csize != e.compressedSize { mismatches.append("compressed size") }
-                if usize != 0 && usize != e.uncompressedSize { mismatches.append("size") }
-                guard let d = try? file.read(at: dataEnd, count: 16), d.count >= 12 else {
-                    findings.append(.error("zip-truncated", at, "data descriptor missing"))
-                    return findings
-                }
-                let o = le32(d, 0) == descriptorSignature ? 4 : 0
-                descriptors[e.index] = Array(d.prefix(o + 12))
-                if o + 12 > d.count || le32(d, o) != e.crc32 || Int64(le32(d, o + 4)) != e.compressedSize
-                    || Int64(le32(d, o + 8)) != e.uncompressedSize
-                {
-                    mismatches.append("data descriptor")
-                }
-                dataEnd += Int64(o + 12)
-            } else {
-                if crc != e.crc32 { mismatches.append("crc32") }
-                if csize != e.compressedSize { mismatches.append("compressed size") }
-                if usize != e.uncompressedSize { mismatches.append("size") }
+            let dataEnd: Int64
+            let mismatches: [String]
+            do {
+                (dataEnd, mismatches) = try readLocalHeader(of: e, file: file, expectedOffset: expectedOffset)
+            } catch {
+                return findings + [error.finding]
             }
             if !mismatches.isEmpty {
                 findings.append(
                     .error(
-                        "zip-local-header-mismatch", at,
+                        "zip-local-header-mismatch", e.name,
                         "local header disagrees with the central directory (\(mismatches.joined(separator: ", ")))"))
             }
             if dataEnd > centralDirectoryOffset {
-                findings.append(.error("zip-overlap", at, "entry data runs into the central directory"))
-                return findings
+                return findings + [.error("zip-overlap", e.name, "entry data runs into the central directory")]
             }
             expectedOffset = dataEnd
         }
@@ -354,6 +306,66 @@ struct ZipDirectory {
                     "\(centralDirectoryOffset - expectedOffset) unexplained bytes before the central directory"))
         }
         return findings
+    }
+
+    /// Reads the entry's local header (and data descriptor) where the previous
+    /// entry ended: where its data ends, and which fields disagree with the
+    /// central record.
+    private mutating func readLocalHeader(of e: Entry, file: RandomAccessFile, expectedOffset: Int64) throws(Refusal)
+        -> (dataEnd: Int64, mismatches: [String])
+    {
+        if e.localHeaderOffset != expectedOffset {
+            let overlap = e.localHeaderOffset < expectedOffset
+            let rule = overlap ? "zip-overlap" : "zip-gap"
+            let what =
+                overlap
+                ? "overlaps the entry before it"
+                : "leaves \(e.localHeaderOffset - expectedOffset) unexplained bytes before it"
+            throw Refusal(rule, at: e.name, "local header at \(e.localHeaderOffset) \(what)")
+        }
+        guard let fixed = try? file.read(at: e.localHeaderOffset, count: LocalHeader.fixedSize),
+            let local = LocalHeader(fixed)
+        else {
+            throw Refusal("zip-local-header", at: e.name, "no local header at offset \(e.localHeaderOffset)")
+        }
+        let variable = Int(local.nameLength) + Int(local.extraLength)
+        let nameAndExtra =
+            (try? file.read(at: e.localHeaderOffset + Int64(LocalHeader.fixedSize), count: variable)) ?? []
+        localHeaders[e.index] = fixed + nameAndExtra
+        var mismatches: [String] = []
+        if String(decoding: nameAndExtra.prefix(Int(local.nameLength)), as: UTF8.self) != e.name {
+            mismatches.append("name")
+        }
+        if local.flags != e.flags { mismatches.append("flags") }
+        if local.method != e.method { mismatches.append("method") }
+        var dataEnd = e.localHeaderOffset + Int64(local.totalSize) + e.compressedSize
+        if local.flags & ZipFlag.dataDescriptor != 0 {
+            // Sizes follow the data in a descriptor; the local fields may be zero.
+            if local.crc32 != 0 && local.crc32 != e.crc32 { mismatches.append("crc32") }
+            if local.compressedSize != 0 && Int64(local.compressedSize) != e.compressedSize {
+                mismatches.append("compressed size")
+            }
+            if local.uncompressedSize != 0 && Int64(local.uncompressedSize) != e.uncompressedSize {
+                mismatches.append("size")
+            }
+            guard let bytes = try? file.read(at: dataEnd, count: 16), bytes.count >= 12 else {
+                throw Refusal("zip-truncated", at: e.name, "data descriptor missing")
+            }
+            let size = DataDescriptor.size(of: bytes)
+            descriptors[e.index] = Array(bytes.prefix(size))
+            let descriptor = DataDescriptor(bytes)
+            if descriptor?.crc32 != e.crc32 || descriptor.map({ Int64($0.compressedSize) }) != e.compressedSize
+                || descriptor.map({ Int64($0.uncompressedSize) }) != e.uncompressedSize
+            {
+                mismatches.append("data descriptor")
+            }
+            dataEnd += Int64(size)
+        } else {
+            if local.crc32 != e.crc32 { mismatches.append("crc32") }
+            if Int64(local.compressedSize) != e.compressedSize { mismatches.append("compressed size") }
+            if Int64(local.uncompressedSize) != e.uncompressedSize { mismatches.append("size") }
+        }
+        return (dataEnd, mismatches)
     }
 
     /// Every header byte as fpctl's writer (libarchive, pinned fields) produces it
@@ -380,17 +392,18 @@ struct ZipDirectory {
             let needed: UInt16 = stored ? 10 : 20
             let size = u32(UInt32(truncatingIfNeeded: e.uncompressedSize))
             let local =
-                Self.localSignature + u16(needed) + u16(0x0008) + u16(e.method) + u16(dosTime) + u16(dosDate)
+                u32(ZipSignature.localHeader) + u16(needed) + u16(0x0008) + u16(e.method) + u16(dosTime) + u16(dosDate)
                 + u32(0) + (stored ? size : u32(0)) + size + u16(UInt16(name.count)) + u16(UInt16(extra.count)) + name
                 + extra
             let central =
-                u32(Self.centralSignature) + u16(0x0300 | needed) + u16(needed) + u16(0x0008) + u16(e.method)
+                u32(ZipSignature.centralRecord) + u16(0x0300 | needed) + u16(needed) + u16(0x0008) + u16(e.method)
                 + u16(dosTime)
                 + u16(dosDate) + u32(e.crc32) + u32(UInt32(truncatingIfNeeded: e.compressedSize)) + size
                 + u16(UInt16(name.count)) + u16(UInt16(extra.count)) + u16(0) + u16(0) + u16(0) + u32(0o100644 << 16)
                 + u32(UInt32(truncatingIfNeeded: e.localHeaderOffset)) + name + extra
             let descriptor =
-                u32(Self.descriptorSignature) + u32(e.crc32) + u32(UInt32(truncatingIfNeeded: e.compressedSize)) + size
+                u32(ZipSignature.dataDescriptor) + u32(e.crc32) + u32(UInt32(truncatingIfNeeded: e.compressedSize))
+                + size
             var parts: [String] = []
             if localHeaders[e.index] != local { parts.append("local header") }
             if e.centralRecord != central { parts.append("central record") }
@@ -417,10 +430,6 @@ struct ZipDirectory {
         return "unrecognized content"
     }
 
-    static func le16(_ b: [UInt8], _ i: Int) -> UInt16 { UInt16(b[i]) | UInt16(b[i + 1]) << 8 }
-    static func le32(_ b: [UInt8], _ i: Int) -> UInt32 {
-        UInt32(b[i]) | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 24
-    }
 }
 
 extension String {
@@ -428,5 +437,38 @@ extension String {
     fileprivate init?(validatingUTF8CString bytes: [UInt8]) {
         guard !bytes.contains(0), let s = String(validating: bytes, as: UTF8.self) else { return nil }
         self = s
+    }
+}
+
+/// Entry names seen so far: exact duplicates, names that differ only in case,
+/// and paths that are both a file and a directory.
+private struct NameIndex {
+    private var exact: [String: Int] = [:]
+    private var folded: [String: String] = [:]
+
+    func index(of name: String) -> Int? { exact[name] }
+
+    mutating func add(_ e: ZipDirectory.Entry) -> [Finding] {
+        if let first = exact[e.name] { return [.error("zip-duplicate-path", e.name, "same path as entry \(first)")] }
+        exact[e.name] = e.index
+        let key = e.name.lowercased()
+        if let other = folded[key] {
+            return [.error("zip-case-collision", e.name, "differs only in case from \(other)")]
+        }
+        folded[key] = e.name
+        return []
+    }
+
+    func prefixConflicts(_ entries: [ZipDirectory.Entry]) -> [Finding] {
+        entries.compactMap { e in
+            var prefix = Substring(e.name)
+            while let slash = prefix.lastIndex(of: "/") {
+                prefix = prefix[..<slash]
+                if exact[String(prefix)] != nil {
+                    return .error("zip-prefix-conflict", e.name, "\(prefix) is both a file and a directory")
+                }
+            }
+            return nil
+        }
     }
 }

@@ -1,0 +1,142 @@
+import Foundation
+
+/// What goes into a bundle, gathered from its source before a byte is written:
+/// the flows that validate, every image and font they reference (hashed, named
+/// by content, shared when identical), the manifest's maps, and the findings.
+struct BundlePlan {
+    struct File {
+        let archivePath: String
+        let size: Int64
+        let sha256: String
+        let content: Content
+
+        enum Content {
+            case bytes(Data)
+            case file(URL)
+        }
+    }
+
+    /// A font as the flows declare it, and the first flow that does.
+    private struct FontUse {
+        let url: String
+        let sha256: String?
+        let flow: String
+    }
+
+    let source: BundleSource
+    var findings: [Finding]
+    private(set) var files: [File] = []
+    private var placements: [String: BundleManifest.Placement] = [:]
+    private var media: [String: String] = [:]
+    private var fonts: [String: String] = [:]
+    /// Image URL -> the first flow that uses it.
+    private var imageURLs: [String: String] = [:]
+    /// Font name -> its declaration.
+    private var fontUses: [String: FontUse] = [:]
+    /// Archive path -> file: identical content shares one entry.
+    private var assetFiles: [String: File] = [:]
+
+    init(source: BundleSource, findings: [Finding]) {
+        self.source = source
+        self.findings = findings
+    }
+
+    func manifest(generator: String, createdAt: Date) -> BundleManifest {
+        BundleManifest(
+            appID: source.appID, generator: generator, createdAt: createdAt,
+            placements: placements, media: media, fonts: fonts,
+            files: Dictionary(
+                uniqueKeysWithValues: files.map { ($0.archivePath, .init(size: $0.size, sha256: $0.sha256)) }))
+    }
+
+    /// Every placement's flow, validated, in canonical key order.
+    mutating func addFlows() {
+        for (key, rel) in source.placements.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            addFlow(key, rel)
+        }
+    }
+
+    private mutating func addFlow(_ key: String, _ rel: String) {
+        let archivePath = "flows/\(key).json"
+        guard BundlePath.isCanonical(archivePath) else {
+            findings.append(
+                .error(
+                    "source-placement-key", "bundle.json#/placements/\(key)",
+                    "placement key must be lowercase letters, digits, '.', '_' or '-'"))
+            return
+        }
+        guard let data = FileManager.default.contents(atPath: source.url(for: rel).path) else {
+            findings.append(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
+            return
+        }
+        let (doc, flowFindings) = FlowDocument.validate(data: data, location: rel)
+        findings += flowFindings
+        guard let doc else { return }
+        placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
+        files.append(
+            File(
+                archivePath: archivePath, size: Int64(data.count), sha256: Digest.sha256Hex(data), content: .bytes(data)
+            ))
+        for url in doc.allImages where imageURLs[url] == nil { imageURLs[url] = rel }
+        for font in doc.fonts {
+            if let other = fontUses[font.name], other.url != font.url {
+                findings.append(
+                    .error(
+                        "source-font-conflict", rel,
+                        "font '\(font.name)' is \(font.url) here but \(other.url) in \(other.flow)"))
+            } else {
+                fontUses[font.name] = FontUse(url: font.url, sha256: font.sha256, flow: rel)
+            }
+        }
+    }
+
+    /// The referenced images and fonts (hashed up front, on all cores: most of a
+    /// build's reading), and a warning for each asset no flow uses.
+    mutating func addAssets() {
+        let referencedFiles = Set(
+            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] })
+        let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) })
+        for (url, usedBy) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            if let file = addAsset(url: url, usedBy: usedBy, folder: "media", digests: digests) {
+                media[url] = file.archivePath
+            }
+        }
+        for (name, font) in fontUses.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            guard let file = addAsset(url: font.url, usedBy: font.flow, folder: "fonts", digests: digests) else {
+                continue
+            }
+            if let expected = font.sha256, expected != file.sha256 {
+                findings.append(
+                    .error(
+                        "source-font-hash", source.assets[font.url] ?? font.url,
+                        "font '\(name)' has sha256 \(file.sha256), the flow declares \(expected)"))
+            }
+            fonts[name] = file.archivePath
+        }
+        let referenced = Set(imageURLs.keys).union(fontUses.values.map(\.url))
+        for (url, rel) in source.assets.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        where !referenced.contains(url) {
+            findings.append(
+                .warning("source-unreferenced-asset", rel, "\(url) is used by no flow; left out of the bundle"))
+        }
+        files += assetFiles.values
+    }
+
+    private mutating func addAsset(url: String, usedBy flow: String, folder: String, digests: [String: (Int64, String)])
+        -> File?
+    {
+        guard let rel = source.assets[url] else {
+            findings.append(.error("source-missing-asset", flow, "\(url) has no local copy in bundle.json#/assets"))
+            return nil
+        }
+        let fileURL = source.url(for: rel)
+        guard let (size, sha) = digests[fileURL.path] else {
+            findings.append(.error("source-missing-file", rel, "asset file not found (bundle.json#/assets)"))
+            return nil
+        }
+        let archivePath = "\(folder)/\(sha).\(BundlePath.normalizedExtension(rel))"
+        let file = File(archivePath: archivePath, size: size, sha256: sha, content: .file(fileURL))
+        assetFiles[archivePath] = file
+        return file
+    }
+}

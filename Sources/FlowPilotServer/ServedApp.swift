@@ -68,7 +68,7 @@ struct ServedApp: Sendable {
     /// placements are the caller's to report.
     func flowKey(for placement: String, userID: String, attributes: [String: JSONValue]) -> String? {
         guard let rules else { return placement }
-        return rules.choose(placement: placement, userID: userID, attributes: attributes) ?? nil
+        return rules.choose(placement: placement, userID: userID, attributes: attributes)
     }
 
     /// The flow's JSON with every image and font URL pointing at this server's

@@ -40,23 +40,26 @@ struct TargetingRules: Sendable {
 
     let placements: [String: [Candidate]]
 
-    /// The placement key whose flow answers, or nil for `flow: null`.
-    /// Returns `.some(nil)` for an explicit null, `nil` when no candidate matches.
-    func choose(placement: String, userID: String, attributes: [String: JSONValue]) -> String?? {
-        guard let candidates = placements[placement] else { return .some(placement) }
+    /// The placement key whose flow answers this identity, or nil for no flow
+    /// (an explicit null, or no candidate matching). Placements without rules
+    /// answer their own flow.
+    func choose(placement: String, userID: String, attributes: [String: JSONValue]) -> String? {
+        guard let candidates = placements[placement] else { return placement }
         for candidate in candidates where candidate.audience.allSatisfy({ $0.value.matches(attributes[$0.key]) }) {
             switch candidate.outcome {
-            case .flow(let key): return .some(key)
+            case .flow(let key): return key
             case .experiment(let id, let variants):
+                // Loading guarantees a positive total weight.
                 let total = variants.reduce(0) { $0 + $1.weight }
+                guard total > 0 else { return nil }
                 var point = Self.bucket(userID: userID, experiment: id) % total
-                for v in variants {
-                    if point < v.weight { return .some(v.flow) }
-                    point -= v.weight
+                for variant in variants {
+                    if point < variant.weight { return variant.flow }
+                    point -= variant.weight
                 }
             }
         }
-        return .some(nil)
+        return nil
     }
 
     static func bucket(userID: String, experiment: String) -> UInt64 {
@@ -73,77 +76,110 @@ extension TargetingRules {
         }
         let json: JSONValue
         do { json = try JSONValue.parse(data) } catch { return (nil, [.error("rules-json", path, "\(error)")]) }
-        var findings: [Finding] = []
-        func fail(_ pointer: String, _ message: String) {
-            findings.append(.error("rules-invalid", "\(path)#\(pointer)", message))
-        }
-        func flowRef(_ value: JSONValue?, _ pointer: String) -> String?? {
-            switch value {
-            case .null?: return .some(nil)
-            case .string(let key)? where flows.contains(key): return .some(key)
-            case .string(let key)?:
-                fail(pointer, "no placement '\(key)' in the bundle to take the flow from")
-                return nil
-            default:
-                fail(pointer, "flow must be a placement key or null")
-                return nil
-            }
-        }
-        var placements: [String: [Candidate]] = [:]
         guard let map = json["placements"]?.objectValue else {
             return (nil, [.error("rules-invalid", "\(path)#/placements", "placements must be an object")])
         }
+        var parser = RulesParser(path: path, flows: flows)
+        var placements: [String: [Candidate]] = [:]
         for (placement, list) in map {
             guard let items = list.arrayValue else {
-                fail("/placements/\(placement)", "must be an array of candidates")
+                parser.fail("/placements/\(placement)", "must be an array of candidates")
                 continue
             }
-            var candidates: [Candidate] = []
-            for (i, item) in items.enumerated() {
-                let at = "/placements/\(placement)/\(i)"
-                var audience: [String: Condition] = [:]
-                for (attribute, cond) in item["audience"]?.objectValue ?? [:] {
-                    if let v = cond["equals"] {
-                        audience[attribute] = .equals(v)
-                    } else if let list = cond["in"]?.arrayValue {
-                        audience[attribute] = .oneOf(list)
-                    } else if case .bool(let b)? = cond["exists"] {
-                        audience[attribute] = .exists(b)
-                    } else {
-                        fail(
-                            "\(at)/audience/\(attribute)",
-                            "a condition is {\"equals\": v}, {\"in\": [...]} or {\"exists\": bool}")
-                    }
-                }
-                if let experiment = item["experiment"] {
-                    guard let id = experiment["id"]?.stringValue, !id.isEmpty,
-                        let list = experiment["variants"]?.arrayValue, !list.isEmpty
-                    else {
-                        fail("\(at)/experiment", "an experiment needs an id and a non-empty variants array")
-                        continue
-                    }
-                    var variants: [Variant] = []
-                    for (j, v) in list.enumerated() {
-                        guard let name = v["name"]?.stringValue, let w = v["weight"]?.numberValue, w > 0,
-                            w.rounded() == w,
-                            let flow = flowRef(v["flow"], "\(at)/experiment/variants/\(j)/flow")
-                        else {
-                            if v["name"]?.stringValue == nil || (v["weight"]?.numberValue ?? 0) <= 0 {
-                                fail(
-                                    "\(at)/experiment/variants/\(j)",
-                                    "a variant needs a name and a positive whole weight")
-                            }
-                            continue
-                        }
-                        variants.append(Variant(name: name, weight: UInt64(w), flow: flow))
-                    }
-                    candidates.append(Candidate(audience: audience, outcome: .experiment(id: id, variants: variants)))
-                } else if let flow = flowRef(item["flow"], "\(at)/flow") {
-                    candidates.append(Candidate(audience: audience, outcome: .flow(flow)))
-                }
+            placements[placement] = items.enumerated().compactMap { i, item in
+                parser.candidate(item, at: "/placements/\(placement)/\(i)")
             }
-            placements[placement] = candidates
         }
+        let findings = parser.findings
         return (findings.hasErrors ? nil : TargetingRules(placements: placements), findings)
+    }
+}
+
+/// One rules file's candidates, each mistake a finding (rule `rules-invalid`)
+/// at its JSON path, so `serve` refuses to start rather than fail on a request.
+private struct RulesParser {
+    let path: String
+    let flows: Set<String>
+    var findings: [Finding] = []
+
+    mutating func fail(_ pointer: String, _ message: String) {
+        findings.append(.error("rules-invalid", "\(path)#\(pointer)", message))
+    }
+
+    mutating func candidate(_ item: JSONValue, at pointer: String) -> TargetingRules.Candidate? {
+        let audience = audience(item["audience"], at: pointer + "/audience")
+        if let experiment = item["experiment"] {
+            return self.experiment(experiment, at: pointer + "/experiment").map {
+                TargetingRules.Candidate(audience: audience, outcome: $0)
+            }
+        }
+        guard let flow = flowRef(item["flow"], at: pointer + "/flow") else { return nil }
+        return TargetingRules.Candidate(audience: audience, outcome: .flow(flow))
+    }
+
+    private mutating func audience(_ value: JSONValue?, at pointer: String) -> [String: TargetingRules.Condition] {
+        var audience: [String: TargetingRules.Condition] = [:]
+        for (attribute, condition) in value?.objectValue ?? [:] {
+            if let v = condition["equals"] {
+                audience[attribute] = .equals(v)
+            } else if let list = condition["in"]?.arrayValue {
+                audience[attribute] = .oneOf(list)
+            } else if case .bool(let b)? = condition["exists"] {
+                audience[attribute] = .exists(b)
+            } else {
+                fail(
+                    "\(pointer)/\(attribute)", "a condition is {\"equals\": v}, {\"in\": [...]} or {\"exists\": bool}")
+            }
+        }
+        return audience
+    }
+
+    /// An id and variants with positive whole weights; nil (with findings) otherwise.
+    private mutating func experiment(_ value: JSONValue, at pointer: String) -> TargetingRules.Outcome? {
+        guard let id = value["id"]?.stringValue, !id.isEmpty, let list = value["variants"]?.arrayValue,
+            !list.isEmpty
+        else {
+            fail(pointer, "an experiment needs an id and a non-empty variants array")
+            return nil
+        }
+        var variants: [TargetingRules.Variant] = []
+        var valid = true
+        for (j, variant) in list.enumerated() {
+            if let parsed = self.variant(variant, at: "\(pointer)/variants/\(j)") {
+                variants.append(parsed)
+            } else {
+                valid = false
+            }
+        }
+        return valid ? .experiment(id: id, variants: variants) : nil
+    }
+
+    private mutating func variant(_ value: JSONValue, at pointer: String) -> TargetingRules.Variant? {
+        guard let name = value["name"]?.stringValue, !name.isEmpty else {
+            fail(pointer + "/name", "a variant needs a name")
+            return nil
+        }
+        // Whole numbers keep the split exact; the cap keeps any sum of them far from overflowing.
+        guard let weight = value["weight"]?.numberValue, weight >= 1, weight.rounded() == weight, weight <= 1e9
+        else {
+            fail(pointer + "/weight", "weight must be a whole number from 1 to 1000000000")
+            return nil
+        }
+        guard let flow = flowRef(value["flow"], at: pointer + "/flow") else { return nil }
+        return TargetingRules.Variant(name: name, weight: UInt64(weight), flow: flow)
+    }
+
+    /// A placement key of the bundle (`.some(key)`), or null (`.some(nil)`); nil after a finding.
+    private mutating func flowRef(_ value: JSONValue?, at pointer: String) -> String?? {
+        switch value {
+        case .null?: return .some(nil)
+        case .string(let key)? where flows.contains(key): return .some(key)
+        case .string(let key)?:
+            fail(pointer, "no placement '\(key)' in the bundle to take the flow from")
+            return nil
+        default:
+            fail(pointer, "flow must be a placement key or null")
+            return nil
+        }
     }
 }

@@ -230,4 +230,38 @@ struct ServeTests {
         #expect(badRules.status == 65)
         #expect(badRules.stderr.contains("rules-invalid"))
     }
+
+    @Test(
+        "every rules.json mistake is a finding at load, naming its path; serve refuses to start with 65",
+        arguments: [
+            (
+                #"[{"experiment":{"id":"e","variants":[{"name":"a","weight":0.5,"flow":"trip-upsell"}]}}]"#,
+                "#/placements/trip-upsell/0/experiment/variants/0/weight"
+            ),
+            (
+                #"[{"experiment":{"id":"e","variants":[{"name":"a","weight":0,"flow":"trip-upsell"}]}}]"#,
+                "#/placements/trip-upsell/0/experiment/variants/0/weight"
+            ),
+            (
+                #"[{"experiment":{"id":"e","variants":[{"name":"a","weight":1,"flow":"missing"}]}}]"#,
+                "#/placements/trip-upsell/0/experiment/variants/0/flow"
+            ),
+            (#"[{"experiment":{"id":"e","variants":[]}}]"#, "#/placements/trip-upsell/0/experiment"),
+            (
+                #"[{"audience":{"plan":{"like":"pro"}},"flow":"trip-upsell"}]"#,
+                "#/placements/trip-upsell/0/audience/plan"
+            ),
+            (#"[{"flow":"no-such-placement"}]"#, "#/placements/trip-upsell/0/flow"),
+        ])
+    func rulesMistakes(candidates: String, pointer: String) throws {
+        let tmp = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("travel"), toPath: tmp.file("travel"))
+        try #"{"placements":{"trip-upsell":\#(candidates)}}"#.write(
+            toFile: tmp.file("travel/rules.json"), atomically: true, encoding: .utf8)
+        let refused = try fpctl("serve", tmp.file("travel"), "--port", "0")
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("rules-invalid: \(tmp.file("travel/rules.json"))\(pointer): "), "\(refused.stderr)")
+        #expect(refused.stdout.isEmpty, "it never started")
+    }
 }

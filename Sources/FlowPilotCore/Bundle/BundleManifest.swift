@@ -53,94 +53,123 @@ public struct BundleManifest: Sendable, Equatable {
 extension BundleManifest {
     /// Reads a manifest, reporting every problem as a finding at `manifest.json#/…`.
     static func parse(_ data: Data) -> (BundleManifest?, [Finding]) {
-        let at = { (pointer: String) in "\(BundleManifest.path)#\(pointer)" }
         let json: JSONValue
         do { json = try JSONValue.parse(data) } catch {
             return (nil, [.error("manifest-json", BundleManifest.path, "\(error)")])
         }
-        var findings: [Finding] = []
         guard case .object = json else {
             return (nil, [.error("manifest-json", BundleManifest.path, "manifest must be a JSON object")])
         }
-        if json["format"]?.stringValue != format {
+        var parser = ManifestParser(json: json)
+        guard parser.checkFormat() else { return (nil, parser.findings) }
+        let appID = parser.appID()
+        let createdAt = parser.createdAt()
+        let placements = parser.placements()
+        let media = parser.stringMap("media")
+        let fonts = parser.stringMap("fonts")
+        let files = parser.files()
+        guard !parser.findings.hasErrors, let createdAt else { return (nil, parser.findings) }
+        let manifest = BundleManifest(
+            appID: appID, generator: json["generator"]?.stringValue ?? "", createdAt: createdAt,
+            placements: placements, media: media, fonts: fonts, files: files)
+        return (manifest, parser.findings)
+    }
+}
+
+/// The fields of a manifest one by one, each problem a finding at its JSON pointer.
+private struct ManifestParser {
+    let json: JSONValue
+    var findings: [Finding] = []
+
+    private func at(_ pointer: String) -> String { "\(BundleManifest.path)#\(pointer)" }
+
+    private mutating func problem(_ pointer: String, _ message: String) {
+        findings.append(.error("manifest-field", at(pointer), message))
+    }
+
+    /// `format` and `format_version`; false when the rest cannot be read.
+    mutating func checkFormat() -> Bool {
+        if json["format"]?.stringValue != BundleManifest.format {
             findings.append(.error("manifest-format", at("/format"), "format must be \"fpbundle\""))
         }
+        let supported = Double(BundleManifest.formatVersion)
         switch json["format_version"]?.numberValue {
-        case Double(formatVersion)?: break
-        case let v? where v > Double(formatVersion):
+        case supported?:
+            return true
+        case let version? where version > supported:
             findings.append(
                 .error(
                     "manifest-format-version", at("/format_version"),
-                    "unknown format_version \(CanonicalJSON.formatNumber(v)) (this fpctl reads 1); upgrade fpctl"))
-            return (nil, findings)
+                    "unknown format_version \(CanonicalJSON.formatNumber(version)) (this fpctl reads 1); upgrade fpctl")
+            )
         default:
             findings.append(.error("manifest-format-version", at("/format_version"), "format_version must be 1"))
-            return (nil, findings)
         }
-        let appID = json["app_id"]?.stringValue ?? ""
-        if appID.isEmpty {
-            findings.append(.error("manifest-field", at("/app_id"), "app_id must be a non-empty string"))
-        }
-        let createdAtString = json["created_at"]?.stringValue ?? ""
-        let createdAt = RFC3339.parse(createdAtString)
-        if createdAt == nil {
-            findings.append(.error("manifest-field", at("/created_at"), "created_at must be an RFC 3339 UTC time"))
-        }
+        return false
+    }
 
-        func stringMap(_ key: String) -> [String: String] {
-            guard let object = json[key]?.objectValue else {
-                findings.append(.error("manifest-field", at("/\(key)"), "\(key) must be an object"))
-                return [:]
-            }
-            var out: [String: String] = [:]
-            for (k, v) in object {
-                if let s = v.stringValue {
-                    out[k] = s
-                } else {
-                    findings.append(.error("manifest-field", at("/\(key)/\(k)"), "must be a string path"))
-                }
-            }
-            return out
+    mutating func appID() -> String {
+        let appID = json["app_id"]?.stringValue ?? ""
+        if appID.isEmpty { problem("/app_id", "app_id must be a non-empty string") }
+        return appID
+    }
+
+    mutating func createdAt() -> Date? {
+        let createdAt = RFC3339.parse(json["created_at"]?.stringValue ?? "")
+        if createdAt == nil { problem("/created_at", "created_at must be an RFC 3339 UTC time") }
+        return createdAt
+    }
+
+    /// `media` or `fonts`: an object of string paths.
+    mutating func stringMap(_ key: String) -> [String: String] {
+        guard let object = json[key]?.objectValue else {
+            problem("/\(key)", "\(key) must be an object")
+            return [:]
         }
-        var placements: [String: Placement] = [:]
-        if let object = json["placements"]?.objectValue {
-            for (key, value) in object {
-                guard let path = value["path"]?.stringValue, let flowID = value["flow_id"]?.stringValue,
-                    let version = value["version"]?.stringValue
-                else {
-                    findings.append(
-                        .error(
-                            "manifest-field", at("/placements/\(key)"),
-                            "a placement needs path, flow_id and version strings"))
-                    continue
-                }
-                placements[key] = Placement(path: path, flowID: flowID, version: version)
+        var out: [String: String] = [:]
+        for (name, value) in object {
+            if let path = value.stringValue {
+                out[name] = path
+            } else {
+                problem("/\(key)/\(name)", "must be a string path")
             }
-        } else {
-            findings.append(.error("manifest-field", at("/placements"), "placements must be an object"))
         }
-        let media = stringMap("media")
-        let fonts = stringMap("fonts")
-        var files: [String: FileInfo] = [:]
-        if let object = json["files"]?.objectValue {
-            for (path, value) in object {
-                guard let size = value["size"]?.numberValue, size >= 0, size.rounded() == size,
-                    let sha = value["sha256"]?.stringValue
-                else {
-                    findings.append(
-                        .error("manifest-field", at("/files/\(path)"), "a file needs an integer size and a sha256"))
-                    continue
-                }
-                files[path] = FileInfo(size: Int64(size), sha256: sha)
+        return out
+    }
+
+    mutating func placements() -> [String: BundleManifest.Placement] {
+        guard let object = json["placements"]?.objectValue else {
+            problem("/placements", "placements must be an object")
+            return [:]
+        }
+        var placements: [String: BundleManifest.Placement] = [:]
+        for (key, value) in object {
+            guard let path = value["path"]?.stringValue, let flowID = value["flow_id"]?.stringValue,
+                let version = value["version"]?.stringValue
+            else {
+                problem("/placements/\(key)", "a placement needs path, flow_id and version strings")
+                continue
             }
-        } else {
-            findings.append(.error("manifest-field", at("/files"), "files must be an object"))
+            placements[key] = .init(path: path, flowID: flowID, version: version)
         }
-        guard !findings.hasErrors, let createdAt else { return (nil, findings) }
-        return (
-            BundleManifest(
-                appID: appID, generator: json["generator"]?.stringValue ?? "", createdAt: createdAt,
-                placements: placements, media: media, fonts: fonts, files: files), findings
-        )
+        return placements
+    }
+
+    mutating func files() -> [String: BundleManifest.FileInfo] {
+        guard let object = json["files"]?.objectValue else {
+            problem("/files", "files must be an object")
+            return [:]
+        }
+        var files: [String: BundleManifest.FileInfo] = [:]
+        for (path, value) in object {
+            guard let size = value["size"]?.numberValue, size >= 0, size.rounded() == size,
+                let sha = value["sha256"]?.stringValue
+            else {
+                problem("/files/\(path)", "a file needs an integer size and a sha256")
+                continue
+            }
+            files[path] = .init(size: Int64(size), sha256: sha)
+        }
+        return files
     }
 }

@@ -10,14 +10,39 @@ public enum BundlePipeline {
     }
 
     /// Resolves each placement for `identity` and writes a bundle source directory
-    /// (bundle.md layout): flows as served, every image and font downloaded and
-    /// mapped by URL. Files are rewritten only when their content changed, and
-    /// `created_at` moves only when something did. Media over `maxMediaBytes` or
-    /// failing to download are errors unless `allowMissingMedia`.
+    /// (the layout README "Bundle sources" describes): flows as served, every
+    /// image and font downloaded and mapped by URL. Files are rewritten only when
+    /// their content changed, and `created_at` moves only when something did.
+    /// Media over `maxMediaBytes` or failing to download are errors unless
+    /// `allowMissingMedia`.
     public static func pull(
         into directory: String, client: ResolveClient, identity: Identity, placements: [String],
         allowMissingMedia: Bool, maxMediaBytes: Int64 = BundleLimits.maxEntryBytes
     ) async throws -> PullResult {
+        let flows = try await resolveFlows(placements, client: client, identity: identity)
+        let (assets, mediaFindings) = await downloadAssets(
+            of: flows, client: client, allowMissing: allowMissingMedia, limit: maxMediaBytes)
+        if mediaFindings.hasErrors { throw FPError.invalid(mediaFindings) }
+        var writer = SourceWriter(directory: directory)
+        try writer.prepare()
+        for (key, doc) in flows { try writer.write("flows/\(key).json", CanonicalJSON.prettyData(doc.json)) }
+        for (_, asset) in assets { try writer.write(asset.name, asset.data) }
+        writer.removeAll(except: Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name)))
+        let bundleJSON: JSONValue = .object([
+            "app_id": .string(client.appID),
+            "created_at": .string(writer.createdAt()),
+            "placements": .object(flows.keys.reduce(into: [:]) { $0[$1] = .string("flows/\($1).json") }),
+            "assets": .object(assets.mapValues { .string($0.name) }),
+        ])
+        try writer.write(BundleSource.fileName, CanonicalJSON.prettyData(bundleJSON))
+        return PullResult(
+            changedFiles: writer.changed.sorted(), removedFiles: writer.removed.sorted(), findings: mediaFindings)
+    }
+
+    /// Every placement's flow; any placement without one fails the pull.
+    private static func resolveFlows(_ placements: [String], client: ResolveClient, identity: Identity) async throws
+        -> [String: FlowDocument]
+    {
         var findings: [Finding] = []
         var flows: [String: FlowDocument] = [:]
         for key in placements {
@@ -29,61 +54,26 @@ public enum BundlePipeline {
             }
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
+        return flows
+    }
 
-        let urls = flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) }
+    /// Each distinct image and font URL once, named by its content's SHA-256.
+    private static func downloadAssets(
+        of flows: [String: FlowDocument], client: ResolveClient, allowMissing: Bool, limit: Int64
+    ) async -> ([String: (name: String, data: Data)], [Finding]) {
+        let urls = Set(flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) })
         var assets: [String: (name: String, data: Data)] = [:]
-        for url in Set(urls).sorted() {
-            switch await MediaDownload.fetch(url, client: client.client, limit: maxMediaBytes) {
+        var findings: [Finding] = []
+        for url in urls.sorted() {
+            switch await MediaDownload.fetch(url, client: client.client, limit: limit) {
             case .success(let bytes):
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
                 assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
             case .failure(let reason):
-                findings.append(
-                    allowMissingMedia ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
+                findings.append(allowMissing ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
             }
         }
-        if findings.hasErrors { throw FPError.invalid(findings) }
-
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: "\(directory)/flows", withIntermediateDirectories: true)
-        try fm.createDirectory(atPath: "\(directory)/assets", withIntermediateDirectories: true)
-        var changed: [String] = []
-        func write(_ rel: String, _ data: Data) throws {
-            let path = "\(directory)/\(rel)"
-            if fm.contents(atPath: path) == data { return }
-            let out = try AtomicOutput(destination: path, overwrite: true)
-            try data.write(to: URL(fileURLWithPath: out.temporaryPath))
-            try out.commit()
-            changed.append(rel)
-        }
-        for (key, doc) in flows { try write("flows/\(key).json", CanonicalJSON.prettyData(doc.json)) }
-        for (_, asset) in assets { try write(asset.name, asset.data) }
-
-        let keep = Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name))
-        var removed: [String] = []
-        for folder in ["flows", "assets"] {
-            for name in (try? fm.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? []
-            where !keep.contains("\(folder)/\(name)") {
-                try? fm.removeItem(atPath: "\(directory)/\(folder)/\(name)")
-                removed.append("\(folder)/\(name)")
-            }
-        }
-        let manifestPath = "\(directory)/\(BundleSource.fileName)"
-        var createdAt = RFC3339.string(Date())
-        if changed.isEmpty && removed.isEmpty,
-            let old = fm.contents(atPath: manifestPath).flatMap({ try? JSONValue.parse($0) }),
-            let previous = old["created_at"]?.stringValue
-        {
-            createdAt = previous
-        }
-        let bundleJSON: JSONValue = .object([
-            "app_id": .string(client.appID),
-            "created_at": .string(createdAt),
-            "placements": .object(flows.keys.reduce(into: [:]) { $0[$1] = .string("flows/\($1).json") }),
-            "assets": .object(assets.mapValues { .string($0.name) }),
-        ])
-        try write(BundleSource.fileName, CanonicalJSON.prettyData(bundleJSON))
-        return PullResult(changedFiles: changed.sorted(), removedFiles: removed.sorted(), findings: findings)
+        return (assets, findings)
     }
 
     /// How a bundled placement compares with what the backend resolves now.
@@ -148,5 +138,53 @@ public enum BundlePipeline {
             }
         }
         return rows
+    }
+}
+
+/// Writes a bundle source directory file by file, rewriting only what changed
+/// (atomically) and removing what is no longer part of it.
+private struct SourceWriter {
+    let directory: String
+    private(set) var changed: [String] = []
+    private(set) var removed: [String] = []
+
+    init(directory: String) { self.directory = directory }
+
+    func prepare() throws {
+        for folder in ["flows", "assets"] {
+            try FileManager.default.createDirectory(atPath: "\(directory)/\(folder)", withIntermediateDirectories: true)
+        }
+    }
+
+    mutating func write(_ rel: String, _ data: Data) throws {
+        let path = "\(directory)/\(rel)"
+        if FileManager.default.contents(atPath: path) == data { return }
+        let out = try AtomicOutput(destination: path, overwrite: true)
+        try data.write(to: URL(fileURLWithPath: out.temporaryPath))
+        try out.commit()
+        changed.append(rel)
+    }
+
+    /// Removes files of `flows/` and `assets/` not in `keep`.
+    mutating func removeAll(except keep: Set<String>) {
+        for folder in ["flows", "assets"] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? []
+            where !keep.contains("\(folder)/\(name)") {
+                try? FileManager.default.removeItem(atPath: "\(directory)/\(folder)/\(name)")
+                removed.append("\(folder)/\(name)")
+            }
+        }
+    }
+
+    /// Now, unless nothing changed: then the `created_at` the source already records.
+    func createdAt() -> String {
+        let manifestPath = "\(directory)/\(BundleSource.fileName)"
+        if changed.isEmpty && removed.isEmpty,
+            let old = FileManager.default.contents(atPath: manifestPath).flatMap({ try? JSONValue.parse($0) }),
+            let previous = old["created_at"]?.stringValue
+        {
+            return previous
+        }
+        return RFC3339.string(Date())
     }
 }

@@ -59,8 +59,8 @@ extension FlowDocument {
     }
 }
 
-/// Walks one flow document collecting findings. Kept separate so that the rule
-/// list reads top to bottom as spec/flow.md states it.
+/// Walks one flow document collecting findings, the rules in the order a
+/// reader of the schema meets them (man fpctl.bundle.validate lists them).
 private struct FlowValidator {
     let location: String
     var findings: [Finding] = []
@@ -81,10 +81,33 @@ private struct FlowValidator {
             error("flow-type", "", "a flow must be a JSON object, found \(json.typeName)")
             return nil
         }
-        switch doc["schema_version"] {
-        case .number(let n) where n == Double(FlowDocument.supportedSchemaVersion):
+        checkSchemaVersion(doc["schema_version"])
+        let id = nonEmptyString(doc["id"], "/id")
+        let version = nonEmptyString(doc["version"], "/version")
+        let contentHash = checkContentHash(doc["content_hash"], of: json)
+        let declaredFonts = fonts(doc["fonts"])
+        let screenIDs = screens(doc["screens"])
+        persistentZones(doc["persistent_zones"])
+        for use in usedFonts where !declaredFonts.contains(where: { $0.name == use.name }) {
+            error("flow-font-undeclared", use.path, "font '\(use.name)' is not declared in /fonts")
+        }
+        for nav in navigations where screenIDs[nav.screen] == nil {
+            error("flow-navigate", nav.path, "navigate targets screen '\(nav.screen)', which does not exist")
+        }
+        guard let id, let version else { return nil }
+        return FlowDocument(
+            json: json, id: id, version: version, contentHash: contentHash,
+            firstScreenImages: unique(firstScreenImages), allImages: unique(allImages),
+            fonts: declaredFonts, unknownComponentTypes: unique(unknownTypes))
+    }
+
+    /// 1 is read; a newer whole number asks for a newer fpctl.
+    mutating func checkSchemaVersion(_ value: JSONValue?) {
+        let supported = Double(FlowDocument.supportedSchemaVersion)
+        switch value {
+        case .number(let n) where n == supported:
             break
-        case .number(let n) where n > Double(FlowDocument.supportedSchemaVersion) && n.rounded() == n:
+        case .number(let n) where n > supported && n.rounded() == n:
             error(
                 "flow-schema-version", "/schema_version",
                 "schema_version \(CanonicalJSON.formatNumber(n)) is newer than this fpctl understands (1); upgrade fpctl"
@@ -96,71 +119,61 @@ private struct FlowValidator {
                 "flow-schema-version", "/schema_version",
                 "unsupported schema_version \(CanonicalJSON.string(other)) (expected 1)")
         }
-        let id = nonEmptyString(doc["id"], "/id")
-        let version = nonEmptyString(doc["version"], "/version")
+    }
 
-        var contentHash: String?
-        if let hashValue = doc["content_hash"] {
-            if let declared = hashValue.stringValue {
-                contentHash = declared
-                let actual = FlowDocument.computeContentHash(json)
-                if declared != actual {
-                    error(
-                        "flow-content-hash", "/content_hash",
-                        "content_hash \(declared) does not match the document (\(actual))")
-                }
-            } else {
-                error("flow-content-hash", "/content_hash", "content_hash must be a string")
-            }
+    /// The declared content hash, which must match the document's canonical form.
+    mutating func checkContentHash(_ value: JSONValue?, of json: JSONValue) -> String? {
+        guard let value else { return nil }
+        guard let declared = value.stringValue else {
+            error("flow-content-hash", "/content_hash", "content_hash must be a string")
+            return nil
         }
+        let actual = FlowDocument.computeContentHash(json)
+        if declared != actual {
+            error(
+                "flow-content-hash", "/content_hash", "content_hash \(declared) does not match the document (\(actual))"
+            )
+        }
+        return declared
+    }
 
-        let declaredFonts = fonts(doc["fonts"])
-
-        var screenIds: [String: Int] = [:]
-        if let screens = doc["screens"]?.arrayValue, !screens.isEmpty {
-            for (i, screen) in screens.enumerated() {
-                let pointer = "/screens/\(i)"
-                guard case .object(let s) = screen else {
-                    error("flow-screen", pointer, "a screen must be an object")
-                    continue
-                }
-                if let sid = nonEmptyString(s["id"], pointer + "/id") {
-                    if let first = screenIds[sid] {
-                        error(
-                            "flow-duplicate-screen", pointer + "/id",
-                            "screen id '\(sid)' is already used by /screens/\(first)")
-                    } else {
-                        screenIds[sid] = i
-                    }
-                }
-                components(s["components"], pointer + "/components", firstScreen: i == 0)
-            }
-        } else {
+    /// A non-empty array of screens with unique ids: screen id -> index.
+    mutating func screens(_ value: JSONValue?) -> [String: Int] {
+        guard let screens = value?.arrayValue, !screens.isEmpty else {
             error("flow-screens", "/screens", "screens must be a non-empty array")
+            return [:]
         }
-
-        if let zones = doc["persistent_zones"] {
-            if case .object(let z) = zones {
-                for name in CanonicalJSON.sortedKeys(z.keys) {
-                    components(z[name], "/persistent_zones/\(name)", firstScreen: true)
-                }
-            } else {
-                error("flow-zones", "/persistent_zones", "persistent_zones must be an object")
+        var screenIDs: [String: Int] = [:]
+        for (i, screen) in screens.enumerated() {
+            let pointer = "/screens/\(i)"
+            guard case .object(let s) = screen else {
+                error("flow-screen", pointer, "a screen must be an object")
+                continue
             }
+            if let sid = nonEmptyString(s["id"], pointer + "/id") {
+                if let first = screenIDs[sid] {
+                    error(
+                        "flow-duplicate-screen", pointer + "/id",
+                        "screen id '\(sid)' is already used by /screens/\(first)")
+                } else {
+                    screenIDs[sid] = i
+                }
+            }
+            components(s["components"], pointer + "/components", firstScreen: i == 0)
         }
+        return screenIDs
+    }
 
-        for use in usedFonts where !declaredFonts.contains(where: { $0.name == use.name }) {
-            error("flow-font-undeclared", use.path, "font '\(use.name)' is not declared in /fonts")
+    /// Navigation bar, footer, overlay: part of the first screen's media.
+    mutating func persistentZones(_ value: JSONValue?) {
+        guard let value else { return }
+        guard case .object(let zones) = value else {
+            error("flow-zones", "/persistent_zones", "persistent_zones must be an object")
+            return
         }
-        for nav in navigations where screenIds[nav.screen] == nil {
-            error("flow-navigate", nav.path, "navigate targets screen '\(nav.screen)', which does not exist")
+        for name in CanonicalJSON.sortedKeys(zones.keys) {
+            components(zones[name], "/persistent_zones/\(name)", firstScreen: true)
         }
-
-        guard let id, let version else { return nil }
-        return FlowDocument(
-            json: json, id: id, version: version, contentHash: contentHash,
-            firstScreenImages: unique(firstScreenImages), allImages: unique(allImages),
-            fonts: declaredFonts, unknownComponentTypes: unique(unknownTypes))
     }
 
     mutating func nonEmptyString(_ value: JSONValue?, _ pointer: String) -> String? {

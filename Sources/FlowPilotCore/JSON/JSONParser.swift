@@ -160,35 +160,44 @@ struct JSONParser {
             }
             i += 1
             guard i < bytes.count else { break }
-            let e = bytes[i]
-            i += 1
-            switch e {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try hex4()
-                if (0xD800...0xDBFF).contains(scalar) {
-                    guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
-                        throw error("unpaired surrogate")
-                    }
-                    i += 2
-                    let low = try hex4()
-                    guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                } else if (0xDC00...0xDFFF).contains(scalar) {
-                    throw error("unpaired surrogate")
-                }
-                // Surrogates were paired or refused above, so this is always a scalar.
-                guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
-                out.append(contentsOf: Array(String(unicode).utf8))
-            default: throw error("invalid escape")
-            }
+            try unescape(into: &out)
         }
         throw error("unterminated string")
+    }
+
+    /// One escape sequence after its backslash, appended to `out` as UTF-8.
+    private mutating func unescape(into out: inout [UInt8]) throws {
+        let e = bytes[i]
+        i += 1
+        switch e {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
+        case UInt8(ascii: "b"): out.append(0x08)
+        case UInt8(ascii: "f"): out.append(0x0C)
+        case UInt8(ascii: "n"): out.append(0x0A)
+        case UInt8(ascii: "r"): out.append(0x0D)
+        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "u"): out.append(contentsOf: Array(String(try unicodeEscape()).utf8))
+        default: throw error("invalid escape")
+        }
+    }
+
+    /// `\uXXXX`, or a surrogate pair of them, as one scalar.
+    private mutating func unicodeEscape() throws -> Unicode.Scalar {
+        var scalar = try hex4()
+        if (0xD800...0xDBFF).contains(scalar) {
+            guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                throw error("unpaired surrogate")
+            }
+            i += 2
+            let low = try hex4()
+            guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            throw error("unpaired surrogate")
+        }
+        // Surrogates were paired or refused above, so this is always a scalar.
+        guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
+        return unicode
     }
 
     private func validUTF8(_ from: Int, _ to: Int) throws -> String {

@@ -1,0 +1,137 @@
+import Foundation
+
+extension CacheStore {
+    public struct PruneOptions: Sendable {
+        /// Images past their TTL.
+        public var expired = false
+        /// Flows resolved, and images last used, longer ago than this.
+        public var olderThan: TimeInterval?
+        /// Images beyond this many bytes, least recently used first.
+        public var maxImageBytes: Int64?
+        /// That identity's flow entries and every alias pointing at them.
+        public var userID: String?
+        /// Images and fonts no cached flow refers to.
+        public var unreferenced = false
+        public var flows = true
+        public var images = true
+        public var dryRun = false
+        public var now = Date()
+        public init() {}
+    }
+
+    /// Removes what the options select, plus superseded files (older copies of a
+    /// key that readers already ignore). A stale flow goes only when asked for.
+    public func prune(_ o: PruneOptions) throws -> [Removal] {
+        let work = { () -> [Removal] in
+            let scan = self.scan()
+            var selection = PruneSelection(store: self, scan: scan, options: o)
+            selection.addDebris()
+            if o.flows { selection.addFlows() }
+            if o.images { selection.addImages() }
+            if o.unreferenced { selection.addUnreferenced() }
+            if !o.dryRun { self.delete(selection.removals) }
+            return selection.removals
+        }
+        return o.dryRun ? work() : try withLock(exclusive: true, work)
+    }
+
+    /// Unlinks each removal, and the directory it leaves empty.
+    private func delete(_ removals: [Removal]) {
+        for removal in removals {
+            let path = "\(root)/\(removal.path)"
+            unlink(path)
+            let dir = (path as NSString).deletingLastPathComponent
+            if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
+        }
+    }
+}
+
+/// The files one prune removes, each once, in the order the rules chose them.
+private struct PruneSelection {
+    let store: CacheStore
+    let scan: CacheScan
+    let options: CacheStore.PruneOptions
+    private(set) var removals: [Removal] = []
+    private var gone = Set<String>()
+
+    init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions) {
+        self.store = store
+        self.scan = scan
+        self.options = options
+    }
+
+    private mutating func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) {
+        guard gone.insert(path).inserted else { return }
+        removals.append(Removal(kind: kind, path: store.relative(path), bytes: bytes, reason: reason))
+    }
+
+    /// Superseded copies, and url files whose image was never written.
+    mutating func addDebris() {
+        for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
+        let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
+        for urlFile in scan.imageURLFiles
+        where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
+            remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
+        }
+    }
+
+    /// One identity's entries, or entries resolved too long ago, and the aliases pointing at them.
+    mutating func addFlows() {
+        var removedKeys = Set<String>()
+        let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
+        for entry in scan.flows {
+            let age = entry.age(at: options.now)
+            if let user = options.userID, let userSuffix, entry.path.contains(userSuffix) {
+                remove(.flow, entry.path, entry.size, "identity \(user)")
+            } else if let limit = options.olderThan, age > limit {
+                remove(.flow, entry.path, entry.size, "resolved \(Int(age))s ago")
+            } else {
+                continue
+            }
+            removedKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
+        }
+        for alias in scan.aliases where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
+            remove(.alias, alias.path, alias.size, "points at a removed entry")
+        }
+    }
+
+    /// Expired or long-unused images, then the least recently used beyond the size limit.
+    mutating func addImages() {
+        var kept: [CachedImage] = []
+        for image in scan.images {
+            let unused = options.now.timeIntervalSince(image.lastAccess)
+            if options.expired, image.isExpired(at: options.now, ttl: store.budgets.imageTTL) {
+                remove(.image, image.path, image.size, "expired")
+            } else if let limit = options.olderThan, unused > limit {
+                remove(.image, image.path, image.size, "last used \(Int(unused))s ago")
+            } else {
+                kept.append(image)
+            }
+        }
+        guard let budget = options.maxImageBytes else { return }
+        var total = kept.reduce(0) { $0 + $1.size }
+        for image in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) where total > budget {
+            remove(.image, image.path, image.size, "least recently used over \(budget) bytes")
+            total -= image.size
+        }
+    }
+
+    /// Images and fonts that no flow surviving this prune refers to.
+    mutating func addUnreferenced() {
+        var images = Set<String>()
+        var fonts = Set<String>()
+        for entry in scan.flows where !gone.contains(entry.path) {
+            guard let (doc, _) = CacheStore.readEntry(entry) else { continue }
+            images.formUnion(doc.allImages.map(CacheStore.urlHash))
+            fonts.formUnion(doc.fonts.compactMap(\.sha256))
+        }
+        if options.images {
+            for image in scan.images where !images.contains(image.urlHash) {
+                remove(.image, image.path, image.size, "no cached flow refers to it")
+            }
+        }
+        for font in scan.fonts where !fonts.contains(String((font.path as NSString).lastPathComponent.prefix(64))) {
+            remove(.font, font.path, font.size, "no cached flow refers to it")
+        }
+    }
+}

@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// `fpctl serve`: the resolve API of spec/resolve-api.md over the flows of one
+/// `fpctl serve`: the resolve API (docs/serve.md) over the flows of one
 /// or more bundles, with targeting, fault injection and request counting for
 /// the clients under test (docs/serve.md).
 public final class ResolveServer: Sendable {

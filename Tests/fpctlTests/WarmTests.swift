@@ -150,7 +150,9 @@ struct WarmTests {
         if code.hasPrefix("http_") { #expect(try await stats(server).keys["demo/paywall/f"] == 2, "one retry") }
     }
 
-    @Test("first-screen and all-screens warm exactly the images flow.md says; a broken image leaves the flow warmed")
+    @Test(
+        "first-screen and all-screens warm exactly the first-screen and all-screen images; a broken image leaves the flow warmed"
+    )
     func media() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         let first = rows(try warm(server, ["onboarding", "--user-id", "m", "--media", "first-screen"]))

@@ -1,4 +1,4 @@
-/// The hard limits of spec/bundle.md, shared by build and validate.
+/// The hard limits of a bundle, shared by build and validate.
 public enum BundleLimits {
     public static let maxEntries = 10_000
     public static let maxEntryBytes: Int64 = 64 << 20

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `manifest.json` of a `.fpbundle` (spec/bundle.md). Its exact bytes are the
+/// `manifest.json` of a `.fpbundle`. Its exact bytes are the
 /// bundle digest's input, so it is written as pretty canonical JSON.
 public struct BundleManifest: Sendable, Equatable {
     public static let format = "fpbundle"

@@ -1,4 +1,4 @@
-/// The archive path rule of spec/bundle.md:
+/// The archive path rule of a bundle:
 /// `^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$`, at most 255 bytes a
 /// component and 1024 a path. Nothing with case, Unicode or separator tricks
 /// survives to a phone's filesystem, and `.`/`..` cannot be written at all.

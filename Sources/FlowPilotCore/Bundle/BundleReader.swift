@@ -20,7 +20,7 @@ public struct BundleReport: Sendable {
     public var isValid: Bool { !findings.hasErrors }
 }
 
-/// Validates a `.fpbundle` (spec/bundle.md) in one streaming pass: the structure
+/// Validates a `.fpbundle` in one streaming pass: the structure
 /// first (ZipDirectory), then every entry decompressed block by block through
 /// libarchive, hashed, counted and stopped as soon as it breaks a limit. Nothing
 /// is extracted; only the manifest and one flow at a time are held in memory.

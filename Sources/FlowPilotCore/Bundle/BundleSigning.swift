@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Ed25519 signing of a bundle's manifest (spec/bundle.md): `manifest.sig` holds
+/// Ed25519 signing of a bundle's manifest (README, "Bundled defaults in CI"): `manifest.sig` holds
 /// `{"alg":"ed25519","key_id":…,"signature":…}` over the exact bytes of
 /// `manifest.json`. Key files are JSON; the private key file is mode 0600.
 public enum BundleSigning {

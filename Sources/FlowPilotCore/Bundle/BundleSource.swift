@@ -1,6 +1,6 @@
 import Foundation
 
-/// A bundle source directory (spec/bundle.md): `bundle.json` naming the
+/// A bundle source directory (README, "Bundle sources"): `bundle.json` naming the
 /// placements' flow files and the local copies of remote media and fonts.
 public struct BundleSource: Sendable {
     public static let fileName = "bundle.json"

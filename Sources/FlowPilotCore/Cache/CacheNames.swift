@@ -7,7 +7,6 @@ import Foundation
 /// Free text (placement keys, user ids, flow ids) is percent-encoded: bytes
 /// outside `[A-Za-z0-9_.-]`, a leading `.`, and `~` (the field separator) become `%XX`.
 public enum CacheNames {
-    public static let separator: Character = "~"
 
     public static func encode(_ text: String) -> String {
         var out = ""

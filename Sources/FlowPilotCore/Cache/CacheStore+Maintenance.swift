@@ -112,12 +112,11 @@ extension CacheStore {
             var bytes: Int64 = 0
             for dir in dirs {
                 if let e = FileManager.default.enumerator(atPath: dir) {
-                    while let p = e.nextObject() as? String {
+                    while e.nextObject() != nil {
                         if let attrs = e.fileAttributes, attrs[.type] as? FileAttributeType == .typeRegular {
                             files += 1
                             bytes += (attrs[.size] as? Int64) ?? 0
                         }
-                        _ = p
                     }
                 }
                 try? FileManager.default.removeItem(atPath: dir)

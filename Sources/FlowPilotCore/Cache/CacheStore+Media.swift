@@ -157,6 +157,4 @@ final class ImageMemoryCache: Sendable {
             }
         }
     }
-
-    var bytes: Int { state.withLock { $0.bytes } }
 }

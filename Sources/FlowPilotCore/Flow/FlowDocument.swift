@@ -1,6 +1,6 @@
 import Foundation
 
-/// A validated flow document (schema v1, spec/flow.md) and the references that
+/// A validated flow document (schema v1; FlowValidator below holds the rules) and the references that
 /// bundling and media warming need.
 public struct FlowDocument: Sendable {
     public static let supportedSchemaVersion = 1
@@ -60,7 +60,7 @@ extension FlowDocument {
 }
 
 /// Walks one flow document collecting findings, the rules in the order a
-/// reader of the schema meets them (man fpctl.bundle.validate lists them).
+/// reader of the schema meets them; each finding names its JSON pointer.
 private struct FlowValidator {
     let location: String
     var findings: [Finding] = []

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Canonical JSON as the spec defines it for fingerprints and content hashes:
+/// Canonical JSON, the input of identity fingerprints and flow content hashes:
 /// object keys sorted by their UTF-8 bytes at every level, no insignificant
 /// whitespace, numbers in shortest round-trip form (integral values without a
 /// fraction, as JavaScript prints them), strings with only the escapes JSON requires.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Records rendered as an aligned text table, CSV with a header row, or JSON
-/// with sorted keys and a `schema_version` (spec/cli.md conventions).
+/// with sorted keys and a `schema_version`.
 public struct Table: Sendable {
     public var columns: [String]
     public var rows: [[String]]

@@ -10,7 +10,7 @@ public enum LiveResult: Sendable {
     case failed(ResolveFailure)
 }
 
-/// The resolve API (docs/resolve-api.md) over AsyncHTTPClient: per-placement and
+/// The resolve API (docs/serve.md serves it) over AsyncHTTPClient: per-placement and
 /// batch resolves, retries with backoff on 429 and 5xx honouring `Retry-After`.
 /// The API key goes only into the Authorization header; it is never logged,
 /// cached or put in an error message.

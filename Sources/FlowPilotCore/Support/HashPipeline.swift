@@ -32,11 +32,6 @@ final class HashPipeline: @unchecked Sendable {
         }
     }
 
-    /// Drops an entry's state (e.g. a bomb stopped midway).
-    func discard(_ id: Int) {
-        queue.async { self.hashers.removeValue(forKey: id) }
-    }
-
     /// Waits for every queued block; returns all finished digests by entry id.
     func drain() -> [Int: String] {
         queue.sync { digests }

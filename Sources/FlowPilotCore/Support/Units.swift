@@ -1,4 +1,4 @@
-/// Parsing of the size and duration arguments spec/cli.md defines.
+/// Sizes and durations as every command takes them (README, "Usage"; fpctl(1)).
 public enum Units {
     /// `ms s m h d w`, compounds like `1h30m`; a bare number is seconds.
     public static func parseDuration(_ text: String) -> Double? {

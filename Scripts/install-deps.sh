@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, only when missing, the Debian packages fpctl builds and tests with:
 # libarchive-dev (the archive library), libarchive-tools (bsdtar), unzip, mandoc,
-# python3 (independent zip reader and fixture maker), curl (serve tests).
+# python3 (independent zip reader and fixture maker), curl (serve tests),
+# prometheus (its promtool checks the metrics warm writes).
 set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
@@ -11,6 +12,7 @@ command -v unzip >/dev/null || need+=(unzip)
 command -v mandoc >/dev/null || need+=(mandoc)
 command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
+command -v promtool >/dev/null || need+=(prometheus)  # promtool checks warm's --metrics-file
 for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;

@@ -17,6 +17,8 @@ struct FPCTL: AsyncParsableCommand {
             bundle diff exits 3 when the bundle is out of step with the backend.
             """,
         version: FPVersion.current,
-        subcommands: [BundleCommand.self, CacheCommand.self, Serve.self, Warm.self, Resolve.self, Ready.self]
+        subcommands: [
+            BundleCommand.self, CacheCommand.self, Serve.self, Warm.self, Report.self, Resolve.self, Ready.self,
+        ]
     )
 }

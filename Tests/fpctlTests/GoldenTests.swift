@@ -50,8 +50,18 @@ struct GoldenTests {
         ),
         Case(
             name: "warm-table",
-            arguments: ["warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w1"] + warmArgs,
+            arguments: [
+                "warm", "onboarding", "paywall", "nope", "--api-url", "OK", "--cache-dir", "w1", "--user-id", "alice",
+                "--media", "none", "--app-id", "demo",
+            ],
             status: 0, scrubMilliseconds: true),
+        Case(
+            name: "warm-summary-csv",
+            arguments: [
+                "warm", "onboarding", "paywall", "nope", "--api-url", "FAILING", "--cache-dir", "w4",
+                "--bundle", "demo.fpbundle", "--summary", "--format", "csv",
+            ] + warmArgs,
+            status: 3, scrubMilliseconds: true),
         Case(
             name: "warm-csv",
             arguments: [
@@ -62,7 +72,7 @@ struct GoldenTests {
             name: "warm-json-fallbacks",
             arguments: [
                 "warm", "onboarding", "paywall", "nope", "--api-url", "FAILING", "--cache-dir", "w3",
-                "--bundle", "demo.fpbundle", "--format", "json",
+                "--bundle", "demo.fpbundle", "--format", "json", "--run-id", "golden",
             ] + warmArgs,
             status: 3, scrubMilliseconds: true),
         Case(
@@ -102,12 +112,26 @@ struct GoldenTests {
             output == expected, "\(c.name) differs from its fixture (FPCTL_UPDATE_GOLDEN=1 rewrites it):\n\(output)")
     }
 
-    /// Warm's `ms` column, in whichever format, set to 0.
+    /// What warm measures, set to fixed values: the `ms` column, the summary's
+    /// p50/p95/p99 and the run's start and end, in whichever format.
     static func zeroMilliseconds(_ text: String) -> String {
         if text.hasPrefix("{") {
-            return text.replacingOccurrences(of: #""ms":[0-9]+"#, with: #""ms":0"#, options: .regularExpression)
+            return text.replacingOccurrences(
+                of: #""(ms|p50_ms|p95_ms|p99_ms)":[0-9]+"#, with: #""$1":0"#, options: .regularExpression
+            )
+            .replacingOccurrences(
+                of: #""(started_at|ended_at)":"[^"]+""#, with: #""$1":"2026-11-01T10:02:00Z""#,
+                options: .regularExpression)
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if text.hasPrefix("placement,") {
+            return lines.map { line in
+                var fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard line != lines[0], fields.count > 3 else { return line }
+                for i in (fields.count - 3)..<fields.count where fields[i] != "-" { fields[i] = "0" }
+                return fields.joined(separator: ",")
+            }.joined(separator: "\n")
+        }
         if text.hasPrefix("identity,") {
             return lines.map { line in
                 var fields = line.split(separator: ",", maxSplits: 10, omittingEmptySubsequences: false).map(

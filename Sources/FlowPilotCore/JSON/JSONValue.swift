@@ -53,6 +53,11 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
     /// The JSON type name used in error messages.
     public var typeName: String {
         switch self {

@@ -10,17 +10,25 @@ enum MediaDownload {
         case failure(String)
     }
 
-    static func fetch(_ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30)) async
-        -> Fetched
-    {
+    /// `log` counts the request under `media`: its status, or `error` when no response came.
+    static func fetch(
+        _ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30), log: RequestLog? = nil
+    ) async -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
+        let response: HTTPClientResponse
         do {
-            let response = try await client.execute(request, timeout: timeout)
-            guard response.status.code == 200 else { return .failure("answered \(response.status.code)") }
-            if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init), length > limit {
-                return .failure("\(length) bytes, over the \(limit)-byte limit")
-            }
+            response = try await client.execute(request, timeout: timeout)
+        } catch {
+            log?.record("media", status: nil)
+            return .failure("download failed: \(ResolveFailure.transport(error).message)")
+        }
+        log?.record("media", status: Int(response.status.code))
+        guard response.status.code == 200 else { return .failure("answered \(response.status.code)") }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init), length > limit {
+            return .failure("\(length) bytes, over the \(limit)-byte limit")
+        }
+        do {
             let body = try await response.body.collect(upTo: Int(limit))
             return .success(Data(body.readableBytesView))
         } catch is NIOTooManyBytesError {

@@ -20,6 +20,8 @@ public struct ResolveClient: Sendable {
     let apiKey: String?
     public let retries: Int
     let client: HTTPClient
+    /// Every request this client makes, counted by endpoint and status.
+    public let requests: RequestLog
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
     let attemptTimeout: TimeAmount = .seconds(30)
 
@@ -35,8 +37,9 @@ public struct ResolveClient: Sendable {
 
     public init(
         baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
-        client: HTTPClient = ResolveClient.sharedClient
+        client: HTTPClient = ResolveClient.sharedClient, requests: RequestLog = RequestLog()
     ) {
+        self.requests = requests
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.appID = appID
         self.apiKey = apiKey
@@ -59,7 +62,7 @@ public struct ResolveClient: Sendable {
 
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {
         let url = "\(baseURL)/apps/\(encode(appID))/placements/\(encode(placement))/resolve"
-        switch await post(url, body(identity)) {
+        switch await post(url, body(identity), endpoint: "resolve") {
         case .failure(let failure): return .failed(failure)
         case .response(let status, let json):
             if status == 404 {
@@ -82,7 +85,7 @@ public struct ResolveClient: Sendable {
         func failAll(_ failure: ResolveFailure) -> [String: LiveResult] {
             Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(failure)) })
         }
-        switch await post(url, body(identity, keys: placements)) {
+        switch await post(url, body(identity, keys: placements), endpoint: "resolve-batch") {
         case .failure(let failure):
             return failAll(failure)
         case .response(let status, let json):
@@ -130,7 +133,7 @@ public struct ResolveClient: Sendable {
     }
 
     /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, … or Retry-After (capped at 10 s).
-    private func post(_ url: String, _ body: ByteBuffer) async -> Response {
+    private func post(_ url: String, _ body: ByteBuffer, endpoint: String) async -> Response {
         var attempt = 0
         while true {
             var request = HTTPClientRequest(url: url)
@@ -144,6 +147,7 @@ public struct ResolveClient: Sendable {
             do {
                 let response = try await client.execute(request, timeout: attemptTimeout)
                 let status = Int(response.status.code)
+                requests.record(endpoint, status: status)
                 retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
                 let bytes = try await response.body.collect(upTo: 16 << 20)
                 let json = try? JSONValue.parse(Data(bytes.readableBytesView))
@@ -151,6 +155,7 @@ public struct ResolveClient: Sendable {
                 outcome = .response(status: status, json: json)
                 if status != 429 && status < 500 { return outcome }
             } catch {
+                requests.record(endpoint, status: nil)
                 outcome = .failure(.transport(error))
             }
             if attempt >= retries || Task.isCancelled { return outcome }

@@ -9,14 +9,16 @@ import Synchronization
 final class MediaWarmer: Sendable {
     let store: CacheStore
     let client: HTTPClient
+    let log: RequestLog
     private let limiter: AsyncLimiter
     private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
 
-    init(store: CacheStore, client: HTTPClient, concurrency: Int) {
+    init(store: CacheStore, client: HTTPClient, log: RequestLog, concurrency: Int) {
         self.store = store
         self.client = client
+        self.log = log
         self.limiter = AsyncLimiter(limit: concurrency)
     }
 
@@ -76,7 +78,7 @@ final class MediaWarmer: Sendable {
     /// A plain GET; nil on any failure.
     private func download(_ url: String) async -> Data? {
         let fetched = await MediaDownload.fetch(
-            url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10))
+            url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log)
         if case .success(let data) = fetched { return data }
         return nil
     }

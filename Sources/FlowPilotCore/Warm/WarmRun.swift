@@ -119,9 +119,11 @@ public struct WarmRun: Sendable {
 
 /// Shard K of N (`--shard K/N`): the identities whose fingerprint, read as a
 /// number, is K-1 modulo N. Stable across runs and machines.
-public struct Shard: Sendable, Equatable {
+public struct Shard: Sendable, Hashable, CustomStringConvertible {
     public let index: Int
     public let count: Int
+
+    public var description: String { "\(index)/\(count)" }
 
     /// `K/N` with 1 <= K <= N.
     public init?(_ text: String) {
@@ -132,9 +134,12 @@ public struct Shard: Sendable, Equatable {
         (index, count) = (k, n)
     }
 
-    public func contains(fingerprint: String) -> Bool {
+    public func contains(fingerprint: String) -> Bool { Self.index(of: fingerprint, among: count) == index }
+
+    /// Which of `count` shards (1-based) a fingerprint belongs to.
+    public static func index(of fingerprint: String, among count: Int) -> Int {
         // The first 15 hex digits (60 bits) fit a UInt64 whatever the digits.
         let number = UInt64(fingerprint.prefix(15), radix: 16) ?? 0
-        return Int(number % UInt64(count)) == index - 1
+        return Int(number % UInt64(max(count, 1))) + 1
     }
 }

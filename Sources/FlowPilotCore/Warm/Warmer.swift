@@ -15,7 +15,8 @@ public final class Warmer: Sendable {
         self.store = store
         self.bundle = bundle
         self.config = config
-        self.media = MediaWarmer(store: store, client: client.client, concurrency: config.mediaConcurrency)
+        self.media = MediaWarmer(
+            store: store, client: client.client, log: client.requests, concurrency: config.mediaConcurrency)
         self.live = LiveResolver(client: client, store: store, media: media, config: config)
     }
 
@@ -88,6 +89,9 @@ public final class Warmer: Sendable {
         await media.waitForFonts(until: deadline)
         return await live.waitForLate(until: deadline)
     }
+
+    /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
+    public var requests: RequestLog { live.client.requests }
 
     /// Live requests made so far, and how many could not reach the backend at all.
     public var requestCounts: (requests: Int, unreachable: Int) {

@@ -1,21 +1,30 @@
 import FlowPilotCore
 import Foundation
 
-/// The warm outcome table, streamed: rows are written as identities finish, so a
-/// million identities never sit in memory. JSON is a `rows` array; CSV has a
-/// header; the table uses fixed column widths.
+/// Warm's standard output, streamed: rows are written as identities finish, so
+/// a million identities never sit in memory, then the per-placement summary.
+/// - table: the rows, then (when the run covered more than one identity) a
+///   blank line and the summary table; with `--summary`, the summary only.
+/// - csv: the rows (one table per CSV stream); with `--summary`, the summary only.
+/// - json: `{"rows":[` one row per line `],"run":{…},"schema_version":1,"summary":{…}}`,
+///   the run and summary on the last line (what `fpctl report` reads back);
+///   with `--summary`, no `rows`.
 final class OutcomeReport {
     let format: OutputFormat
+    let showRows: Bool
     private let out = BufferedOutput()
     private var count = 0
     static let columns = [
         "identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl",
-        "ms", "error",
+        "ms",
+        "error",
     ]
     static let widths = [22, 16, 8, 10, 15, 12, 20, 12, 5, 6]
 
-    init(format: OutputFormat) {
+    init(format: OutputFormat, rows: Bool) {
         self.format = format
+        self.showRows = rows
+        guard rows else { return }
         switch format {
         case .json: out.write("{\"rows\":[")
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
@@ -24,6 +33,7 @@ final class OutcomeReport {
     }
 
     func add(_ o: PrefetchOutcome) {
+        guard showRows else { return }
         let identity =
             "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
         let error = o.errorCode.map { "\($0): \(o.errorMessage ?? "")" } ?? ""
@@ -36,25 +46,43 @@ final class OutcomeReport {
         case .table: out.write(line(cells))
         case .csv: out.write(Table(columns: cells).csv())
         case .json:
-            let row: JSONValue = .object([
-                "user_id": .string(o.identity.userID), "fingerprint": .string(o.identity.fingerprint),
-                "placement": .string(o.placement), "state": .string(o.state.rawValue),
-                "from_cache": o.state == .warmed ? .bool(o.fromCache) : .null,
-                "delivery_source": o.deliverySource.map { .string($0.rawValue) } ?? .null,
-                "media_warmed": .bool(o.mediaWarmed), "flow_id": o.flowID.map(JSONValue.string) ?? .null,
-                "version": o.version.map(JSONValue.string) ?? .null,
-                "ttl_seconds": o.ttlSeconds.map { .number(Double($0)) } ?? .null, "ms": .number(Double(o.milliseconds)),
-                "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
-                    ?? .null,
-            ])
             out.write(count == 0 ? "\n" : ",\n")
-            out.write(CanonicalJSON.data(row))
+            out.write(CanonicalJSON.data(Self.json(o)))
         }
         count += 1
     }
 
-    func finish() {
-        if format == .json { out.write("\n],\"schema_version\":\(JSONOutput.schemaVersion)}\n") }
+    static func json(_ o: PrefetchOutcome) -> JSONValue {
+        .object([
+            "user_id": .string(o.identity.userID), "fingerprint": .string(o.identity.fingerprint),
+            "placement": .string(o.placement), "state": .string(o.state.rawValue),
+            "from_cache": o.state == .warmed ? .bool(o.fromCache) : .null,
+            "delivery_source": o.deliverySource.map { .string($0.rawValue) } ?? .null,
+            "media_warmed": .bool(o.mediaWarmed), "flow_id": o.flowID.map(JSONValue.string) ?? .null,
+            "version": o.version.map(JSONValue.string) ?? .null,
+            "ttl_seconds": o.ttlSeconds.map { .number(Double($0)) } ?? .null, "ms": .number(Double(o.milliseconds)),
+            "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
+                ?? .null,
+        ])
+    }
+
+    /// The summary after the rows (see the type's comment for when).
+    func finish(run: WarmRunInfo, summary: OutcomeSummary, identities: Int) {
+        switch format {
+        case .json:
+            let trailer =
+                "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(JSONOutput.schemaVersion)"
+                + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
+            out.write(showRows ? "\n]," + trailer : "{" + trailer)
+        case .csv where !showRows:
+            out.write(summary.table().csv())
+        case .table where !showRows:
+            out.write(summary.table().text())
+        case .table where identities > 1:
+            out.write("\n" + summary.table().text())
+        case .csv, .table:
+            break
+        }
         out.flush()
     }
 

@@ -12,10 +12,27 @@ struct Warm: AsyncParsableCommand {
             placements), stale cache, bundled default.
             One identity from --user-id and --attribute, or many from --identities,
             JSON Lines of {"user_id", "attributes"}, streamed.
-            Prints one row per (identity, placement) and a summary on standard error,
-            with a progress line while it runs when standard error is a terminal.
+            Prints one row per (identity, placement), then a per-placement summary
+            (identities; warmed by delivery_source; no_flow; failed by error code;
+            media_warmed %; resolve p50/p95/p99 ms; a TOTAL row): after the table
+            when more than one identity was warmed, in the JSON document always
+            (with the run: run_id, shard, placements, started_at, ended_at, which
+            fpctl report reads), and alone with --summary.
+            CSV carries the rows only, or the summary only with --summary.
+            A line of counts goes to standard error, with a progress line while it
+            runs on a terminal.
+            --metrics-file writes Prometheus metrics at the end, atomically, for
+            node_exporter's textfile collector.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
-            69 the backend was unreachable for every request, 64 bad options.
+            69 the backend was unreachable for every request, 64 bad options,
+            73 the metrics file cannot be written.
+            Example, one of 4 shards (a Kubernetes Indexed Job sets
+            JOB_COMPLETION_INDEX to 0..3; docs/fleet.md has the Job and a GitHub
+            Actions matrix), then the summary of all four:
+              fpctl warm onboarding paywall --identities ids.jsonl --format json \\
+                --shard $((JOB_COMPLETION_INDEX+1))/4 --run-id "$RUN_ID" \\
+                --metrics-file /var/lib/node_exporter/fpctl.prom > shard.json
+              fpctl report shard-*.json
             """
     )
 
@@ -29,8 +46,17 @@ struct Warm: AsyncParsableCommand {
     var grace = DurationArgument("10s", seconds: 10)
     @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
     var failOn: WarmRun.FailOn = .failed
-    @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.") var noCaching =
-        false
+    @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.")
+    var noCaching = false
+    @Flag(help: "Print only the per-placement summary, not one row per (identity, placement).") var summary = false
+    @Option(
+        name: .customLong("run-id"),
+        help: "Names the run in the JSON output; give every shard of one run the same id (default: a random UUID).")
+    var runID: String?
+    @Option(
+        name: .customLong("metrics-file"),
+        help: "Write the run's metrics here in the Prometheus text format, atomically, when it ends.")
+    var metricsFile: String?
     @OptionGroup var output: FormatOption
 
     func validate() throws {
@@ -42,21 +68,31 @@ struct Warm: AsyncParsableCommand {
             Console.warn("caching is disabled (--no-caching): prefetch is a no-op, nothing was warmed")
             return
         }
-        var options = WarmRun.Options(placements: placements)
+        var seen = Set<String>()
+        var options = WarmRun.Options(placements: placements.filter { seen.insert($0).inserted })
         options.concurrency = concurrency
         options.shard = shard
         options.grace = grace.duration
-        let (warm, single, file) = try reportingErrors {
+        let (warm, single, file, metricsOutput) = try reportingErrors {
+            // The metrics file's directory is checked before the cache is touched.
+            let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
             let run = WarmRun(warmer: try backend.makeWarmer(media: media), options: options)
-            return (run, try backend.identity(), try identities.map(IdentityLines.init(path:)))
+            return (run, try backend.identity(), try identities.map(IdentityLines.init(path:)), metricsOutput)
         }
-        let report = OutcomeReport(format: output.format)
+        let startedAt = Date()
+        let report = OutcomeReport(format: output.format, rows: !summary)
         let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
-        let summary = try await reportingErrorsAsync {
-            let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
-                for outcome in outcomes { report.add(outcome) }
-                progress.update(counts)
+        var placementSummary = OutcomeSummary()
+        let metrics = metricsOutput.map { _ in WarmMetrics() }
+        let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
+            for outcome in outcomes {
+                report.add(outcome)
+                placementSummary.add(outcome)
+                metrics?.record(outcome)
             }
+            progress.update(counts)
+        }
+        let result = try await reportingErrorsAsync {
             if let file { return try await warm.run(file, onIdentity: record) }
             let one = AsyncStream<Identity> { continuation in
                 continuation.yield(single)
@@ -64,10 +100,23 @@ struct Warm: AsyncParsableCommand {
             }
             return try await warm.run(one, onIdentity: record)
         }
-        report.finish()
+        let run = WarmRunInfo(
+            runID: runID ?? UUID().uuidString.lowercased(), shard: shard, placements: options.placements,
+            startedAt: startedAt, endedAt: Date())
+        report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         progress.clear()
-        Console.note(Self.summaryLine(summary))
-        let status = summary.exitStatus(failOn: failOn)
+        Console.note(Self.summaryLine(result))
+        let status = result.exitStatus(failOn: failOn)
+        if let metrics, let metricsOutput {
+            try reportingErrors {
+                let text = metrics.text(
+                    requests: warm.warmer.requests.snapshot, endedAt: run.endedAt, success: status == .success)
+                do { try Data(text).write(to: URL(fileURLWithPath: metricsOutput.temporaryPath)) } catch {
+                    throw FPError.cannotWrite("\(metricsOutput.destination): \(error.localizedDescription)")
+                }
+                try metricsOutput.commit()
+            }
+        }
         if status != .success { throw ExitCode(status) }
     }
 

@@ -40,7 +40,7 @@ enum Paths {
 @discardableResult
 func run(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-    currentDirectory: String? = nil, timeout: TimeInterval = 120
+    currentDirectory: String? = nil, timeout: TimeInterval = 120, stdinFile: String? = nil
 ) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
@@ -62,7 +62,9 @@ func run(
     let errHandle = try FileHandle(forWritingTo: errFile)
     process.standardOutput = outHandle
     process.standardError = errHandle
-    process.standardInput = FileHandle.nullDevice
+    process.standardInput =
+        try stdinFile.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) }
+        ?? FileHandle.nullDevice
     try process.run()
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning {

@@ -1,0 +1,41 @@
+import ArgumentParser
+import FlowPilotCore
+import Foundation
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "One per-placement summary over the JSON outputs of warm runs (shards of one run, or many runs)",
+        discussion: """
+            Reads the outputs of fpctl warm --format json, streaming their rows, and
+            prints the per-placement summary warm prints for one run (identities;
+            warmed by delivery_source; no_flow; failed by error code; media_warmed %;
+            resolve p50/p95/p99 ms; a TOTAL row) for all of them together.
+            Outputs of one --run-id must be distinct shards of one split (K/N with the
+            same N): the same shard twice, a whole run beside one of its shards, or a
+            row outside its file's shard is refused (rule report-overlap), naming
+            both files, because its rows would count twice.
+            Exit status: 0, 65 an input is not a complete warm JSON output or
+            overlaps another, 66 an input is missing.
+            """
+    )
+
+    @Argument(help: "JSON outputs of fpctl warm --format json.") var files: [String]
+    @OptionGroup var output: FormatOption
+
+    func run() throws {
+        let result = try reportingErrors { try WarmReport.summarize(files) }
+        switch output.format {
+        case .json:
+            let document: JSONValue = .object([
+                "runs": .array(result.runs.map(\.json)), "rows": .number(Double(result.rows)),
+                "schema_version": .number(Double(JSONOutput.schemaVersion)), "summary": result.summary.json,
+            ])
+            Console.out(String(decoding: CanonicalJSON.prettyData(document), as: UTF8.self) + "\n")
+        case .csv, .table:
+            Console.out(output.render(result.summary.table()))
+        }
+        let runs = Set(result.runs.map(\.runID)).count
+        Console.note("\(result.rows) rows from \(files.count) files, \(runs) run\(runs == 1 ? "" : "s")")
+    }
+}

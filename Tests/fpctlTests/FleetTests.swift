@@ -221,4 +221,37 @@ struct FleetTests {
         #expect(nowhere.status == 73, "checked before anything is warmed")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("n")))
     }
+
+    @Test("a warm killed mid-run leaves a clean cache whose aliases point at complete entries")
+    func killedWarm() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300", "--latency", "2"])
+        let ids = try identities(5000)
+        let cache = tmp.file("killed")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        p.arguments = [
+            "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
+            "--identities", ids, "--cache-dir", cache, "--format", "csv",
+        ]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Killed once some entries exist, long before 5,000 identities are done.
+        let deadline = Date().addingTimeInterval(20)
+        func entries() -> Int {
+            (FileManager.default.enumerator(atPath: "\(cache)/flows")?.allObjects as? [String] ?? [])
+                .filter { $0.hasSuffix(".json") }.count
+        }
+        while entries() < 200 && p.isRunning && Date() < deadline { usleep(10_000) }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        #expect(p.terminationReason == .uncaughtSignal, "the warm was still running when killed")
+        let verify = try fpctl(["cache", "verify", "--cache-dir", cache])
+        #expect(verify.status == 0, "\(verify.stdout)")
+        let offline = try fpctl([
+            "resolve", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--user-id", "newcomer",
+            "--cache-dir", cache, "--retries", "0",
+        ])
+        #expect(offline.stdout.contains("tier 2 stale cache: served the last-known-good flow"), "\(offline.stdout)")
+    }
 }

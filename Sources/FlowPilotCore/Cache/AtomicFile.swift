@@ -13,7 +13,7 @@ enum AtomicFile {
 
     /// Writes `data` as `directory/name`; fails if the name exists.
     static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try makeDirectory(directory)
         let target = "\(directory)/\(name)"
         var fd = open(directory, Self.oTmpFile | O_WRONLY | O_CLOEXEC, 0o644)
         var tempName: String?
@@ -40,6 +40,18 @@ enum AtomicFile {
         } catch {
             if let tempName { unlink(tempName) }
             throw error
+        }
+    }
+
+    /// `mkdir -p`, one system call when the directory exists (the common case).
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        guard errno == ENOENT, path.contains("/") else {
+            throw CacheError.io("\(path): \(String(cString: strerror(errno)))")
+        }
+        try makeDirectory((path as NSString).deletingLastPathComponent)
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+            throw CacheError.io("\(path): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -51,50 +51,71 @@ extension CacheStore {
         "\(fingerprint)~\(CacheNames.bounded(userID, max: Self.maxNameField))"
     }
 
-    /// Stores a validated flow for (placement, identity) and points the
+    /// Stores a validated flow for (placement, identity) and, unless the caller
+    /// takes that on (`pointAlias: false`, see `pointAlias(to:)`), points the
     /// placement's last-known-good alias at it. Nothing partial is ever visible.
     @discardableResult
     public func storeFlow(
         placement: String, identity: Identity, document: FlowDocument,
-        ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date()
+        ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
     ) throws -> CachedFlow {
-        let fingerprint = identity.fingerprint
-        let flowData = CanonicalJSON.data(document.json)
-        let body: JSONValue = .object([
-            "schema_version": .number(1),
-            "placement": .string(placement),
-            "fingerprint": .string(fingerprint),
-            "user_id": .string(identity.userID),
-            "flow_id": .string(document.id),
-            "version": .string(document.version),
-            "content_hash": document.contentHash.map(JSONValue.string) ?? .null,
-            "resolved_at": .string(RFC3339.string(resolvedAt)),
-            "ttl_seconds": .number(Double(ttlSeconds)),
-            "tier": .string(tier.rawValue),
-            "flow_sha256": .string(Digest.sha256Hex(flowData)),
-            "flow": document.json,
-        ])
-        let data = CanonicalJSON.data(body)
-        let keyDirName = keyDirName(fingerprint: fingerprint, userID: identity.userID)
-        let keyDir = "\(placementDir(placement))/\(keyDirName)"
+        let data = Self.entryData(
+            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+            resolvedAt: resolvedAt)
+        let keyDir =
+            "\(placementDir(placement))/\(keyDirName(fingerprint: identity.fingerprint, userID: identity.userID))"
         let name =
             [
                 CacheNames.stamp(resolvedAt), String(max(0, ttlSeconds)),
                 CacheNames.bounded(document.id, max: Self.maxNameField),
                 CacheNames.bounded(document.version, max: Self.maxNameField),
             ].joined(separator: "~") + ".json"
-        let aliasDir = "\(aliasesDir)/\(CacheNames.encode(placement))"
-        let aliasName = "\(CacheNames.stamp(resolvedAt))~\(keyDirName)"
+        let entry = CachedFlow(
+            placement: placement, fingerprint: identity.fingerprint, userID: identity.userID, flowID: document.id,
+            version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
+            size: Int64(data.count), path: "\(keyDir)/\(name)")
         try withLock(exclusive: false) {
             try AtomicFile.publish(data, directory: keyDir, name: name, mtime: resolvedAt)
             Self.removeOlder(in: keyDir, keeping: name)
-            try AtomicFile.publish(Data(), directory: aliasDir, name: aliasName, mtime: resolvedAt)
-            Self.removeOlder(in: aliasDir, keeping: aliasName)
+            if pointAlias { try publishAlias(to: entry) }
         }
-        return CachedFlow(
-            placement: placement, fingerprint: fingerprint, userID: identity.userID, flowID: document.id,
-            version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
-            size: Int64(data.count), path: "\(keyDir)/\(name)")
+        return entry
+    }
+
+    /// Points the placement's last-known-good alias at `entry` (a name that sorts
+    /// after every older one, so the newest resolve wins).
+    public func pointAlias(to entry: CachedFlow) throws {
+        try withLock(exclusive: false) { try publishAlias(to: entry) }
+    }
+
+    private func publishAlias(to entry: CachedFlow) throws {
+        let aliasDir = "\(aliasesDir)/\(CacheNames.encode(entry.placement))"
+        let aliasName = "\(CacheNames.stamp(entry.resolvedAt))~\(entry.keyName)"
+        try AtomicFile.publish(Data(), directory: aliasDir, name: aliasName, mtime: entry.resolvedAt)
+        Self.removeOlder(in: aliasDir, keeping: aliasName)
+    }
+
+    /// The entry file's bytes: canonical JSON whose `flow` member is the
+    /// document's canonical bytes, spliced in rather than encoded again.
+    static func entryData(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
+    ) -> Data {
+        let flow = document.canonical
+        func string(_ text: String) -> Data { CanonicalJSON.data(.string(text)) }
+        return CanonicalJSON.objectData([
+            "schema_version": Data("1".utf8),
+            "placement": string(placement),
+            "fingerprint": string(identity.fingerprint),
+            "user_id": string(identity.userID),
+            "flow_id": string(document.id),
+            "version": string(document.version),
+            "content_hash": document.contentHash.map(string) ?? Data("null".utf8),
+            "resolved_at": string(RFC3339.string(resolvedAt)),
+            "ttl_seconds": CanonicalJSON.data(.number(Double(ttlSeconds))),
+            "tier": string(tier.rawValue),
+            "flow_sha256": string(flow.sha256),
+            "flow": flow.data,
+        ])
     }
 
     /// The newest entry for exactly this (placement, fingerprint), fresh or stale,

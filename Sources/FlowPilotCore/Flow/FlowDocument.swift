@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A validated flow document (schema v1; FlowValidator below holds the rules) and the references that
 /// bundling and media warming need.
@@ -25,6 +26,12 @@ public struct FlowDocument: Sendable {
 
     /// Unknown component types (a forward-compatibility warning, not an error).
     public let unknownComponentTypes: [String]
+
+    /// The canonical bytes of `json` and their SHA-256, computed once per document
+    /// (a cache entry embeds them; a warm stores one document for many identities).
+    let encoded = EncodedFlow()
+
+    var canonical: (data: Data, sha256: String) { encoded.value(for: json) }
 
     /// `sha256:` + hex of the canonical JSON of `json` without `content_hash`.
     public static func computeContentHash(_ json: JSONValue) -> String {
@@ -301,5 +308,41 @@ private struct FlowValidator {
     func unique(_ list: [String]) -> [String] {
         var seen = Set<String>()
         return list.filter { seen.insert($0).inserted }
+    }
+}
+
+/// `FlowDocument.canonical`, filled on first use.
+final class EncodedFlow: Sendable {
+    private let cached = Mutex<(data: Data, sha256: String)?>(nil)
+
+    func value(for json: JSONValue) -> (data: Data, sha256: String) {
+        if let value = cached.withLock({ $0 }) { return value }
+        let data = CanonicalJSON.data(json)
+        let value = (data, Digest.sha256Hex(data))
+        cached.withLock { $0 = value }
+        return value
+    }
+}
+
+/// Flows already validated in this process, by declared content hash: a warm
+/// receives the same few flows for thousands of identities, and a flow equal to
+/// one validated before needs neither validating nor encoding again. Bounded:
+/// past `limit` distinct flows, new ones are validated without being kept.
+final class FlowMemo: Sendable {
+    private let flows = Mutex<[String: FlowDocument]>([:])
+    static let limit = 4096
+
+    /// The document for `json`: the remembered one when `json` equals it, else
+    /// newly validated (and remembered when valid and declaring a content hash).
+    func validate(_ json: JSONValue, location: String) -> (FlowDocument?, [Finding]) {
+        let declared = json["content_hash"]?.stringValue
+        if let declared, let known = flows.withLock({ $0[declared] }), known.json == json { return (known, []) }
+        let (doc, findings) = FlowDocument.validate(json, location: location)
+        if let doc, let declared, findings.isEmpty {
+            flows.withLock { flows in
+                if flows.count < Self.limit { flows[declared] = doc }
+            }
+        }
+        return (doc, findings)
     }
 }

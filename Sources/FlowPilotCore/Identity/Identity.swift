@@ -3,23 +3,39 @@ import Foundation
 /// Who a flow is resolved for: a user id plus targeting attributes
 /// (string keys; string, number or boolean values).
 public struct Identity: Sendable, Hashable, Codable {
-    public var userID: String
-    public var attributes: [String: JSONValue]
+    public let userID: String
+    public let attributes: [String: JSONValue]
+    /// Lowercase hex SHA-256 of `{"attributes":{…},"user_id":"…"}` in canonical
+    /// JSON. Computed once: a warm asks for it for every placement it touches.
+    public let fingerprint: String
 
     public init(userID: String, attributes: [String: JSONValue] = [:]) {
         self.userID = userID
         self.attributes = attributes
-    }
-
-    /// Lowercase hex SHA-256 of `{"attributes":{…},"user_id":"…"}` in canonical JSON.
-    public var fingerprint: String {
-        Digest.sha256Hex(CanonicalJSON.data(.object(["attributes": .object(attributes), "user_id": .string(userID)])))
+        self.fingerprint = Digest.sha256Hex(
+            CanonicalJSON.data(.object(["attributes": .object(attributes), "user_id": .string(userID)])))
     }
 
     enum CodingKeys: String, CodingKey {
         case userID = "user_id"
         case attributes
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            userID: try container.decode(String.self, forKey: .userID),
+            attributes: try container.decodeIfPresent([String: JSONValue].self, forKey: .attributes) ?? [:])
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userID, forKey: .userID)
+        try container.encode(attributes, forKey: .attributes)
+    }
+
+    public static func == (a: Identity, b: Identity) -> Bool { a.fingerprint == b.fingerprint }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fingerprint) }
 }
 
 extension JSONValue: Hashable {

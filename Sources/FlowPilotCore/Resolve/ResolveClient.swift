@@ -22,6 +22,8 @@ public struct ResolveClient: Sendable {
     let client: HTTPClient
     /// Every request this client makes, counted by endpoint and status.
     public let requests: RequestLog
+    /// Flows validated so far, shared by this client's copies.
+    let flows = FlowMemo()
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
     let attemptTimeout: TimeAmount = .seconds(30)
 
@@ -75,7 +77,7 @@ public struct ResolveClient: Sendable {
             }
             guard (200..<300).contains(status) else { return .failed(.http(status: status)) }
             guard let json else { return .failed(.invalidResponse("response is not valid JSON")) }
-            return Self.result(json, placement: placement)
+            return result(json, placement: placement)
         }
     }
 
@@ -102,7 +104,7 @@ public struct ResolveClient: Sendable {
                     let message = error["message"]?.stringValue ?? ""
                     out[key] = code == "unknown_placement" ? .noFlow : .failed(.backend(code: code, message: message))
                 } else {
-                    out[key] = Self.result(r, placement: key)
+                    out[key] = result(r, placement: key)
                 }
             }
             for key in placements where out[key] == nil {
@@ -112,13 +114,13 @@ public struct ResolveClient: Sendable {
         }
     }
 
-    static func result(_ json: JSONValue, placement: String) -> LiveResult {
+    func result(_ json: JSONValue, placement: String) -> LiveResult {
         let ttl = json["cache_ttl_seconds"]?.numberValue.map { Int($0) }
         switch json["flow"] {
         case nil: return .failed(.invalidResponse("response has no flow field"))
         case .null?: return .noFlow
         case let flow?:
-            let (doc, findings) = FlowDocument.validate(flow, location: placement)
+            let (doc, findings) = flows.validate(flow, location: placement)
             guard let doc else {
                 let first = findings.first { $0.severity == .error }?.line ?? ""
                 return .failed(.invalidResponse("flow fails validation: \(first)"))

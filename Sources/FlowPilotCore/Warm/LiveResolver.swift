@@ -23,6 +23,7 @@ final class LiveResolver: Sendable {
     let store: CacheStore
     let media: MediaWarmer
     let config: WarmConfiguration
+    let aliases: AliasWriter
     private let pool = InflightPool<Key, LiveResult>()
     private let state = Mutex<(counts: Counts, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>(
         (Counts(), false, []))
@@ -32,6 +33,7 @@ final class LiveResolver: Sendable {
         self.store = store
         self.media = media
         self.config = config
+        self.aliases = AliasWriter(store: store)
     }
 
     var counts: Counts { state.withLock { $0.counts } }
@@ -87,6 +89,7 @@ final class LiveResolver: Sendable {
             guard deadline > .now else { break }
             if await Deadline.race(task, deadline - .now) != nil { landed += 1 }
         }
+        aliases.flush()
         return (landed, tasks.count - landed)
     }
 
@@ -131,9 +134,12 @@ final class LiveResolver: Sendable {
     /// the result goes on to whoever waits.
     private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) -> LiveResult {
         guard case .flow(let document, let ttl) = result else { return result }
-        _ = try? store.storeFlow(
+        if let entry = try? store.storeFlow(
             placement: placement, identity: identity, document: document,
-            ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network)
+            ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network, pointAlias: false)
+        {
+            aliases.stored(entry)
+        }
         media.startFonts(of: document)
         return result
     }

@@ -12,6 +12,9 @@ final class MediaWarmer: Sendable {
     let log: RequestLog
     private let limiter: AsyncLimiter
     private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
+    /// URLs known to be in the cache: found there or stored by this run. A run
+    /// checks the disk once per image, not once per flow that shows it.
+    private let known = Mutex<Set<String>>([])
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
 
@@ -31,12 +34,23 @@ final class MediaWarmer: Sendable {
         case .firstScreen: urls = document.firstScreenImages
         case .allScreens: urls = document.allImages
         }
-        let tasks = urls.filter { !store.hasImage(url: $0) }.map { url in
-            once(url) { data in (try? self.store.storeImage(url: url, data: data)) ?? false }
+        let tasks = urls.filter { !isCached($0) }.map { url in
+            once(url) { data in
+                let stored = (try? self.store.storeImage(url: url, data: data)) ?? false
+                if stored { self.known.withLock { _ = $0.insert(url) } }
+                return stored
+            }
         }
         var all = true
         for task in tasks where await !task.value { all = false }
         return all
+    }
+
+    private func isCached(_ url: String) -> Bool {
+        if known.withLock({ $0.contains(url) }) { return true }
+        guard store.hasImage(url: url) else { return false }
+        known.withLock { _ = $0.insert(url) }
+        return true
     }
 
     /// Starts downloading the fonts of `document` the cache lacks, checked

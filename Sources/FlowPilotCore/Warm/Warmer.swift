@@ -83,7 +83,8 @@ public final class Warmer: Sendable {
     }
 
     /// Waits (up to `grace`) for live resolves whose callers timed out and for
-    /// font downloads; says how many resolves landed and how many were still running.
+    /// font downloads, then points every alias still pending at its newest entry
+    /// (`AliasWriter`); says how many resolves landed and how many were still running.
     public func waitForLateResolves(grace: Duration) async -> (landed: Int, pending: Int) {
         let deadline = ContinuousClock.now + grace
         await media.waitForFonts(until: deadline)

@@ -15,6 +15,7 @@ Measured in one run, each figure beside its reference:
 
 Usage: Benchmarks/warm_bench.py [--identities 1000] [--placements 50] [--scale 1000000]
                                 [--report-rows 1000000] [--report-files 10] [--runs 3] [--curl]
+                                [--fpctl PATH]   (measure another build, e.g. an older commit's)
 """
 import argparse
 import json
@@ -119,10 +120,14 @@ def main():
     ap.add_argument("--report-files", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--curl", action="store_true")
+    ap.add_argument("--fpctl", help="an fpctl binary to measure instead of this checkout's release build")
     args = ap.parse_args()
-    subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.strip() + "/fpctl"
+    fpctl = args.fpctl
+    if not fpctl:
+        subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL)
+        fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
+                               capture_output=True, text=True).stdout.strip() + "/fpctl"
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     make_source(WORK / "src", args.placements)
@@ -153,14 +158,17 @@ def main():
         warm_times, floor_times = [], []
         for n in range(args.runs):
             cache = WORK / f"cache-{n}"
+            os.sync()  # each timing starts with no dirty pages from the one before
             t, r = warm(cache, ids, keys)
             assert r.returncode == 0, r.stderr
             warm_times.append(t)
             entries = [p for p in (cache / "flows").rglob("*.json")]
             size = sum(p.stat().st_size for p in entries) // max(1, len(entries))
+            os.sync()
             floor_times.append(write_floor(WORK / f"floor-{n}", args.placements, args.identities, size))
             shutil.rmtree(cache)
             shutil.rmtree(WORK / f"floor-{n}")
+            os.sync()
         w, f = statistics.median(warm_times), statistics.median(floor_times)
         print(f"write floor  {args.placements} placements x {args.identities} identities, --media none, median of {args.runs}: "
               f"warm {w:.2f}s, floor {f:.2f}s ({len(entries)} entries of {size} bytes): {w / f:.2f}x  (goal <= 2.0x)")

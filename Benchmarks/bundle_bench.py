@@ -38,7 +38,8 @@ def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int)
     for i in range(images):
         url = f"https://cdn.example.com/bench/img{i:04d}.png"
         path = f"assets/img{i:04d}.png"
-        (directory / path).write_bytes(os.urandom(rng.randint(20_000, 200_000)))
+        # A PNG signature, then incompressible bytes: media are checked to be what their name says.
+        (directory / path).write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(rng.randint(20_000, 200_000)))
         assets[url] = path
         image_urls.append(url)
     font_refs = []
@@ -47,7 +48,7 @@ def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int)
         path = f"assets/font{i}.ttf"
         # Fonts deflate (not in the stored list): make them compress like real ones, about 2:1.
         chunk = os.urandom(1024)
-        data = b"".join(chunk if j % 2 else os.urandom(1024) for j in range(200))
+        data = b"\x00\x01\x00\x00" + b"".join(chunk if j % 2 else os.urandom(1024) for j in range(200))  # a TrueType signature
         (directory / path).write_bytes(data)
         assets[url] = path
         font_refs.append({"name": f"Font{i}", "url": url, "sha256": hashlib.sha256(data).hexdigest()})

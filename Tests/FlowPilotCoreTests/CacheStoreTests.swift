@@ -51,7 +51,7 @@ final class CacheStoreTests {
         try store.storeFlow(placement: "paywall", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
         var o = CacheStore.PruneOptions()
         o.userID = "alice"
-        let removed = try store.prune(o)
+        let removed = try store.prune(o).removed
         #expect(removed.filter { $0.kind == .flow }.count == 2)
         let everything = FileManager.default.subpaths(atPath: root)!.joined(separator: "\n")
         #expect(!everything.contains("alice"))
@@ -144,7 +144,7 @@ final class CacheStoreTests {
         #expect(store.image(url: "https://cdn/old.png") == nil)
         var o = CacheStore.PruneOptions()
         o.expired = true
-        #expect(try store.prune(o).map(\.kind) == [.image])
+        #expect(try store.prune(o).removed.map(\.kind) == [.image])
         #expect(store.scan().images.count == 1)
     }
 
@@ -160,7 +160,7 @@ final class CacheStoreTests {
         var o = CacheStore.PruneOptions()
         o.unreferenced = true
         o.dryRun = true
-        let removed = try store.prune(o)
+        let removed = try store.prune(o).removed
         #expect(removed.map(\.kind.rawValue).sorted() == ["font", "image"])
         #expect(store.scan().images.count == 2, "dry run removes nothing")
     }

@@ -46,7 +46,7 @@ struct ManPageTests {
             "fpctl.bundle.extract", "fpctl.serve",
             "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune",
             "fpctl.cache.clear", "fpctl.cache.put",
-            "fpctl.warm", "fpctl.resolve", "fpctl.ready",
+            "fpctl.warm", "fpctl.report", "fpctl.resolve", "fpctl.ready",
             "fpctl.bundle.pull", "fpctl.bundle.diff", "fpctl.bundle.sign", "fpctl.bundle.keygen",
         ] {
             #expect(pages.contains("\(command).1"), "no page for \(command)")

@@ -104,28 +104,37 @@ public enum BundleBuilder {
 
     private static let chunkSize = 1 << 20
 
-    static func hashFile(_ url: URL) throws -> (Int64, String) {
+    /// A file's size, SHA-256 and first bytes (for `MediaType`).
+    struct FileDigest: Sendable {
+        let size: Int64
+        let sha256: String
+        let head: [UInt8]
+    }
+
+    static func hashFile(_ url: URL) throws -> FileDigest {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         var hasher = SHA256()
         var size: Int64 = 0
+        var head: [UInt8] = []
         while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+            if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
             hasher.update(data: chunk)
             size += Int64(chunk.count)
         }
-        return (size, Digest.hex(hasher.finalize()))
+        return FileDigest(size: size, sha256: Digest.hex(hasher.finalize()), head: head)
     }
 
     /// Hashes files concurrently; a file that cannot be read is absent from the result.
-    static func hashFiles(_ urls: [URL]) -> [String: (Int64, String)] {
-        let results = UnsafeMutableBufferPointer<(Int64, String)?>.allocate(capacity: urls.count)
+    static func hashFiles(_ urls: [URL]) -> [String: FileDigest] {
+        let results = UnsafeMutableBufferPointer<FileDigest?>.allocate(capacity: urls.count)
         results.initialize(repeating: nil)
         defer { results.deallocate() }
         let box = UncheckedSendable(results)
         DispatchQueue.concurrentPerform(iterations: urls.count) { i in
             box.value[i] = try? hashFile(urls[i])
         }
-        var out: [String: (Int64, String)] = [:]
+        var out: [String: FileDigest] = [:]
         for (i, url) in urls.enumerated() { if let r = results[i] { out[url.path] = r } }
         return out
     }

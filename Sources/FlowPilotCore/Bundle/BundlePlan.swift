@@ -65,6 +65,10 @@ struct BundlePlan {
                     "placement key must be lowercase letters, digits, '.', '_' or '-'"))
             return
         }
+        if let problem = source.fileProblem(rel) {
+            findings.append(problem)
+            return
+        }
         guard let data = FileManager.default.contents(atPath: source.url(for: rel).path) else {
             findings.append(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
             return
@@ -93,8 +97,10 @@ struct BundlePlan {
     /// The referenced images and fonts (hashed up front, on all cores: most of a
     /// build's reading), and a warning for each asset no flow uses.
     mutating func addAssets() {
+        // Only files that pass the source rules are read at all (no symlink is ever followed).
         let referencedFiles = Set(
-            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] })
+            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
+        ).filter { source.fileProblem($0) == nil }
         let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) })
         for (url, usedBy) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             if let file = addAsset(url: url, usedBy: usedBy, folder: "media", digests: digests) {
@@ -122,18 +128,24 @@ struct BundlePlan {
         files += assetFiles.values
     }
 
-    private mutating func addAsset(url: String, usedBy flow: String, folder: String, digests: [String: (Int64, String)])
-        -> File?
-    {
+    private mutating func addAsset(
+        url: String, usedBy flow: String, folder: String, digests: [String: BundleBuilder.FileDigest]
+    ) -> File? {
         guard let rel = source.assets[url] else {
             findings.append(.error("source-missing-asset", flow, "\(url) has no local copy in bundle.json#/assets"))
             return nil
         }
+        if let problem = source.fileProblem(rel) {
+            findings.append(problem)
+            return nil
+        }
         let fileURL = source.url(for: rel)
-        guard let (size, sha) = digests[fileURL.path] else {
+        guard let digest = digests[fileURL.path] else {
             findings.append(.error("source-missing-file", rel, "asset file not found (bundle.json#/assets)"))
             return nil
         }
+        if let mismatch = MediaType.mismatch(path: rel, head: digest.head) { findings.append(mismatch) }
+        let (size, sha) = (digest.size, digest.sha256)
         let archivePath = "\(folder)/\(sha).\(BundlePath.normalizedExtension(rel))"
         let file = File(archivePath: archivePath, size: size, sha256: sha, content: .file(fileURL))
         assetFiles[archivePath] = file

@@ -42,6 +42,10 @@ public enum BundleReader {
     /// Throws `FPError.inputMissing` when the file does not exist; every other
     /// problem is a finding in the report.
     public static func validate(_ path: String, options: Options = .init()) throws -> BundleReport {
+        // A key that does not parse must not quietly turn the signature check off.
+        if let raw = options.publicKey, (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) == nil {
+            throw FPError.usage("the public key is not an Ed25519 public key (32 raw bytes, got \(raw.count))")
+        }
         let file = try RandomAccessFile(path: path)
         var report = BundleReport(file: path, digest: nil, manifest: nil, findings: [], entries: [])
         let (directory, structural) = ZipDirectory.read(file)
@@ -163,6 +167,7 @@ private struct ContentPass {
         let pipeline = self.pipeline
         var count: Int64 = 0
         var body: Data? = keepBytes ? Data() : nil
+        var head: [UInt8] = []
         var problem: Finding?
         let ratioCap = BundleLimits.maxCompressionRatio * max(entry.compressedSize, 1)
         do {
@@ -184,6 +189,7 @@ private struct ContentPass {
                 }
                 if problem != nil { return false }
                 if keepBytes { body?.append(contentsOf: chunk) } else { pipeline.update(entry.index, chunk) }
+                if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
                 return true
             }
         } catch {
@@ -201,6 +207,11 @@ private struct ContentPass {
             return nil
         }
         if !keepBytes { pipeline.finish(entry.index) }
+        if entry.name.hasPrefix("media/") || entry.name.hasPrefix("fonts/"),
+            let mismatch = MediaType.mismatch(path: entry.name, head: head)
+        {
+            findings.append(mismatch)
+        }
         return (count, body)
     }
 

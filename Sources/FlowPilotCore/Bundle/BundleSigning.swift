@@ -37,7 +37,7 @@ public enum BundleSigning {
             }
             defer { close(fd) }
             fchmod(fd, mode)
-            try AtomicFile.writeAll(fd, data)
+            try AtomicFile.writeAll(fd, data, path: path)
         }
         return id
     }

@@ -23,6 +23,7 @@ public struct BundleSource: Sendable {
             throw FPError.inputMissing("\(path): no such bundle source directory")
         }
         let manifestURL = directory.appendingPathComponent(fileName)
+        if let problem = fileProblem(fileName, in: directory.path) { return (nil, [problem]) }
         guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
             throw FPError.inputMissing("\(manifestURL.path): missing (a bundle source needs a bundle.json)")
         }
@@ -75,6 +76,40 @@ public struct BundleSource: Sendable {
                 directory: directory, appID: appID, createdAt: createdAt,
                 placements: placements, assets: assets), findings
         )
+    }
+
+    /// Why the file at `rel` may not go into a bundle, or nil: every component
+    /// below the source directory must be a real directory and the last a
+    /// regular file. A symbolic link anywhere (rule `source-symlink`) could
+    /// ship a host file (a CI secret, a key) inside a signed bundle; a device,
+    /// FIFO or socket (`source-special-file`) is not content. A missing file is
+    /// left to the caller (`source-missing-file`).
+    public func fileProblem(_ rel: String) -> Finding? {
+        Self.fileProblem(rel, in: directory.path)
+    }
+
+    static func fileProblem(_ rel: String, in root: String) -> Finding? {
+        var path = root
+        let components = rel.split(separator: "/")
+        for (i, component) in components.enumerated() {
+            path += "/" + component
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return nil }
+            let type = info.st_mode & S_IFMT
+            if type == S_IFLNK {
+                let shown = components[...i].joined(separator: "/")
+                return .error(
+                    "source-symlink", rel,
+                    "\(shown) is a symbolic link; a bundle source holds regular files only, so no link can pull a host file in"
+                )
+            }
+            let last = i == components.count - 1
+            if last ? type != S_IFREG : type != S_IFDIR {
+                let what = last ? "a regular file" : "a directory"
+                return .error("source-special-file", rel, "\(components[...i].joined(separator: "/")) is not \(what)")
+            }
+        }
+        return nil
     }
 
     public func url(for relativePath: String) -> URL {

@@ -20,21 +20,21 @@ enum AtomicFile {
         if fd < 0 {
             let t = "\(directory)/\(tempPrefix)\(getpid())-\(UInt32.random(in: 0 ... .max))"
             fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw CacheError.io("\(directory): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw CacheError.io("\(directory): \(Errno.describe(errno))") }
             tempName = t
         }
         defer { close(fd) }
         do {
-            try writeAll(fd, data)
+            try writeAll(fd, data, path: target)
             fchmod(fd, 0o644)
             if let mtime { setTimes(fd: fd, mtime: mtime) }
             if let tempName {
                 guard rename(tempName, target) == 0 else {
-                    throw CacheError.io("\(target): \(String(cString: strerror(errno)))")
+                    throw CacheError.io("\(target): \(Errno.describe(errno))")
                 }
             } else {
                 guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 else {
-                    throw CacheError.io("\(target): \(String(cString: strerror(errno)))")
+                    throw CacheError.io("\(target): \(Errno.describe(errno))")
                 }
             }
         } catch {
@@ -47,22 +47,22 @@ enum AtomicFile {
     static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
         guard errno == ENOENT, path.contains("/") else {
-            throw CacheError.io("\(path): \(String(cString: strerror(errno)))")
+            throw CacheError.io("\(path): \(Errno.describe(errno))")
         }
         try makeDirectory((path as NSString).deletingLastPathComponent)
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
-            throw CacheError.io("\(path): \(String(cString: strerror(errno)))")
+            throw CacheError.io("\(path): \(Errno.describe(errno))")
         }
     }
 
-    static func writeAll(_ fd: Int32, _ data: Data) throws {
+    static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
         try data.withUnsafeBytes { raw in
             var off = 0
             while off < raw.count {
                 let n = write(fd, raw.baseAddress.map { $0 + off }, raw.count - off)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw CacheError.io(String(cString: strerror(errno)))
+                    throw CacheError.io("\(path): \(Errno.describe(errno))")
                 }
                 off += n
             }

@@ -99,8 +99,9 @@ extension CacheStore {
         case all
     }
 
-    /// Empties the scope's directories; the marker stays. Returns files and bytes removed.
-    public func clear(_ scope: ClearScope) throws -> (files: Int, bytes: Int64) {
+    /// Empties the scope's directories; the marker stays. Counts only the files
+    /// really removed, and names those that could not be (with the reason).
+    public func clear(_ scope: ClearScope) throws -> ClearResult {
         try withLock(exclusive: true) {
             let dirs: [String] =
                 switch scope {
@@ -108,21 +109,39 @@ extension CacheStore {
                 case .images: [imagesDir, iconsDir]
                 case .all: [flowsDir, aliasesDir, fontsDir, iconsDir, imagesDir]
                 }
-            var files = 0
-            var bytes: Int64 = 0
-            for dir in dirs {
-                if let e = FileManager.default.enumerator(atPath: dir) {
-                    while e.nextObject() != nil {
-                        if let attrs = e.fileAttributes, attrs[.type] as? FileAttributeType == .typeRegular {
-                            files += 1
-                            bytes += (attrs[.size] as? Int64) ?? 0
-                        }
-                    }
-                }
-                try? FileManager.default.removeItem(atPath: dir)
-            }
-            if scope != .flows { imageTotal.withLock { $0 = 0 } }
-            return (files, bytes)
+            var result = ClearResult()
+            for dir in dirs { Self.empty(dir, into: &result, relativeTo: root) }
+            if scope != .flows { imageTotal.withLock { $0 = nil } }
+            return result
         }
     }
+
+    /// Unlinks every file under `dir`, then the directories left empty, `dir` too.
+    private static func empty(_ dir: String, into result: inout ClearResult, relativeTo root: String) {
+        guard let walker = FileManager.default.enumerator(atPath: dir) else { return }
+        var directories: [String] = []
+        while let relative = walker.nextObject() as? String {
+            let path = "\(dir)/\(relative)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                directories.append(path)
+            } else if unlink(path) == 0 {
+                result.files += 1
+                result.bytes += Int64(info.st_size)
+            } else if errno != ENOENT {
+                let shown = path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
+                result.failed.append((shown, Errno.describe(errno)))
+            }
+        }
+        for directory in directories.reversed() + [dir] { rmdir(directory) }
+    }
+}
+
+/// What `clear` removed, and what it could not.
+public struct ClearResult: Sendable {
+    public var files = 0
+    public var bytes: Int64 = 0
+    /// Paths relative to the cache root, with the reason.
+    public var failed: [(path: String, reason: String)] = []
 }

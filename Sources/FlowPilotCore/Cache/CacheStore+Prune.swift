@@ -21,29 +21,48 @@ extension CacheStore {
 
     /// Removes what the options select, plus superseded files (older copies of a
     /// key that readers already ignore). A stale flow goes only when asked for.
-    public func prune(_ o: PruneOptions) throws -> [Removal] {
-        let work = { () -> [Removal] in
+    public func prune(_ o: PruneOptions) throws -> RemovalResult {
+        let work = { () -> RemovalResult in
             let scan = self.scan()
             var selection = PruneSelection(store: self, scan: scan, options: o)
             selection.addDebris()
             if o.flows { selection.addFlows() }
             if o.images { selection.addImages() }
             if o.unreferenced { selection.addUnreferenced() }
-            if !o.dryRun { self.delete(selection.removals) }
-            return selection.removals
+            if o.dryRun { return RemovalResult(removed: selection.removals, failed: []) }
+            return self.delete(selection.removals)
         }
         return o.dryRun ? work() : try withLock(exclusive: true, work)
     }
 
-    /// Unlinks each removal, and the directory it leaves empty.
-    private func delete(_ removals: [Removal]) {
+    /// Unlinks each removal, and the directory it leaves empty; reports only
+    /// what was really removed (a file already gone counts as removed).
+    private func delete(_ removals: [Removal]) -> RemovalResult {
+        var removed: [Removal] = []
+        var failed: [RemovalResult.Failure] = []
         for removal in removals {
             let path = "\(root)/\(removal.path)"
-            unlink(path)
+            guard unlink(path) == 0 || errno == ENOENT else {
+                failed.append(.init(removal: removal, reason: Errno.describe(errno)))
+                continue
+            }
+            removed.append(removal)
             let dir = (path as NSString).deletingLastPathComponent
             if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
         }
+        return RemovalResult(removed: removed, failed: failed)
     }
+}
+
+/// What `prune` removed (with `dryRun`, would remove), and what it could not.
+public struct RemovalResult: Sendable {
+    public struct Failure: Sendable {
+        public let removal: Removal
+        public let reason: String
+    }
+
+    public let removed: [Removal]
+    public let failed: [Failure]
 }
 
 /// The files one prune removes, each once, in the order the rules chose them.

@@ -73,7 +73,7 @@ public struct IdentityLines: AsyncSequence, Sendable {
             guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return nil }
             let json: JSONValue
             do { json = try JSONValue.parse(Data(line)) } catch {
-                throw FPError.invalid([.error("jsonl", "line \(lineNumber)", "\(error)")])
+                throw FPError.invalid([.error("jsonl", "\(name):\(lineNumber)", "\(error)")])
             }
             guard let user = json["user_id"]?.stringValue else {
                 throw FPError.invalid([.error("identity", "\(name):\(lineNumber)", "each line needs a string user_id")])

@@ -26,6 +26,9 @@ public enum ResolveFailure: Error, Sendable, Equatable {
     case backend(code: String, message: String)
     /// A batch answer without a result for the requested key.
     case missingResult(placement: String)
+    /// The flow came back but could not be written to the cache (disk full,
+    /// read-only, file size limit): it is not warm, whatever a fallback holds.
+    case cacheWrite(String)
 
     /// Stable, for tables, JSON and scripts: `unreachable`, `timeout`,
     /// `connection_error`, `unauthorized`, `http_503`, `invalid_response`,
@@ -40,12 +43,13 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         case .invalidResponse: "invalid_response"
         case .backend(let code, _): code
         case .missingResult: "missing_result"
+        case .cacheWrite: "cache-write"
         }
     }
 
     public var message: String {
         switch self {
-        case .unreachable(let m), .timeout(let m), .connection(let m), .invalidResponse(let m): m
+        case .unreachable(let m), .timeout(let m), .connection(let m), .invalidResponse(let m), .cacheWrite(let m): m
         case .unauthorized(let status): "backend answered \(status): check the API key"
         case .http(let status): "backend answered \(status)"
         case .backend(_, let message): message

@@ -29,9 +29,10 @@ public struct Finding: Sendable, Equatable, Codable {
     }
 
     /// `rule-id: path: message`, with `warning: ` in front of warnings.
-    public var line: String {
-        (severity == .warning ? "warning: " : "") + "\(rule): \(path.isEmpty ? "-" : path): \(message)"
-    }
+    public var line: String { (severity == .warning ? "warning: " : "") + body }
+
+    /// `rule-id: path: message`, for callers that say the severity themselves.
+    public var body: String { "\(rule): \(path.isEmpty ? "-" : path): \(message)" }
 }
 
 extension Array where Element == Finding {

@@ -131,14 +131,17 @@ final class LiveResolver: Sendable {
     }
 
     /// A validated flow lands in the cache, its fonts start downloading; then
-    /// the result goes on to whoever waits.
+    /// the result goes on to whoever waits. A flow that cannot be written is a
+    /// failure (`cache-write`): nothing was warmed.
     private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) -> LiveResult {
         guard case .flow(let document, let ttl) = result else { return result }
-        if let entry = try? store.storeFlow(
-            placement: placement, identity: identity, document: document,
-            ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network, pointAlias: false)
-        {
+        do {
+            let entry = try store.storeFlow(
+                placement: placement, identity: identity, document: document,
+                ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network, pointAlias: false)
             aliases.stored(entry)
+        } catch {
+            return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))
         }
         media.startFonts(of: document)
         return result

@@ -65,6 +65,8 @@ public enum TierChain {
         case .success(.failed(let reason)), .failure(let reason):
             failure = reason
         }
+        // A broken cache directory is not hidden behind an older copy in it.
+        if case .cacheWrite = failure { return ([.liveFailed(failure)], .fail(failure)) }
         if let (flow, document) = stale() {
             let served = Served(tier: .staleCache, document: document, ttlSeconds: flow.ttlSeconds)
             return ([.liveFailed(failure), .staleServed], .serve(served))

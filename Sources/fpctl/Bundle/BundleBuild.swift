@@ -9,6 +9,12 @@ struct BundleBuild: ParsableCommand {
         discussion: """
             Validates the source first: bundle.json, every flow, and every image and
             font a flow references.
+            Only regular files are read: a symbolic link anywhere below the source
+            directory is refused (rule source-symlink), so no link can ship a host
+            file, and so is a device, FIFO or socket (source-special-file).
+            Each image and font must be what its extension says, by its first bytes
+            (png, jpg/jpeg, gif, webp, mp4, ttf, otf, woff, woff2; rule
+            media-type-mismatch).
             Then writes a zip whose bytes depend only on the source content:
             entries sorted, manifest.json first, mode 0644, and every timestamp set to
             the bundle's created_at (SOURCE_DATE_EPOCH when set, else created_at in
@@ -35,7 +41,7 @@ struct BundleBuild: ParsableCommand {
                 overwrite: overwrite,
                 sourceDateEpoch: ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"])
             let result = try BundleBuilder.build(sourceDirectory: source, output: output, options: options)
-            for warning in result.warnings { Console.warn(warning.line) }
+            for warning in result.warnings { Console.warn(warning.body) }
             Console.out("\(result.digest)  \(result.output)\n")
             Console.note(
                 "built \(result.output): \(result.manifest.placements.count) placements, "

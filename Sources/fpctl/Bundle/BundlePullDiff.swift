@@ -31,7 +31,7 @@ struct BundlePull: AsyncParsableCommand {
                 into: output, client: client, identity: identity, placements: placements,
                 allowMissingMedia: allowMissingMedia,
                 maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
-            for f in result.findings { Console.warn(f.line) }
+            for f in result.findings { Console.warn(f.body) }
             for file in result.changedFiles { Console.out("wrote \(file)\n") }
             for file in result.removedFiles { Console.out("removed \(file)\n") }
             Console.note("\(output): \(result.changedFiles.count) files written, \(result.removedFiles.count) removed")

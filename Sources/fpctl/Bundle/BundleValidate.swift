@@ -9,6 +9,8 @@ struct BundleValidate: ParsableCommand {
         discussion: """
             Streams each archive without extracting it and without trusting the sizes
             its headers declare, in bounded memory.
+            Media and fonts must be what their extension says, by their first bytes
+            (rule media-type-mismatch).
             Prints one line per finding, as FILE: RULE: PATH: MESSAGE, and
             FILE: ok DIGEST for a valid bundle.
             Exit status: 0 all valid, 65 a bundle is invalid, 66 a file is missing.

@@ -11,6 +11,8 @@ struct CacheClear: ParsableCommand {
             --images removes images and icons, as clearImageCache().
             Without a flag, --all.
             Needs --force when standard input is not a terminal.
+            Counts only the files really removed; one that cannot be removed is
+            named on standard error with the reason, and the exit status is 73.
             """
     )
 
@@ -37,8 +39,12 @@ struct CacheClear: ParsableCommand {
                 FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
                 guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
             }
-            let (files, bytes) = try store.clear(scope)
-            Console.note("cleared \(scope.rawValue): \(files) files, \(bytes) bytes")
+            let result = try store.clear(scope)
+            for failure in result.failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
+            Console.note(
+                "cleared \(scope.rawValue): \(result.files) files, \(result.bytes) bytes"
+                    + (result.failed.isEmpty ? "" : "; could not remove \(result.failed.count)"))
+            if !result.failed.isEmpty { throw ExitCode(.cannotWrite) }
         }
     }
 }

@@ -10,6 +10,8 @@ struct CachePrune: ParsableCommand {
             A stale flow is never removed just for being stale: it is the offline
             fallback; --older-than or --user-id remove flows.
             --dry-run prints exactly what would go and the bytes it would free.
+            Only files really removed are listed; one that cannot be removed is
+            named on standard error with the reason, and the exit status is 73.
             """
     )
 
@@ -34,6 +36,13 @@ struct CachePrune: ParsableCommand {
         let files: Int
         let bytes: Int64
         let removed: [Removal]
+        /// Files that could not be removed, and why.
+        let failed: [Failed]
+    }
+
+    struct Failed: Encodable {
+        let path: String
+        let reason: String
     }
 
     func validate() throws {
@@ -53,19 +62,26 @@ struct CachePrune: ParsableCommand {
             o.flows = !images
             o.dryRun = dryRun
             o.now = try Now.date()
-            let removed = try store.prune(o)
+            let result = try store.prune(o)
+            let removed = result.removed
             let bytes = removed.reduce(0) { $0 + $1.bytes }
+            let failed = result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) }
             switch output.format {
             case .json:
-                Console.out(
-                    try JSONOutput.string(Result(dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed)))
+                let document = Result(
+                    dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed, failed: failed)
+                Console.out(try JSONOutput.string(document))
             case .csv, .table:
                 let table = Table(
                     columns: ["kind", "path", "bytes", "reason"],
                     rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
                 Console.out(output.render(table))
             }
-            Console.note("\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes")
+            for failure in failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
+            Console.note(
+                "\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes"
+                    + (failed.isEmpty ? "" : "; could not remove \(failed.count)"))
+            if !failed.isEmpty { throw ExitCode(.cannotWrite) }
         }
     }
 }

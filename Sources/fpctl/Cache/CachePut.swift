@@ -27,7 +27,7 @@ struct CachePut: ParsableCommand {
             var flowFiles: [String: FlowDocument] = [:]
             var imageFiles: [String: Data] = [:]
             var count = 0
-            try JSONLines.forEach(handle) { lineNumber, json in
+            try JSONLines.forEach(handle, name: input) { lineNumber, json in
                 let at = "\(input):\(lineNumber)"
                 if let url = json["image_url"]?.stringValue {
                     guard let file = json["image_file"]?.stringValue,

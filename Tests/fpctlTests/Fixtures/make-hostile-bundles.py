@@ -268,6 +268,13 @@ subprocess.run(["bsdtar", "--format", "7zip", "-cf", seven, "-C", os.path.dirnam
                 os.path.basename(base_path)], check=True)
 expected["7z.fpbundle"] = "not-zip"
 
+# --- content that is not what its name says --------------------------------
+png = next(n for n, _ in BASE if n.startswith("media/") and n.endswith(".png"))
+write_zip("media-not-an-image.fpbundle", with_manifest(replace(BASE, png, b"root:x:0:0:root:/root:/bin/bash\n")),
+          "media-type-mismatch")
+ttf = next(n for n, _ in BASE if n.startswith("fonts/") and n.endswith(".ttf"))
+write_zip("font-is-a-png.fpbundle", with_manifest(replace(BASE, ttf, BASE_MAP[png])), "media-type-mismatch")
+
 os.remove(good)
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=2, sort_keys=True)

@@ -1,0 +1,185 @@
+import FlowPilotCore
+import Foundation
+import Testing
+
+/// Inputs nobody here wrote: symlinks and special files in a bundle source,
+/// media that are not what their names say, a cache that cannot be written,
+/// files a prune cannot remove.
+@Suite("hardening: hostile sources, hidden failures")
+struct HardeningTests {
+    let tmp: TemporaryDirectory
+
+    init() throws { tmp = try TemporaryDirectory() }
+
+    /// A copy of the demo source to break.
+    func demoCopy() throws -> String {
+        let source = tmp.file("demo")
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: source)
+        return source
+    }
+
+    @Test("a symlink anywhere in a source is refused, and no byte of its target reaches a bundle")
+    func symlinks() throws {
+        let source = try demoCopy()
+        let badge = "\(source)/assets/badge.png"
+        try FileManager.default.removeItem(atPath: badge)
+        try FileManager.default.createSymbolicLink(atPath: badge, withDestinationPath: "/etc/passwd")
+        let out = tmp.file("out.fpbundle")
+        let r = try fpctl("bundle", "build", source, "-o", out)
+        #expect(r.status == 65)
+        #expect(r.stderr.contains("source-symlink: assets/badge.png: "), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+
+        // A symlinked directory on the way is refused the same way.
+        let other = try demoCopy2()
+        try FileManager.default.moveItem(atPath: "\(other)/assets", toPath: tmp.file("elsewhere"))
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(other)/assets", withDestinationPath: tmp.file("elsewhere"))
+        let viaDirectory = try fpctl("bundle", "build", other, "-o", out)
+        #expect(viaDirectory.status == 65 && viaDirectory.stderr.contains("source-symlink: assets/"))
+        #expect(viaDirectory.stderr.contains("assets is a symbolic link"))
+    }
+
+    func demoCopy2() throws -> String {
+        let source = tmp.file("demo2")
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: source)
+        return source
+    }
+
+    @Test("a FIFO or a symlinked bundle.json is refused too")
+    func specialFiles() throws {
+        let source = try demoCopy()
+        let badge = "\(source)/assets/badge.png"
+        try FileManager.default.removeItem(atPath: badge)
+        #expect(mkfifo(badge, 0o644) == 0)
+        let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
+        #expect(r.status == 65 && r.stderr.contains("source-special-file: assets/badge.png: "), "\(r.stderr)")
+
+        let linked = try demoCopy2()
+        try FileManager.default.moveItem(atPath: "\(linked)/bundle.json", toPath: tmp.file("bundle.json"))
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(linked)/bundle.json", withDestinationPath: tmp.file("bundle.json"))
+        let manifest = try fpctl("bundle", "build", linked, "-o", tmp.file("out2.fpbundle"))
+        #expect(
+            manifest.status == 65 && manifest.stderr.contains("source-symlink: bundle.json: "), "\(manifest.stderr)")
+    }
+
+    @Test("media and fonts must be what their extension says, at build and at validate")
+    func mediaTypes() throws {
+        let source = try demoCopy()
+        try FileManager.default.removeItem(atPath: "\(source)/assets/badge.png")
+        try FileManager.default.copyItem(atPath: "/etc/passwd", toPath: "\(source)/assets/badge.png")
+        let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
+        #expect(r.status == 65)
+        #expect(
+            r.stderr.contains(
+                "media-type-mismatch: assets/badge.png: the content is no known media or font type, the .png extension says png"
+            ),
+            "\(r.stderr)")
+        // The sample bundles' real PNGs and TTFs pass both checks.
+        let good = try tmp.buildSample("travel")
+        #expect(try fpctl("bundle", "validate", good).status == 0)
+    }
+
+    @Test("a cache write that fails is a failed outcome (cache-write, naming errno) and exit 3, not 'warmed'")
+    func cacheWriteFails() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"])
+        let cache = tmp.file("cache")
+        #expect(try fpctl("cache", "put", "--cache-dir", cache, "--input", "/dev/null").status == 0)
+        // A file size limit of one block with SIGXFSZ ignored: writing a ~2 KB entry
+        // fails with EFBIG. Standard output is a pipe, which the limit does not cover.
+        let bundle = try tmp.buildSample("demo")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\"", Paths.fpctl, "warm", "paywall",
+            "--api-url", server.url, "--app-id", "demo", "--user-id", "u", "--cache-dir", cache, "--media", "none",
+            "--format", "json", "--bundle", bundle,
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3)
+        let rows = (try JSONSerialization.jsonObject(with: stdout) as? [String: Any])?["rows"] as? [[String: Any]]
+        let row = rows?.first
+        #expect(row?["state"] as? String == "failed", "no fallback hides a cache that cannot be written")
+        let error = row?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "cache-write")
+        #expect((error?["message"] as? String)?.contains("EFBIG") == true, "\(error ?? [:])")
+        #expect(try fpctl("cache", "verify", "--cache-dir", cache).status == 0, "nothing torn was left")
+    }
+
+    @Test("prune and clear report only what they removed, and name what they could not (exit 73)")
+    func undeletable() throws {
+        let cache = tmp.file("cache")
+        let flows = Paths.packageRoot.appendingPathComponent("bundles/demo/flows").path
+        let lines = (0..<3).map {
+            #"{"placement":"paywall","user_id":"u\#($0)","ttl_seconds":60,"flow_file":"\#(flows)/paywall.json","resolved_at":"2026-01-01T00:00:00Z"}"#
+        }
+        try lines.joined(separator: "\n").write(toFile: tmp.file("in.jsonl"), atomically: true, encoding: .utf8)
+        #expect(try fpctl("cache", "put", "--cache-dir", cache, "--input", tmp.file("in.jsonl")).status == 0)
+        let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(cache)/flows").filter {
+            $0.hasSuffix(".json")
+        }
+        let stuck = "\(cache)/flows/\(try #require(entries.first))"
+        // An immutable file: not even root can unlink it.
+        try #require(try run(try tool("chattr"), ["+i", stuck]).status == 0, "chattr +i needs root and ext4")
+        defer { _ = try? run("/usr/bin/chattr", ["-i", stuck]) }
+        let pruned = try fpctl(
+            "cache", "prune", "--cache-dir", cache, "--older-than", "1s", "--flows", "--format", "json")
+        #expect(pruned.status == 73, "\(pruned.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(pruned.stdout.utf8)) as? [String: Any]
+        let removed = (document?["removed"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "flow" }
+            .compactMap { $0["path"] as? String }
+        #expect(
+            removed.count == 2 && !removed.contains { stuck.hasSuffix($0) }, "the stuck entry is not reported removed")
+        #expect(((document?["failed"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("EPERM") == true)
+        #expect(pruned.stderr.contains("fpctl: warning: could not remove flows/"))
+        #expect(FileManager.default.fileExists(atPath: stuck))
+
+        let others = try ["flows", "aliases"].flatMap { dir in
+            try FileManager.default.subpathsOfDirectory(atPath: "\(cache)/\(dir)").map { "\(cache)/\(dir)/\($0)" }
+        }.filter { path in
+            var isDir: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isDir) && !isDir.boolValue
+                && path != stuck
+        }
+        let cleared = try fpctl("cache", "clear", "--cache-dir", cache, "--flows", "--force")
+        #expect(cleared.status == 73 && cleared.stderr.contains("could not remove flows/"), "\(cleared.stderr)")
+        #expect(cleared.stderr.contains("cleared flows: \(others.count) files"), "only what went: \(cleared.stderr)")
+    }
+
+    @Test("warnings say warning once; identities errors name the file")
+    func messages() throws {
+        let source = try demoCopy()
+        let bundle = try String(contentsOfFile: "\(source)/bundle.json", encoding: .utf8)
+            .replacingOccurrences(
+                of: #""assets": {"#, with: #""assets": {"https://cdn.example.com/unused.png": "assets/badge.png", "#)
+        try bundle.write(toFile: "\(source)/bundle.json", atomically: true, encoding: .utf8)
+        let built = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
+        #expect(built.status == 0, "\(built.stderr)")
+        #expect(built.stderr.contains("fpctl: warning: source-unreferenced-asset: "), "\(built.stderr)")
+        #expect(!built.stderr.contains("warning: warning:"))
+
+        let ids = tmp.file("ids.jsonl")
+        try "{\"user_id\":\"a\"}\n{not json\n".write(toFile: ids, atomically: true, encoding: .utf8)
+        let warm = try fpctl(
+            "warm", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--identities", ids,
+            "--cache-dir", tmp.file("c"), "--retries", "0")
+        #expect(warm.status == 65)
+        #expect(warm.stderr.contains("jsonl: \(ids):2: "), "\(warm.stderr)")
+    }
+
+    @Test("a public key that does not parse throws instead of skipping the signature check")
+    func badPublicKey() throws {
+        let bundle = try tmp.buildSample("demo")
+        var options = BundleReader.Options()
+        options.publicKey = Data([1, 2, 3])
+        #expect(throws: FPError.self) { try BundleReader.validate(bundle, options: options) }
+        options.publicKey = nil
+        #expect(try BundleReader.validate(bundle, options: options).isValid)
+    }
+}

@@ -178,6 +178,7 @@ struct FleetTests {
         let incomplete = try fpctl(["report", cut])
         #expect(incomplete.status == 65 && incomplete.stderr.contains("report-input: \(cut): "))
         #expect(try fpctl(["report", tmp.file("absent.json")]).status == 66)
+        #expect(try warm(server, ["paywall", "--run-id", "", "--cache-dir", tmp.file("e")]).status == 64)
     }
 
     @Test("--metrics-file: Prometheus text that promtool accepts, with the run's counts, written whole")

@@ -11,9 +11,9 @@ struct HardeningTests {
 
     init() throws { tmp = try TemporaryDirectory() }
 
-    /// A copy of the demo source to break.
-    func demoCopy() throws -> String {
-        let source = tmp.file("demo")
+    /// A copy of the demo source to break, as `name` in the temporary directory.
+    func demoCopy(_ name: String = "demo") throws -> String {
+        let source = tmp.file(name)
         try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: source)
         return source
     }
@@ -31,19 +31,13 @@ struct HardeningTests {
         #expect(!FileManager.default.fileExists(atPath: out))
 
         // A symlinked directory on the way is refused the same way.
-        let other = try demoCopy2()
+        let other = try demoCopy("demo2")
         try FileManager.default.moveItem(atPath: "\(other)/assets", toPath: tmp.file("elsewhere"))
         try FileManager.default.createSymbolicLink(
             atPath: "\(other)/assets", withDestinationPath: tmp.file("elsewhere"))
         let viaDirectory = try fpctl("bundle", "build", other, "-o", out)
         #expect(viaDirectory.status == 65 && viaDirectory.stderr.contains("source-symlink: assets/"))
         #expect(viaDirectory.stderr.contains("assets is a symbolic link"))
-    }
-
-    func demoCopy2() throws -> String {
-        let source = tmp.file("demo2")
-        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: source)
-        return source
     }
 
     @Test("a FIFO or a symlinked bundle.json is refused too")
@@ -55,7 +49,7 @@ struct HardeningTests {
         let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
         #expect(r.status == 65 && r.stderr.contains("source-special-file: assets/badge.png: "), "\(r.stderr)")
 
-        let linked = try demoCopy2()
+        let linked = try demoCopy("demo2")
         try FileManager.default.moveItem(atPath: "\(linked)/bundle.json", toPath: tmp.file("bundle.json"))
         try FileManager.default.createSymbolicLink(
             atPath: "\(linked)/bundle.json", withDestinationPath: tmp.file("bundle.json"))

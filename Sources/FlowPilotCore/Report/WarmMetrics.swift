@@ -11,35 +11,31 @@ public final class WarmMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let duration: DurationHistogram
 
+    /// `fpctl_warm_<name>_<unit>` with its HELP text.
+    private static func metric(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "fpctl", subsystem: "warm", metricName: name, unitName: unit, helpText: help)
+    }
+
     private static var outcomes: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "outcomes", unitName: "total",
-            helpText: "PrefetchOutcomes by placement, state and delivery_source (none unless warmed).")
+        metric("outcomes", "total", "PrefetchOutcomes by placement, state and delivery_source (none unless warmed).")
     }
     private static var failures: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "failures", unitName: "total",
-            helpText: "Failed PrefetchOutcomes by placement and error code.")
+        metric("failures", "total", "Failed PrefetchOutcomes by placement and error code.")
     }
     private static var resolveDuration: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "resolve_duration", unitName: "seconds",
-            helpText: "Time from the start of an identity's prefetch to each placement's outcome.")
+        metric(
+            "resolve_duration", "seconds", "Time from the start of an identity's prefetch to each placement's outcome.")
     }
     private static var requests: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "requests", unitName: "total",
-            helpText: "HTTP requests by endpoint (resolve, resolve-batch, media) and status (error: no response).")
+        metric(
+            "requests", "total",
+            "HTTP requests by endpoint (resolve, resolve-batch, media) and status (error: no response).")
     }
     private static var lastRun: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "last_run_timestamp", unitName: "seconds",
-            helpText: "When the last warm run ended, in seconds since 1970.")
+        metric("last_run_timestamp", "seconds", "When the last warm run ended, in seconds since 1970.")
     }
     private static var lastSuccess: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "fpctl", subsystem: "warm", metricName: "last_run", unitName: "success",
-            helpText: "1 when the last warm run exited 0, else 0.")
+        metric("last_run", "success", "1 when the last warm run exited 0, else 0.")
     }
 
     static let buckets: [Duration] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000].map {

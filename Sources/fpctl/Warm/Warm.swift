@@ -61,6 +61,7 @@ struct Warm: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
+        if let runID, runID.isEmpty { throw ValidationError("--run-id must not be empty") }
     }
 
     func run() async throws {

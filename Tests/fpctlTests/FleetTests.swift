@@ -158,6 +158,10 @@ struct FleetTests {
         let thirds = try shard("1/3", run: "r", name: "third.json")
         let otherDay = try shard(nil, run: "r-next-day", name: "day2.json")
         #expect(try fpctl(["report", one, two, otherDay]).status == 0, "distinct shards and another run merge")
+        let trimmed = tmp.file("trimmed.json")
+        try String(try String(contentsOfFile: otherDay, encoding: .utf8).dropLast())
+            .write(toFile: trimmed, atomically: true, encoding: .utf8)
+        #expect(try fpctl(["report", trimmed]).status == 0, "a copy without the final newline reads the same")
         for (a, b) in [(one, one), (one, whole), (one, thirds)] {
             let refused = try fpctl(["report", a, b])
             #expect(refused.status == 65)

@@ -194,6 +194,9 @@ struct WarmTests {
         let store = try CacheStore(root: cache, create: true)
         var config = WarmConfiguration()
         config.media = .none
+        // Sharing is the point here, not timeouts: a loaded test machine must not turn a
+        // 300 ms answer into a timed-out caller (it did once, with the default 4 s).
+        config.resolveTimeout = .seconds(60)
         let warmer = Warmer(
             client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
             config: config)

@@ -62,7 +62,11 @@ public struct WarmOutputFile: Sendable {
         var atEnd = false
         while true {
             guard let newline = buffer[position...].firstIndex(of: 0x0A) else {
-                if atEnd { throw Self.invalid(path, "ends before its last line") }
+                if atEnd {
+                    // The last line without its final newline is still the last line.
+                    if buffer[position...].starts(with: Self.lastLinePrefix) { return }
+                    throw Self.invalid(path, "ends before its last line")
+                }
                 buffer.removeSubrange(0..<position)
                 position = 0
                 if let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {

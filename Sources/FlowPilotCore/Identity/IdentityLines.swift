@@ -29,8 +29,7 @@ public struct IdentityLines: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         let handle: FileHandle
         let name: String
-        private var buffer: [UInt8] = []
-        private var position = 0
+        private var lines = LineBuffer()
         private var lineNumber = 0
         private var atEnd = false
 
@@ -41,40 +40,21 @@ public struct IdentityLines: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Identity? {
             while true {
-                if let newline = buffer[position...].firstIndex(of: 0x0A) {
-                    let line = buffer[position..<newline]
-                    position = newline + 1
+                if let line = lines.nextLine() ?? (atEnd ? lines.remainder() : nil) {
                     if let identity = try parse(line) { return identity }
                     continue
                 }
-                if atEnd {
-                    guard position < buffer.count else { return nil }
-                    let line = buffer[position...]
-                    position = buffer.count
-                    if let identity = try parse(line) { return identity }
-                    continue
-                }
-                try await refill()
+                if atEnd { return nil }
+                let handle = self.handle
+                let chunk = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: 1 << 16) }
+                if let chunk, !chunk.isEmpty { lines.append(chunk) } else { atEnd = true }
             }
-        }
-
-        /// Drops the lines consumed and appends the next chunk.
-        private mutating func refill() async throws {
-            buffer.removeSubrange(0..<position)
-            position = 0
-            let handle = self.handle
-            let chunk = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: 1 << 16) }
-            if let chunk, !chunk.isEmpty { buffer.append(contentsOf: chunk) } else { atEnd = true }
         }
 
         /// One line's identity; nil for a blank line.
         private mutating func parse(_ line: ArraySlice<UInt8>) throws -> Identity? {
             lineNumber += 1
-            guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return nil }
-            let json: JSONValue
-            do { json = try JSONValue.parse(Data(line)) } catch {
-                throw FPError.invalid([.error("jsonl", "\(name):\(lineNumber)", "\(error)")])
-            }
+            guard let json = try JSONLines.value(of: line, name: name, lineNumber: lineNumber) else { return nil }
             guard let user = json["user_id"]?.stringValue else {
                 throw FPError.invalid([.error("identity", "\(name):\(lineNumber)", "each line needs a string user_id")])
             }

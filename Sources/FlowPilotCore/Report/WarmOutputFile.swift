@@ -24,6 +24,37 @@ public struct WarmOutputFile: Sendable {
     /// The last line holds the run and the summary; far more placements than any run has fit in this.
     static let maxLastLine = 16 << 20
 
+    // MARK: Writing, as `fpctl warm --format json` does
+
+    /// The document's first line, before any row.
+    public static var header: String { String(decoding: firstLine, as: UTF8.self) }
+
+    /// One outcome as a row: compact canonical JSON on one line.
+    public static func row(_ o: PrefetchOutcome) -> Data {
+        CanonicalJSON.data(
+            .object([
+                "user_id": .string(o.identity.userID), "fingerprint": .string(o.identity.fingerprint),
+                "placement": .string(o.placement), "state": .string(o.state.rawValue),
+                "from_cache": o.state == .warmed ? .bool(o.fromCache) : .null,
+                "delivery_source": o.deliverySource.map { .string($0.rawValue) } ?? .null,
+                "media_warmed": .bool(o.mediaWarmed), "flow_id": o.flowID.map(JSONValue.string) ?? .null,
+                "version": o.version.map(JSONValue.string) ?? .null,
+                "ttl_seconds": o.ttlSeconds.map { .number(Double($0)) } ?? .null,
+                "ms": .number(Double(o.milliseconds)),
+                "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
+                    ?? .null,
+            ]))
+    }
+
+    /// What closes the document: the run and the summary, after the rows (the
+    /// last line `report` reads first) or, without rows, as the whole document.
+    public static func trailer(run: WarmRunInfo, summary: OutcomeSummary, afterRows: Bool) -> String {
+        let members =
+            "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(JSONOutput.schemaVersion)"
+            + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
+        return afterRows ? "\n]," + members : "{" + members
+    }
+
     /// Reads the run from the file's last line. A missing file is `inputMissing`;
     /// anything that is not a complete warm output is `invalid`, naming the file.
     public init(path: String) throws {
@@ -56,28 +87,23 @@ public struct WarmOutputFile: Sendable {
             throw FPError.inputMissing("\(path): no such warm output")
         }
         defer { try? handle.close() }
-        var buffer: [UInt8] = []
-        var position = 0
+        var lines = LineBuffer()
         var lineNumber = 0
         var atEnd = false
         while true {
-            guard let newline = buffer[position...].firstIndex(of: 0x0A) else {
+            guard var line = lines.nextLine() else {
                 if atEnd {
                     // The last line without its final newline is still the last line.
-                    if buffer[position...].starts(with: Self.lastLinePrefix) { return }
+                    if lines.remainder()?.starts(with: Self.lastLinePrefix) == true { return }
                     throw Self.invalid(path, "ends before its last line")
                 }
-                buffer.removeSubrange(0..<position)
-                position = 0
                 if let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    buffer.append(contentsOf: chunk)
+                    lines.append(chunk)
                 } else {
                     atEnd = true
                 }
                 continue
             }
-            var line = buffer[position..<newline]
-            position = newline + 1
             lineNumber += 1
             if lineNumber == 1 {
                 guard Array(line) == Self.firstLine else { throw Self.invalid(path, "line 1 is not {\"rows\":[") }

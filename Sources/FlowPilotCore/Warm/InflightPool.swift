@@ -40,6 +40,12 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// The task for one key: the running one, or a new one running `work`.
+    func task(for key: Key, work: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
+        // `tasks` gives every key a task: the running one, or one of `work`.
+        tasks(for: [key]) { _ in [key: work] }[key] ?? Task { await work() }
+    }
+
     /// How many keys are running now.
     var count: Int { state.withLock { $0.running.count } }
 

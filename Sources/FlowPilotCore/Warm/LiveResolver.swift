@@ -40,33 +40,34 @@ final class LiveResolver: Sendable {
 
     /// The live resolve of each placement for `identity`: joined when one is
     /// running, else started (together in one batch request when two or more
-    /// start and the backend has a batch endpoint).
+    /// start and the backend has a batch endpoint). Every placement gets a task.
     func start(_ placements: [String], for identity: Identity) -> [String: Task<LiveResult, Never>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         let tasks = pool.tasks(for: keys) { missing in
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
-            guard batchable else {
-                return Dictionary(
-                    uniqueKeysWithValues: missing.map { key in
-                        let work: @Sendable () async -> LiveResult = {
-                            self.landing(key.placement, identity, await self.resolveOne(key.placement, identity))
-                        }
-                        return (key, work)
-                    })
-            }
-            let batch = Task { await self.resolveBatch(missing.map(\.placement), identity) }
+            let batch = batchable ? Task { await self.resolveBatch(missing.map(\.placement), identity) } : nil
             return Dictionary(
                 uniqueKeysWithValues: missing.map { key in
                     let work: @Sendable () async -> LiveResult = {
                         let result =
-                            await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
+                            if let batch {
+                                await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
+                            } else {
+                                await self.resolveOne(key.placement, identity)
+                            }
                         return self.landing(key.placement, identity, result)
                     }
                     return (key, work)
                 })
         }
         return Dictionary(uniqueKeysWithValues: tasks.map { ($0.key.placement, $0.value) })
+    }
+
+    /// The live resolve of one placement, joined or started.
+    func start(_ placement: String, for identity: Identity) -> Task<LiveResult, Never> {
+        let key = Key(placement: placement, fingerprint: identity.fingerprint)
+        return pool.task(for: key) { self.landing(placement, identity, await self.resolveOne(placement, identity)) }
     }
 
     /// The task's result within the resolveTimeout; a timeout leaves it running

@@ -13,8 +13,10 @@ public struct WarmRun: Sendable {
         /// How long to wait at the end for late resolves and fonts.
         public var grace: Duration = .seconds(10)
 
+        /// `placements` de-duplicated, first occurrences kept in order.
         public init(placements: [String]) {
-            self.placements = placements
+            var seen = Set<String>()
+            self.placements = placements.filter { seen.insert($0).inserted }
         }
     }
 

@@ -63,8 +63,7 @@ public final class Warmer: Sendable {
         {
             return true
         }
-        guard let task = live.start([placement], for: identity)[placement] else { return false }
-        if case .success(.flow) = await live.wait(task) { return true }
+        if case .success(.flow) = await live.wait(live.start(placement, for: identity)) { return true }
         return false
     }
 
@@ -76,9 +75,7 @@ public final class Warmer: Sendable {
             let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: false, since: start)
             return Resolution(outcome: outcome, steps: [step], document: decision.document)
         }
-        guard let task = live.start([placement], for: identity)[placement] else {
-            preconditionFailure("LiveResolver.start returns a task for every placement it is given")
-        }
+        let task = live.start(placement, for: identity)
         return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false)
     }
 

@@ -26,7 +26,7 @@ final class OutcomeReport {
         self.showRows = rows
         guard rows else { return }
         switch format {
-        case .json: out.write("{\"rows\":[")
+        case .json: out.write(WarmOutputFile.header)
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
         case .table: out.write(line(Self.columns.map { $0.uppercased() }))
         }
@@ -47,33 +47,16 @@ final class OutcomeReport {
         case .csv: out.write(Table(columns: cells).csv())
         case .json:
             out.write(count == 0 ? "\n" : ",\n")
-            out.write(CanonicalJSON.data(Self.json(o)))
+            out.write(WarmOutputFile.row(o))
         }
         count += 1
-    }
-
-    static func json(_ o: PrefetchOutcome) -> JSONValue {
-        .object([
-            "user_id": .string(o.identity.userID), "fingerprint": .string(o.identity.fingerprint),
-            "placement": .string(o.placement), "state": .string(o.state.rawValue),
-            "from_cache": o.state == .warmed ? .bool(o.fromCache) : .null,
-            "delivery_source": o.deliverySource.map { .string($0.rawValue) } ?? .null,
-            "media_warmed": .bool(o.mediaWarmed), "flow_id": o.flowID.map(JSONValue.string) ?? .null,
-            "version": o.version.map(JSONValue.string) ?? .null,
-            "ttl_seconds": o.ttlSeconds.map { .number(Double($0)) } ?? .null, "ms": .number(Double(o.milliseconds)),
-            "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
-                ?? .null,
-        ])
     }
 
     /// The summary after the rows (see the type's comment for when).
     func finish(run: WarmRunInfo, summary: OutcomeSummary, identities: Int) {
         switch format {
         case .json:
-            let trailer =
-                "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(JSONOutput.schemaVersion)"
-                + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
-            out.write(showRows ? "\n]," + trailer : "{" + trailer)
+            out.write(WarmOutputFile.trailer(run: run, summary: summary, afterRows: showRows))
         case .csv where !showRows:
             out.write(summary.table().csv())
         case .table where !showRows:

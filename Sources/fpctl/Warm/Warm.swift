@@ -69,8 +69,7 @@ struct Warm: AsyncParsableCommand {
             Console.warn("caching is disabled (--no-caching): prefetch is a no-op, nothing was warmed")
             return
         }
-        var seen = Set<String>()
-        var options = WarmRun.Options(placements: placements.filter { seen.insert($0).inserted })
+        var options = WarmRun.Options(placements: placements)
         options.concurrency = concurrency
         options.shard = shard
         options.grace = grace.duration

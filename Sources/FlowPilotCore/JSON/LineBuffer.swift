@@ -1,0 +1,39 @@
+import Foundation
+
+/// Lines out of chunks read one at a time, keeping only the unfinished line
+/// between reads: how JSON Lines inputs and warm outputs stream, whatever their size.
+struct LineBuffer {
+    private var bytes: [UInt8] = []
+    private var position = 0
+
+    /// The next complete line, without its newline; nil until more bytes come.
+    mutating func nextLine() -> ArraySlice<UInt8>? {
+        guard let newline = bytes[position...].firstIndex(of: 0x0A) else { return nil }
+        defer { position = newline + 1 }
+        return bytes[position..<newline]
+    }
+
+    /// Adds a chunk, dropping the lines already taken.
+    mutating func append(_ chunk: Data) {
+        bytes.removeSubrange(0..<position)
+        position = 0
+        bytes.append(contentsOf: chunk)
+    }
+
+    /// Once the input has ended: what follows the last newline, if anything (taken once).
+    mutating func remainder() -> ArraySlice<UInt8>? {
+        guard position < bytes.count else { return nil }
+        defer { position = bytes.count }
+        return bytes[position...]
+    }
+}
+
+extension JSONLines {
+    /// One line's value; nil for a blank line. Errors are `jsonl: NAME:LINE: …`.
+    static func value(of line: ArraySlice<UInt8>, name: String, lineNumber: Int) throws -> JSONValue? {
+        guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return nil }
+        do { return try JSONValue.parse(Data(line)) } catch {
+            throw FPError.invalid([.error("jsonl", "\(name):\(lineNumber)", "\(error)")])
+        }
+    }
+}

@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "fpctl", targets: ["fpctl"]),
         .library(name: "FlowPilotCore", targets: ["FlowPilotCore"]),
+        .library(name: "FlowPilotServer", targets: ["FlowPilotServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

@@ -74,6 +74,11 @@ extension TargetingRules {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw FPError.inputMissing("\(path): cannot read rules file")
         }
+        return parse(data, path: path, flows: flows)
+    }
+
+    /// A rules document's bytes; `path` names it in findings.
+    static func parse(_ data: Data, path: String, flows: Set<String>) -> (TargetingRules?, [Finding]) {
         let json: JSONValue
         do { json = try JSONValue.parse(data) } catch { return (nil, [.error("rules-json", path, "\(error)")]) }
         guard let map = json["placements"]?.objectValue else {
@@ -119,6 +124,10 @@ private struct RulesParser {
 
     private mutating func audience(_ value: JSONValue?, at pointer: String) -> [String: TargetingRules.Condition] {
         var audience: [String: TargetingRules.Condition] = [:]
+        // No audience matches everyone; one that is not an object must not quietly do the same.
+        if let value, value.objectValue == nil {
+            fail(pointer, "audience must be an object of attribute conditions")
+        }
         for (attribute, condition) in value?.objectValue ?? [:] {
             if let v = condition["equals"] {
                 audience[attribute] = .equals(v)

@@ -18,6 +18,9 @@ struct Serve: AsyncParsableCommand {
             Faults can be changed at run time with POST /_admin/faults, and request
             counts read with GET /_admin/stats (see docs/serve.md).
             Bad content refuses to start with the findings bundle validate prints.
+            So does every mistake in rules.json (rule rules-invalid, naming its JSON
+            path): a weight that is not a whole number from 1 to 1000000000, a zero
+            total, a flow the bundle lacks, an unknown condition.
             Exit status: 0 after SIGINT or SIGTERM, 65 invalid content, 66 missing
             content, 64 bad options.
             """

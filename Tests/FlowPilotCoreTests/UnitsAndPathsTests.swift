@@ -13,7 +13,13 @@ struct UnitsAndPathsTests {
         #expect(Units.parseDuration(text) == seconds)
     }
 
-    @Test("bad durations are refused", arguments: ["", "5x", "h", "-3s", "1.2.3s"])
+    // "InF" came from FuzzUnits (Fuzz/Regressions/units): `Double` took it as infinity.
+    @Test(
+        "bad durations are refused, and none is infinite",
+        arguments: [
+            "", "5x", "h", "-3s", "1.2.3s", "InF", "inf", "nan", "infinity", "1e3", "0x10",
+            String(repeating: "9", count: 400), String(repeating: "9", count: 400) + "w", "\u{0663}s",
+        ])
     func badDurations(text: String) {
         #expect(Units.parseDuration(text) == nil)
     }

@@ -252,6 +252,8 @@ struct ServeTests {
                 "#/placements/trip-upsell/0/audience/plan"
             ),
             (#"[{"flow":"no-such-placement"}]"#, "#/placements/trip-upsell/0/flow"),
+            // An audience that is not an object used to match everyone.
+            (#"[{"audience":"pro","flow":null},{"flow":"trip-upsell"}]"#, "#/placements/trip-upsell/0/audience"),
         ])
     func rulesMistakes(candidates: String, pointer: String) throws {
         let tmp = try TemporaryDirectory()

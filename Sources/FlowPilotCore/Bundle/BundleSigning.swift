@@ -46,6 +46,11 @@ public enum BundleSigning {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw FPError.inputMissing("\(path): cannot read the key file")
         }
+        return try privateKey(data, path: path)
+    }
+
+    /// A private key file's bytes; `path` names it in the error.
+    static func privateKey(_ data: Data, path: String) throws -> KeyPair {
         guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
             let raw = json["private_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
@@ -59,6 +64,11 @@ public enum BundleSigning {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw FPError.inputMissing("\(path): cannot read the public key file")
         }
+        return try publicKey(data, path: path)
+    }
+
+    /// A public key file's bytes; `path` names it in the error.
+    static func publicKey(_ data: Data, path: String) throws -> Curve25519.Signing.PublicKey {
         guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
             let raw = json["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
             let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw)

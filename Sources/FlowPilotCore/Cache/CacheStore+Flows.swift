@@ -159,6 +159,11 @@ extension CacheStore {
     /// As `readEntry`, but says what is wrong (for `cache verify`).
     static func inspectEntry(_ entry: CachedFlow) -> (FlowDocument?, Int64, String?)? {
         guard let data = FileManager.default.contents(atPath: entry.path) else { return (nil, 0, "unreadable") }
+        return inspectEntry(entry, data: data)
+    }
+
+    /// An entry file's bytes against the metadata its name carries.
+    static func inspectEntry(_ entry: CachedFlow, data: Data) -> (FlowDocument?, Int64, String?) {
         guard let json = try? JSONValue.parse(data) else {
             return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)")
         }

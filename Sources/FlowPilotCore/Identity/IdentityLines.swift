@@ -54,11 +54,16 @@ public struct IdentityLines: AsyncSequence, Sendable {
         /// One line's identity; nil for a blank line.
         private mutating func parse(_ line: ArraySlice<UInt8>) throws -> Identity? {
             lineNumber += 1
-            guard let json = try JSONLines.value(of: line, name: name, lineNumber: lineNumber) else { return nil }
-            guard let user = json["user_id"]?.stringValue else {
-                throw FPError.invalid([.error("identity", "\(name):\(lineNumber)", "each line needs a string user_id")])
-            }
-            return Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:])
+            return try IdentityLines.identity(line, name: name, lineNumber: lineNumber)
         }
+    }
+
+    /// One line's identity; nil for a blank line. Errors name `NAME:LINE`.
+    static func identity(_ line: ArraySlice<UInt8>, name: String, lineNumber: Int) throws -> Identity? {
+        guard let json = try JSONLines.value(of: line, name: name, lineNumber: lineNumber) else { return nil }
+        guard let user = json["user_id"]?.stringValue else {
+            throw FPError.invalid([.error("identity", "\(name):\(lineNumber)", "each line needs a string user_id")])
+        }
+        return Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:])
     }
 }

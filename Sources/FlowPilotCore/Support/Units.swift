@@ -3,12 +3,17 @@ public enum Units {
     /// `ms s m h d w`, compounds like `1h30m`; a bare number is seconds.
     public static func parseDuration(_ text: String) -> Double? {
         let units: [String: Double] = ["ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
-        if let plain = Double(text), plain >= 0 { return plain }
+        // Digits and a point only: `Double` alone would also take "inf", "nan", "1e9" and "0x10".
+        let isDecimal = { (c: Character) in c.isASCII && (c.isNumber || c == ".") }
+        if !text.isEmpty, text.allSatisfy(isDecimal) {
+            guard let plain = Double(text), plain.isFinite else { return nil }
+            return plain
+        }
         var total = 0.0
         var rest = Substring(text)
         guard !rest.isEmpty else { return nil }
         while !rest.isEmpty {
-            let number = rest.prefix(while: { $0.isNumber || $0 == "." })
+            let number = rest.prefix(while: isDecimal)
             guard !number.isEmpty, let value = Double(number) else { return nil }
             rest = rest.dropFirst(number.count)
             let unit = rest.prefix(while: { $0.isLetter })
@@ -16,7 +21,7 @@ public enum Units {
             rest = rest.dropFirst(unit.count)
             total += value * factor
         }
-        return total
+        return total.isFinite ? total : nil
     }
 
     /// Bytes, or `k/M/G` (decimal) and `KiB/MiB/GiB` (binary), e.g. `200MiB`.
@@ -25,7 +30,7 @@ public enum Units {
             "": 1, "b": 1, "B": 1, "k": 1e3, "K": 1e3, "kB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9,
             "KiB": 1024, "MiB": 1_048_576, "GiB": 1_073_741_824,
         ]
-        let number = text.prefix(while: { $0.isNumber || $0 == "." })
+        let number = text.prefix(while: { $0.isASCII && ($0.isNumber || $0 == ".") })
         guard !number.isEmpty, let value = Double(number), let factor = units[String(text.dropFirst(number.count))]
         else { return nil }
         let bytes = value * factor

@@ -21,6 +21,9 @@ struct Warm: AsyncParsableCommand {
             CSV carries the rows only, or the summary only with --summary.
             A line of counts goes to standard error, with a progress line while it
             runs on a terminal.
+            Only validated flows are cached.
+            A cache write that fails (disk full, read-only directory, file size
+            limit) makes the row failed, with error cache-write naming the errno.
             --metrics-file writes Prometheus metrics at the end, atomically, for
             node_exporter's textfile collector.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),

@@ -2,14 +2,20 @@
 # Sets up a fresh machine and runs every test: installs the Debian packages the
 # build and the tests need when they are missing, lints with swift format,
 # builds (warnings are errors in the project's own targets), refreshes the
-# generate-manual tool the man page test uses, and runs `swift test`.
+# generate-manual tool the man page test uses, runs `swift test`, then every
+# fuzz target briefly (after its regression inputs) and a short fault campaign.
+# FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/install-deps.sh
 # Style: .swift-format (Sources forbid force unwraps; Tests/.swift-format allows them).
-swift format lint --strict --recursive Sources Tests Package.swift
+swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift
 # The project's targets treat warnings as errors (Package.swift), so this build is warning-free.
 swift build --build-tests
 # Builds generate-manual-tool for the man page staleness test (pages land in .build only).
 swift package plugin generate-manual --multi-page --date "$(cat man/DATE)" --configuration debug >/dev/null
 swift test
+# Fuzzing (README, "Fuzzing"): a separate sanitizer build, then each target.
+Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
+# The fault campaign, small (README, "Fault campaign" has the full run's figures).
+python3 Benchmarks/fault_campaign.py --fpctl .build/debug/fpctl --identities 1000 --kills 5

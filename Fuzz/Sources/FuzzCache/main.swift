@@ -1,0 +1,39 @@
+import Foundation
+import FuzzSupport
+
+@testable import FlowPilotCore
+
+// Cache entry names and entry files, as the SDK's layout implies them: the first
+// line is `<key dir>/<entry name>`, the rest the entry's JSON. Names encode and
+// decode back to the same text, every encoded name is a safe file name, and a
+// name that parses leads to a reader that never crashes.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzCache(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    let data = Fuzz.bytes(start, count)
+    let newline = data.firstIndex(of: 0x0A) ?? data.endIndex
+    let first = String(decoding: data[..<newline], as: UTF8.self)
+    let body = newline < data.endIndex ? data[(newline + 1)...] : Data()
+
+    let encoded = CacheNames.encode(first)
+    Fuzz.check(CacheNames.decode(Substring(encoded)) == first, "encode/decode changed \(first.debugDescription)")
+    Fuzz.check(!encoded.hasPrefix(".") && !encoded.isEmpty, "unsafe name \(encoded)")
+    Fuzz.check(
+        encoded.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x25 || b == 0x2D
+                || b == 0x2E || b == 0x5F
+        }, "encoded name has a byte outside [A-Za-z0-9%._-]: \(encoded)")
+    let bounded = CacheNames.bounded(first, max: 64)
+    Fuzz.check(bounded.utf8.count <= 64, "bounded name is too long")
+    _ = CacheNames.decode(Substring(first))
+
+    let parts = first.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+    guard parts.count == 2,
+        let entry = CacheStore.parseEntryName(
+            placement: "home", keyDir: String(parts[0]), name: String(parts[1]), size: Int64(body.count),
+            path: "fuzz/\(first)")
+    else { return 0 }
+    let (doc, size, problem) = CacheStore.inspectEntry(entry, data: Data(body))
+    Fuzz.check(size == Int64(body.count), "entry size misreported")
+    Fuzz.check((doc == nil) == (problem != nil), "an entry neither read nor refused")
+    return 0
+}

@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(
             name: "fpctlTests",
             dependencies: [
-                "fpctl", "FlowPilotCore",
+                "fpctl", "FlowPilotCore", "FlowPilotServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

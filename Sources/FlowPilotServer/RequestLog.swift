@@ -4,17 +4,19 @@ import Hummingbird
 /// One line per request on standard error: method, path, status, milliseconds.
 /// Never the headers: the Authorization header carries the API key.
 struct RequestLog<Context: RequestContext>: RouterMiddleware {
+    let writer: RequestLogWriter
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         let start = ContinuousClock.now
         do {
             let response = try await next(request, context)
-            RequestLogLine.write(
+            writer.log(
                 method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
             return response
         } catch {
-            RequestLogLine.write(
+            writer.log(
                 method: request.method.rawValue, path: request.uri.path,
                 status: (error as? any HTTPResponseError)?.status.code ?? 500, since: start)
             throw error
@@ -22,12 +24,110 @@ struct RequestLog<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// The request log's line, shared by the router's middleware and the event-loop
-/// fast path so both log alike.
-enum RequestLogLine {
-    static func write(method: String, path: some StringProtocol, status: Int, since start: ContinuousClock.Instant) {
-        let elapsed = (ContinuousClock.now - start).components
-        let ms = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
-        FileHandle.standardError.write(Data("\(method) \(path) \(status) \(String(format: "%.1f", ms))ms\n".utf8))
+/// The request log, written off the event loops (docs/serve.md, "Request log").
+///
+/// Lines go into one bounded buffer, in the order they are logged (so per
+/// connection, in request order); a thread of its own writes the buffer out at
+/// least every 100 ms, as soon as it is half full, and at `close()`. When the
+/// buffer is full, `log` waits for the writer: a slow disk slows the server
+/// rather than dropping lines or growing memory.
+final class RequestLogWriter: @unchecked Sendable {
+    static let flushInterval: TimeInterval = 0.1
+    let capacity: Int
+    private let fd: Int32
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var buffer: [UInt8] = []
+    private var closed = false
+    private var writerSignalled = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init(fd: Int32 = STDERR_FILENO, capacity: Int = 256 * 1024) {
+        self.fd = fd
+        self.capacity = capacity
+        buffer.reserveCapacity(capacity)
+        let thread = Thread { [self] in run() }
+        thread.name = "fpctl-request-log"
+        thread.start()
+    }
+
+    func log(method: String, path: some StringProtocol, status: Int, since start: ContinuousClock.Instant) {
+        append(Self.line(method: method, path: path, status: status, elapsed: ContinuousClock.now - start))
+    }
+
+    /// `METHOD PATH STATUS 12.3ms\n`, built without Foundation's formatter.
+    static func line(method: String, path: some StringProtocol, status: Int, elapsed: Duration) -> [UInt8] {
+        let (seconds, attoseconds) = elapsed.components
+        let tenths = seconds * 10_000 + (attoseconds + 50_000_000_000_000) / 100_000_000_000_000
+        var line: [UInt8] = []
+        line.reserveCapacity(method.utf8.count + path.utf8.count + 20)
+        line += method.utf8
+        line.append(UInt8(ascii: " "))
+        line += path.utf8
+        line += " \(status) \(tenths / 10).\(tenths % 10)ms\n".utf8
+        return line
+    }
+
+    func append(_ line: [UInt8]) {
+        condition.lock()
+        defer { condition.unlock() }
+        while buffer.count + line.count > capacity, !buffer.isEmpty, !closed {
+            signalWriter()
+            condition.wait()
+        }
+        buffer += line
+        if buffer.count >= capacity / 2 { signalWriter() }
+    }
+
+    /// Writes what is buffered and stops the writer thread; later lines are dropped.
+    func close() {
+        condition.lock()
+        guard !closed else {
+            condition.unlock()
+            return
+        }
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+        done.wait()
+    }
+
+    private func signalWriter() {
+        guard !writerSignalled else { return }
+        writerSignalled = true
+        condition.broadcast()
+    }
+
+    private func run() {
+        var out: [UInt8] = []
+        out.reserveCapacity(capacity)
+        while true {
+            condition.lock()
+            if !closed && !writerSignalled {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.flushInterval))
+            }
+            writerSignalled = false
+            swap(&out, &buffer)
+            let finished = closed
+            condition.broadcast()  // room again for anyone waiting in `append`
+            condition.unlock()
+            writeAll(out)
+            out.removeAll(keepingCapacity: true)
+            if finished { break }
+        }
+        done.signal()
+    }
+
+    private func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, base + offset, raw.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }  // stderr gone: nothing left to tell
+                offset += n
+            }
+        }
     }
 }

@@ -53,7 +53,7 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let server: ResolveServer
-    private let log: Bool
+    private let log: RequestLogWriter?
     private var pending: Pending?
     /// Requests passed to the router whose response has not ended yet.
     private var forwardedInFlight = 0
@@ -61,7 +61,7 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// A read held back while the channel is not writable.
     private var readHeld = false
 
-    init(server: ResolveServer, log: Bool) {
+    init(server: ResolveServer, log: RequestLogWriter?) {
         self.server = server
         self.log = log
     }
@@ -149,11 +149,8 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
-        if log {
-            RequestLogLine.write(
-                method: pending.head.method.rawValue, path: pending.path, status: reply.status.code,
-                since: pending.start)
-        }
+        log?.log(
+            method: pending.head.method.rawValue, path: pending.path, status: reply.status.code, since: pending.start)
     }
 }
 
@@ -162,7 +159,7 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 struct ResolveHTTP1Channel: ServerChildChannel {
     let http1: HTTP1Channel
     let server: ResolveServer
-    let log: Bool
+    let log: RequestLogWriter?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { value in

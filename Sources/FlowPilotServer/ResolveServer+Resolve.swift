@@ -120,10 +120,13 @@ extension ResolveServer {
                 placement: placement)
         }
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
-        if !options.rewriteAssetURLs, faults.isEmpty,
-            let cached = app.cachedResponse(placement: placement, flow: flowKey)
-        {
-            return ResolveReply(body: cached)  // no fault can touch it: the common case, pre-encoded
+        if faults.isEmpty {
+            // No fault can touch it: the common case, pre-encoded (once per base URL when rewriting).
+            let cached =
+                options.rewriteAssetURLs
+                ? app.cachedResponse(placement: placement, flow: flowKey, base: baseURL(authority))
+                : app.cachedResponse(placement: placement, flow: flowKey)
+            if let cached { return ResolveReply(body: cached) }
         }
         let payload = result(app, placement: placement, request, faults: faults, authority: authority)
         return faults.shaping(Self.damaged(payload, faults: faults, placement: placement), placement: placement)
@@ -167,14 +170,18 @@ extension ResolveServer {
         authority: String?
     ) -> Data {
         let flowKey = chosenFlow(app, placement: placement, request, faults: faults)
-        let base = "http://\(authority ?? "\(options.host):\(options.port)")"
         var flow = flowKey.flatMap {
-            options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: base) : app.flowJSON[$0]
+            options.rewriteAssetURLs ? app.rewrittenFlowJSON($0, base: baseURL(authority)) : app.flowJSON[$0]
         }
         if faults.invalidFlow == true && faults.applies(to: placement) && flow != nil {
             flow = Data(#"{"id":"","schema_version":1,"screens":[],"version":"v"}"#.utf8)
         }
         return ServedApp.resultJSON(placement: placement, flow: flow, ttl: options.ttl)
+    }
+
+    /// Where the client reached this server, for rewritten asset URLs.
+    private func baseURL(_ authority: String?) -> String {
+        "http://\(authority ?? "\(options.host):\(options.port)")"
     }
 
     /// The `fail_rate` fault: that fraction of requests fail with `fail_status`.

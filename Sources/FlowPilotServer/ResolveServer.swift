@@ -60,7 +60,9 @@ public final class ResolveServer: Sendable {
     /// Runs until SIGINT or SIGTERM; `onListening` gets the bound URL (useful with port 0).
     public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
         let router = Router()
-        if !options.quiet { router.middlewares.add(RequestLog()) }
+        let requestLog = options.quiet ? nil : RequestLogWriter()
+        defer { requestLog?.close() }  // the last lines, at shutdown
+        if let requestLog { router.middlewares.add(RequestLog(writer: requestLog)) }
         router.post("apps/:app/placements/resolve-batch") { request, context in
             await self.routed(.batch(app: context.parameters.get("app") ?? ""), request)
         }
@@ -90,7 +92,7 @@ public final class ResolveServer: Sendable {
             // Plain resolves are answered on the event loop (ResolveFastPath); the rest
             // goes through the router.
             server: HTTPServerBuilder { responder in
-                ResolveHTTP1Channel(http1: HTTP1Channel(responder: responder), server: self, log: !self.options.quiet)
+                ResolveHTTP1Channel(http1: HTTP1Channel(responder: responder), server: self, log: requestLog)
             },
             configuration: .init(address: .hostname(options.host, port: options.port)),
             onServerRunning: { channel in

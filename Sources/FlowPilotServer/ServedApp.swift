@@ -1,6 +1,7 @@
 import FlowPilotCore
 import Foundation
 import NIOCore
+import Synchronization
 
 /// One app as `fpctl serve` holds it: the validated bundle, its targeting rules,
 /// and each flow pre-encoded as compact JSON.
@@ -11,14 +12,26 @@ struct ServedApp: Sendable {
     let flowJSON: [String: Data]
     /// Whole response bodies, pre-encoded: [placement][flow key, "" for null].
     private let responses: [String: [String: ByteBuffer]]
+    private let ttl: Int?
+    /// The same, with asset URLs rewritten, per base URL (`--rewrite-asset-urls`).
+    private let rewritten = RewrittenAnswers()
 
     init(bundle: LoadedBundle, rules: TargetingRules?, ttl: Int?) {
         self.bundle = bundle
         self.rules = rules
+        self.ttl = ttl
         let flowJSON = bundle.flows.mapValues { CanonicalJSON.data($0.document.json) }
         self.flowJSON = flowJSON
+        responses = Self.encodeResponses(
+            placements: Set(bundle.flows.keys).union(rules?.placements.keys ?? [:].keys), flowJSON: flowJSON, ttl: ttl)
+    }
+
+    /// Every answer a single resolve can give, as whole bodies.
+    private static func encodeResponses(placements: Set<String>, flowJSON: [String: Data], ttl: Int?)
+        -> [String: [String: ByteBuffer]]
+    {
         var responses: [String: [String: ByteBuffer]] = [:]
-        for placement in Set(bundle.flows.keys).union(rules?.placements.keys ?? [:].keys) {
+        for placement in placements {
             var byFlow: [String: ByteBuffer] = [
                 "": ByteBuffer(bytes: Self.resultJSON(placement: placement, flow: nil, ttl: ttl))
             ]
@@ -27,11 +40,33 @@ struct ServedApp: Sendable {
             }
             responses[placement] = byFlow
         }
-        self.responses = responses
+        return responses
     }
 
     func cachedResponse(placement: String, flow: String?) -> ByteBuffer? {
         responses[placement]?[flow ?? ""]
+    }
+
+    /// As `cachedResponse`, with asset URLs pointing at `base`.
+    func cachedResponse(placement: String, flow: String?, base: String) -> ByteBuffer? {
+        answers(base: base).responses[placement]?[flow ?? ""]
+    }
+
+    /// The flow's JSON with asset URLs pointing at `base`, encoded once per base.
+    func rewrittenFlowJSON(_ key: String, base: String) -> Data? {
+        answers(base: base).flows[key]
+    }
+
+    private func answers(base: String) -> RewrittenAnswers.Table {
+        rewritten.table(base: base) {
+            let flows = Dictionary(
+                uniqueKeysWithValues: bundle.flows.keys.compactMap { key in
+                    rewriteFlowJSON(key, base: base).map { (key, $0) }
+                })
+            let placements = Set(bundle.flows.keys).union(rules?.placements.keys ?? [:].keys)
+            return RewrittenAnswers.Table(
+                flows: flows, responses: Self.encodeResponses(placements: placements, flowJSON: flows, ttl: ttl))
+        }
     }
 
     /// `{"cache_ttl_seconds"?, "flow", "placement_key"}` with the flow's JSON spliced in.
@@ -73,7 +108,7 @@ struct ServedApp: Sendable {
 
     /// The flow's JSON with every image and font URL pointing at this server's
     /// own `/media/…` and `/fonts/…` routes (content hash recomputed).
-    func rewrittenFlowJSON(_ key: String, base: String) -> Data? {
+    private func rewriteFlowJSON(_ key: String, base: String) -> Data? {
         guard let flow = bundle.flows[key] else { return nil }
         let mediaPaths = bundle.media.mapValues(\.path)
         let fontPaths = bundle.fonts.mapValues(\.path)
@@ -107,5 +142,30 @@ struct ServedApp: Sendable {
         default:
             return value
         }
+    }
+}
+
+/// Answers with rewritten asset URLs, encoded on the first request for a base URL
+/// and then served like the plain pre-encoded ones. The base comes from the
+/// client's Host header, so at most `maxBases` are kept; others are encoded per
+/// request.
+final class RewrittenAnswers: Sendable {
+    struct Table: Sendable {
+        /// placement key -> rewritten flow JSON.
+        let flows: [String: Data]
+        /// [placement][flow key, "" for null] -> whole body.
+        let responses: [String: [String: ByteBuffer]]
+    }
+
+    static let maxBases = 16
+    private let tables = Mutex<[String: Table]>([:])
+
+    func table(base: String, encode: () -> Table) -> Table {
+        if let table = tables.withLock({ $0[base] }) { return table }
+        let table = encode()
+        tables.withLock { tables in
+            if tables[base] == nil, tables.count < Self.maxBases { tables[base] = table }
+        }
+        return table
     }
 }

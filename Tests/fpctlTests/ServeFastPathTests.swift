@@ -123,6 +123,31 @@ struct ServeFastPathTests {
         }
     }
 
+    @Test("rewritten answers are encoded once per Host, name that Host, and stay what the router answers")
+    func rewrittenPerHost() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        // Past the 16 base URLs kept pre-encoded, answers are encoded per request, and still right.
+        let hosts = ["a.example:1", "b.example:2", "a.example:1"] + (0..<20).map { "h\($0).example" } + ["b.example:2"]
+        var first: [String: Data] = [:]
+        for host in hosts {
+            let answers = try [[], ["Connection: close"]].map { extra in
+                let connection = try RawHTTPConnection(server.url)
+                connection.hostHeader = host
+                try connection.send(
+                    connection.request(
+                        "POST", "/apps/demo/placements/onboarding/resolve", body: Self.user, headers: extra))
+                return try connection.readResponse()
+            }
+            expectAlike(answers, host)
+            #expect(answers[0].text.contains("\"src\":\"http://\(host)/media/"), "\(host): \(answers[0].text)")
+            #expect(
+                answers[0].text.range(of: #"https://cdn\.example\.com/[^"]*\.(png|ttf)""#, options: .regularExpression)
+                    == nil, "\(host): every bundled image and font URL is rewritten")
+            if let earlier = first[host] { #expect(answers[0].body == earlier, "\(host): the same bytes again") }
+            first[host] = answers[0].body
+        }
+    }
+
     @Test("targeting and every body fault give the same answer on both paths")
     func faultsAndTargeting() async throws {
         let server = try ServeProcess([Paths.sample("travel"), "-q"])

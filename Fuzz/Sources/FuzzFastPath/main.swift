@@ -33,7 +33,7 @@ public func fuzzFastPath(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     do {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-        try pipeline.addHandler(ResolveFastPath(server: server, log: false))
+        try pipeline.addHandler(ResolveFastPath(server: server, log: nil))
     } catch {
         Fuzz.fail("pipeline setup: \(error)")
     }

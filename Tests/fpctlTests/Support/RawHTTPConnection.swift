@@ -24,7 +24,8 @@ final class RawHTTPConnection: @unchecked Sendable {
 
     private let fd: Int32
     private var buffered = Data()
-    let hostHeader: String
+    /// The `Host` header `request` writes; a test may name another address.
+    var hostHeader: String
 
     /// - Parameter receiveBuffer: SO_RCVBUF, set before connecting (a small one
     ///   stands for a client that reads slowly).

@@ -75,6 +75,21 @@ struct HardeningTests {
         #expect(try fpctl("bundle", "validate", good).status == 0)
     }
 
+    @Test("a created_at no zip timestamp can hold is refused at build, not written into headers")
+    func createdAtRange() throws {
+        let source = try demoCopy()
+        let path = "\(source)/bundle.json"
+        var json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+        json["created_at"] = "2226-01-01T00:00:00Z"
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+        let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
+        #expect(r.status == 65)
+        #expect(
+            r.stderr.contains("source-field: bundle.json#/created_at: created_at must be before 2108"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: tmp.file("out.fpbundle")))
+    }
+
     @Test("a cache write that fails is a failed outcome (cache-write, naming errno) and exit 3, not 'warmed'")
     func cacheWriteFails() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"])

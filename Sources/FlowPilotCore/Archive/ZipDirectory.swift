@@ -373,11 +373,10 @@ struct ZipDirectory {
     /// canonical form, so no byte can be changed unnoticed (timestamps, attributes,
     /// extra fields, versions). Returns the entries that differ.
     func canonicalHeaderProblems(createdAt: Date) -> [Finding] {
-        var t = time_t(createdAt.timeIntervalSince1970)
-        var tm = tm()
-        gmtime_r(&t, &tm)
-        let dosDate = UInt16((Int(tm.tm_year) + 1900 - 1980) << 9 | Int(tm.tm_mon + 1) << 5 | Int(tm.tm_mday))
-        let dosTime = UInt16(Int(tm.tm_hour) << 11 | Int(tm.tm_min) << 5 | Int(tm.tm_sec) / 2)
+        guard let (dosDate, dosTime) = ZipDate.dos(createdAt) else {
+            // The manifest parser refuses such a created_at; never trap on one that slips by.
+            return [.error("manifest-field", "manifest.json#/created_at", "outside the zip date range 1980-2107")]
+        }
         func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         func u32(_ v: UInt32) -> [UInt8] {
             [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
@@ -470,5 +469,24 @@ private struct NameIndex {
             }
             return nil
         }
+    }
+}
+
+/// The MS-DOS date and time zip headers carry (2-second resolution, UTC here).
+enum ZipDate {
+    /// 1980-01-01T00:00:00Z and 2108-01-01T00:00:00Z: what a DOS date can hold.
+    static let range: Range<TimeInterval> = 315_532_800..<4_354_819_200
+
+    static func contains(_ date: Date) -> Bool { range.contains(date.timeIntervalSince1970) }
+
+    /// The header's (date, time) fields, or nil for a time outside `range`.
+    static func dos(_ date: Date) -> (date: UInt16, time: UInt16)? {
+        guard contains(date) else { return nil }
+        var t = time_t(date.timeIntervalSince1970)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        let day = (Int(tm.tm_year) + 1900 - 1980) << 9 | Int(tm.tm_mon + 1) << 5 | Int(tm.tm_mday)
+        let time = Int(tm.tm_hour) << 11 | Int(tm.tm_min) << 5 | Int(tm.tm_sec) / 2
+        return (UInt16(day), UInt16(time))
     }
 }

@@ -45,7 +45,9 @@ final class ZipReader {
             var offset: la_int64_t = 0
             let status = archive_read_data_block(archive, &buffer, &size, &offset)
             if status == ARCHIVE_EOF { return }
-            if status < ARCHIVE_WARN { throw ArchiveError(message: errorMessage()) }
+            // A warning here is damage, not a detail: libarchive reports a CRC-32
+            // that does not match the data ("ZIP bad CRC") as ARCHIVE_WARN.
+            if status != ARCHIVE_OK { throw ArchiveError(message: errorMessage()) }
             if size > 0, let buffer {
                 if try !body(UnsafeRawBufferPointer(start: buffer, count: size)) { return }
             }

@@ -24,7 +24,7 @@ public enum BundleBuilder {
     }
 
     /// The age-unknown timestamp: 1980-01-01T00:00:00Z, the earliest a zip can hold.
-    public static let unknownCreatedAt = Date(timeIntervalSince1970: 315_532_800)
+    public static let unknownCreatedAt = Date(timeIntervalSince1970: ZipDate.range.lowerBound)
 
     public static func build(sourceDirectory: String, output: String, options: Options = .init()) throws -> Result {
         let (loaded, sourceFindings) = try BundleSource.load(sourceDirectory)
@@ -88,7 +88,7 @@ public enum BundleBuilder {
 
     static func resolveCreatedAt(source: BundleSource, options: Options) throws -> Date {
         if let epoch = options.sourceDateEpoch, !epoch.isEmpty {
-            guard let seconds = Int64(epoch), seconds >= 315_532_800, seconds < 4_354_819_200 else {
+            guard let seconds = Int64(epoch), ZipDate.range.contains(TimeInterval(seconds)) else {
                 throw FPError.usage(
                     "SOURCE_DATE_EPOCH=\(epoch): must be whole seconds between 1980 and 2107 (the zip date range)")
             }
@@ -96,7 +96,7 @@ public enum BundleBuilder {
         }
         if let created = source.createdAt {
             // Zip dates have a 2-second resolution and start in 1980; keep the manifest honest about that.
-            let seconds = max(315_532_800, Int64(created.timeIntervalSince1970))
+            let seconds = max(Int64(ZipDate.range.lowerBound), Int64(created.timeIntervalSince1970))
             return Date(timeIntervalSince1970: TimeInterval(seconds))
         }
         return unknownCreatedAt

@@ -115,8 +115,14 @@ private struct ManifestParser {
     }
 
     mutating func createdAt() -> Date? {
-        let createdAt = RFC3339.parse(json["created_at"]?.stringValue ?? "")
-        if createdAt == nil { problem("/created_at", "created_at must be an RFC 3339 UTC time") }
+        guard let createdAt = RFC3339.parse(json["created_at"]?.stringValue ?? "") else {
+            problem("/created_at", "created_at must be an RFC 3339 UTC time")
+            return nil
+        }
+        guard ZipDate.contains(createdAt) else {
+            problem("/created_at", "created_at must fall in 1980-2107, the range of zip timestamps")
+            return nil
+        }
         return createdAt
     }
 

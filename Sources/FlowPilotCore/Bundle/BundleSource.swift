@@ -39,7 +39,15 @@ public struct BundleSource: Sendable {
         var createdAt: Date?
         if let value = json["created_at"] {
             if let s = value.stringValue, let d = RFC3339.parse(s) {
-                createdAt = d
+                // Earlier times become 1980 (BundleBuilder); later ones a zip header cannot hold.
+                if d.timeIntervalSince1970 < ZipDate.range.upperBound {
+                    createdAt = d
+                } else {
+                    findings.append(
+                        .error(
+                            "source-field", "\(fileName)#/created_at", "created_at must be before 2108 (zip timestamps)"
+                        ))
+                }
             } else {
                 findings.append(
                     .error("source-field", "\(fileName)#/created_at", "created_at must be an RFC 3339 time"))

@@ -9,6 +9,8 @@ struct BundleValidate: ParsableCommand {
         discussion: """
             Streams each archive without extracting it and without trusting the sizes
             its headers declare, in bounded memory.
+            Every entry's CRC-32 must match its data (rule zip-corrupt) and its
+            SHA-256 the manifest's; created_at must be a zip timestamp (1980-2107).
             Media and fonts must be what their extension says, by their first bytes
             (rule media-type-mismatch).
             Prints one line per finding, as FILE: RULE: PATH: MESSAGE, and

@@ -275,6 +275,22 @@ write_zip("media-not-an-image.fpbundle", with_manifest(replace(BASE, png, b"root
 ttf = next(n for n, _ in BASE if n.startswith("fonts/") and n.endswith(".ttf"))
 write_zip("font-is-a-png.fpbundle", with_manifest(replace(BASE, ttf, BASE_MAP[png])), "media-type-mismatch")
 
+# --- found by the bundle fuzzer (Fuzz/Regressions/bundle) -------------------
+# A byte of a stored image changed in transit: the CRC-32 in both headers no
+# longer matches the data. libarchive reports that as a warning, which used to
+# pass; the manifest's hash also catches it, but the CRC is the zip's own check.
+with open(base_path, "rb") as f:
+    canonical_bytes = bytearray(f.read())
+with zipfile.ZipFile(base_path) as z:
+    stored = next(i for i in z.infolist() if i.compress_type == zipfile.ZIP_STORED and i.file_size > 16)
+    name_len, extra_len = struct.unpack("<HH", canonical_bytes[stored.header_offset + 26:stored.header_offset + 30])
+    data_at = stored.header_offset + 30 + name_len + extra_len
+canonical_bytes[data_at + stored.file_size // 2] ^= 0x01
+raw("crc-mismatch.fpbundle", bytes(canonical_bytes), "zip-corrupt")
+# created_at past 2107 cannot be a zip timestamp: validate trapped computing one.
+m = json.loads(json.dumps(MANIFEST)); m["created_at"] = "2226-01-01T00:00:00Z"
+write_zip("created-after-2107.fpbundle", with_manifest(BASE, m), "manifest-field")
+
 os.remove(good)
 with open(os.path.join(out, "expected.json"), "w") as f:
     json.dump(expected, f, indent=2, sort_keys=True)

@@ -25,6 +25,60 @@ final class CacheStoreTests {
     let aliceUpgraded = Identity(userID: "alice", attributes: ["plan": .string("pro")])
     let bob = Identity(userID: "bob")
 
+    @Test("a walk spread over the cores finds what one thread would: every key, older files, debris, images")
+    func parallelScan() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        let fm = FileManager.default
+        var expectedFlows = Set<String>()
+        var expectedOlder = Set<String>()
+        var expectedForeign = Set<String>()
+        // 3 placements x 700 keys: enough key directories for several slices per core.
+        for placement in ["home", "paywall", "onboarding"] {
+            for k in 0..<700 {
+                let dir =
+                    "\(store.root)/flows/\(placement)/\(String(repeating: "a", count: 60))\(String(format: "%04d", k))~u\(k)"
+                try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                let newest = "\(dir)/01795421046848~zz~300~flow_\(placement)~v2.json"
+                #expect(fm.createFile(atPath: newest, contents: Data("{}".utf8)))
+                expectedFlows.insert(newest)
+                if k % 7 == 0 {
+                    let older = "\(dir)/01795421000000~aa~300~flow_\(placement)~v1.json"
+                    #expect(fm.createFile(atPath: older, contents: Data("{}".utf8)))
+                    expectedOlder.insert(older)
+                }
+                if k % 11 == 0 {
+                    #expect(fm.createFile(atPath: "\(dir)/notes.txt", contents: Data("x".utf8)))
+                    expectedForeign.insert("\(dir)/notes.txt")
+                }
+            }
+        }
+        for i in 0..<1500 {
+            let dir = "\(store.root)/images/\(String(repeating: "b", count: 60))\(String(format: "%04d", i))"
+            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            #expect(fm.createFile(atPath: "\(dir)/url", contents: Data("https://x/\(i)".utf8)))
+            #expect(fm.createFile(atPath: "\(dir)/01795421046848~q.img", contents: Data(count: i)))
+        }
+        let scan = store.scan()
+        #expect(Set(scan.flows.map(\.path)) == expectedFlows)
+        #expect(scan.flows.count == expectedFlows.count, "each key once")
+        #expect(Set(scan.superseded.map(\.path)) == expectedOlder)
+        #expect(Set(scan.foreign.map(\.path)) == expectedForeign)
+        #expect(scan.images.count == 1500 && scan.imageURLFiles.count == 1500)
+        #expect(scan.imageBytes == Int64((0..<1500).reduce(0, +)))
+        // In walk order, as one thread would list them: placement by placement.
+        let placements = scan.flows.map(\.placement)
+        #expect(placements == placements.sorted { placements.firstIndex(of: $0)! < placements.firstIndex(of: $1)! })
+    }
+
+    @Test("slices come back complete and in order, whatever their number")
+    func sliceOrder() {
+        for count in [0, 1, 511, 512, 5_000, 100_003] {
+            let items = Array(0..<count)
+            let parts = Parallel.mapSlices(items, minimumPerSlice: 100) { Array($0) }
+            #expect(parts.flatMap { $0 } == items, "\(count) items")
+        }
+    }
+
     @Test("an entry answers only the identity it was stored for; the alias serves any identity")
     func identityIsolation() throws {
         let store = try CacheStore(root: tempDir(), create: true)

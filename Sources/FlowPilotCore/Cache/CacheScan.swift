@@ -31,6 +31,19 @@ public struct CacheScan: Sendable {
     /// Files and directories that are not part of the layout.
     public var foreign: [File] = []
 
+    /// Adds what another part of the walk found, after what this one holds.
+    mutating func merge(_ other: CacheScan) {
+        flows += other.flows
+        superseded += other.superseded
+        aliases += other.aliases
+        images += other.images
+        imageURLFiles += other.imageURLFiles
+        fonts += other.fonts
+        icons += other.icons
+        temporaries += other.temporaries
+        foreign += other.foreign
+    }
+
     public var flowBytes: Int64 { flows.reduce(0) { $0 + $1.size } }
     public var imageBytes: Int64 { images.reduce(0) { $0 + $1.size } }
     public var fontBytes: Int64 { fonts.reduce(0) { $0 + $1.size } }
@@ -53,7 +66,7 @@ extension CacheStore {
         return scan
     }
 
-    private func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
+    private static func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
         let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
         if item.name.hasPrefix(AtomicFile.tempPrefix) {
             scan.temporaries.append(file)
@@ -62,7 +75,11 @@ extension CacheStore {
         return false
     }
 
+    /// Placement directories one by one, then every key directory, spread over
+    /// the cores (the walk is one `getdents` and a `stat` per entry file: the sizes
+    /// are not in the names).
     private func scanFlows(into scan: inout CacheScan) {
+        var keyDirs: [(placement: String, dir: String, name: String)] = []
         for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
             let pdir = "\(flowsDir)/\(p.name)"
             guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
@@ -75,23 +92,36 @@ extension CacheStore {
                     scan.foreign.append(.init(path: kdir, size: 0, mtime: .distantPast))
                     continue
                 }
-                var entries: [CachedFlow] = []
-                for f in DirectoryWalker.list(kdir) ?? [] {
-                    if classify(kdir, f, scan: &scan) { continue }
-                    let path = "\(kdir)/\(f.name)"
-                    if let e = Self.parseEntryName(
-                        placement: placement, keyDir: k.name, name: f.name, size: f.size, path: path)
-                    {
-                        entries.append(e)
-                    } else {
-                        scan.foreign.append(.init(path: path, size: f.size, mtime: f.mtime))
-                    }
-                }
-                entries.sort { $0.path < $1.path }
-                if let newest = entries.popLast() { scan.flows.append(newest) }
-                scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
+                keyDirs.append((placement, kdir, k.name))
             }
         }
+        for part in Parallel.mapSlices(
+            keyDirs,
+            { slice in
+                var part = CacheScan()
+                for key in slice { Self.scanKey(placement: key.placement, dir: key.dir, name: key.name, into: &part) }
+                return part
+            })
+        {
+            scan.merge(part)
+        }
+    }
+
+    /// One key directory: its newest entry, and the older files beside it.
+    private static func scanKey(placement: String, dir kdir: String, name: String, into scan: inout CacheScan) {
+        var entries: [CachedFlow] = []
+        for f in DirectoryWalker.list(kdir) ?? [] {
+            if classify(kdir, f, scan: &scan) { continue }
+            let path = "\(kdir)/\(f.name)"
+            if let e = parseEntryName(placement: placement, keyDir: name, name: f.name, size: f.size, path: path) {
+                entries.append(e)
+            } else {
+                scan.foreign.append(.init(path: path, size: f.size, mtime: f.mtime))
+            }
+        }
+        entries.sort { $0.path < $1.path }
+        if let newest = entries.popLast() { scan.flows.append(newest) }
+        scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
     }
 
     private func scanAliases(into scan: inout CacheScan) {
@@ -103,7 +133,7 @@ extension CacheStore {
             }
             var found: [CacheScan.Alias] = []
             for f in DirectoryWalker.list(pdir) ?? [] {
-                if classify(pdir, f, scan: &scan) { continue }
+                if Self.classify(pdir, f, scan: &scan) { continue }
                 let parts = f.name.split(separator: "~", maxSplits: 2)
                 guard parts.count == 3 else {
                     scan.foreign.append(.init(path: "\(pdir)/\(f.name)", size: f.size, mtime: f.mtime))
@@ -119,41 +149,57 @@ extension CacheStore {
     }
 
     /// One pass over `images/`: the newest `.img` of each URL, its `url` file, and
-    /// anything else (older copies, debris, foreign files).
+    /// anything else (older copies, debris, foreign files); the URL directories
+    /// spread over the cores.
     func scanImageDirs(into scan: inout CacheScan) {
+        var dirs: [String] = []
         for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
             let d = "\(imagesDir)/\(dir.name)"
             guard dir.isDirectory, dir.name.count == 64 else {
                 scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast))
                 continue
             }
-            var copies: [(item: DirectoryWalker.Item, downloadedAt: Date)] = []
-            for item in DirectoryWalker.list(d) ?? [] {
-                if classify(d, item, scan: &scan) { continue }
-                if item.name == "url" {
-                    scan.imageURLFiles.append(.init(path: "\(d)/url", size: item.size, mtime: item.mtime))
-                } else if item.name.hasSuffix(".img"), let stamp = CacheNames.parseStamp(item.name.prefix(14)) {
-                    copies.append((item, stamp))
-                } else {
-                    scan.foreign.append(.init(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime))
-                }
-            }
-            copies.sort { $0.item.name < $1.item.name }
-            guard let (newest, downloadedAt) = copies.popLast() else { continue }
-            scan.images.append(
-                CachedImage(
-                    urlHash: dir.name, downloadedAt: downloadedAt,
-                    lastAccess: newest.mtime, size: newest.size, path: "\(d)/\(newest.name)"))
-            scan.superseded += copies.map {
-                .init(path: "\(d)/\($0.item.name)", size: $0.item.size, mtime: $0.item.mtime)
+            dirs.append(dir.name)
+        }
+        let imagesDir = self.imagesDir
+        for part in Parallel.mapSlices(
+            dirs,
+            { slice in
+                var part = CacheScan()
+                for name in slice { Self.scanImageDir(imagesDir, name, into: &part) }
+                return part
+            })
+        {
+            scan.merge(part)
+        }
+    }
+
+    private static func scanImageDir(_ imagesDir: String, _ name: String, into scan: inout CacheScan) {
+        let d = "\(imagesDir)/\(name)"
+        var copies: [(item: DirectoryWalker.Item, downloadedAt: Date)] = []
+        for item in DirectoryWalker.list(d) ?? [] {
+            if classify(d, item, scan: &scan) { continue }
+            if item.name == "url" {
+                scan.imageURLFiles.append(.init(path: "\(d)/url", size: item.size, mtime: item.mtime))
+            } else if item.name.hasSuffix(".img"), let stamp = CacheNames.parseStamp(item.name.prefix(14)) {
+                copies.append((item, stamp))
+            } else {
+                scan.foreign.append(.init(path: "\(d)/\(item.name)", size: item.size, mtime: item.mtime))
             }
         }
+        copies.sort { $0.item.name < $1.item.name }
+        guard let (newest, downloadedAt) = copies.popLast() else { return }
+        scan.images.append(
+            CachedImage(
+                urlHash: name, downloadedAt: downloadedAt, lastAccess: newest.mtime, size: newest.size,
+                path: "\(d)/\(newest.name)"))
+        scan.superseded += copies.map { .init(path: "\(d)/\($0.item.name)", size: $0.item.size, mtime: $0.item.mtime) }
     }
 
     private func scanFlat(_ dir: String, scan: inout CacheScan) -> [CacheScan.File] {
         var list: [CacheScan.File] = []
         for item in DirectoryWalker.list(dir) ?? [] {
-            if classify(dir, item, scan: &scan) { continue }
+            if Self.classify(dir, item, scan: &scan) { continue }
             list.append(.init(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime))
         }
         return list

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// What reading a bundle found: its digest and manifest when readable, every
 /// finding, and one row per entry for `inspect`.
@@ -68,7 +69,13 @@ public enum BundleReader {
     }
 }
 
-/// The decompressing half of validation, entry by entry in archive order.
+/// The decompressing half of validation. The manifest first, on the calling
+/// thread; then the other entries on every core: each worker opens the archive
+/// with a libarchive reader of its own, walks every header in archive order and
+/// decompresses, CRC-checks, hashes (and, for flows, validates) the entries it
+/// was given, skipping the rest. Results are taken in archive order, up to the
+/// first entry that could not be read, so the report is the one a single pass
+/// would give.
 private struct ContentPass {
     let directory: ZipDirectory
     let options: BundleReader.Options
@@ -81,9 +88,6 @@ private struct ContentPass {
     /// (font file, sha256 the flow declares, where) checked once all entries are hashed.
     var fontChecks: [(path: String, sha256: String, at: String)] = []
     var flowsSeen = Set<String>()
-    /// Entries hashed on the second core, checked against the manifest in finish().
-    let pipeline = HashPipeline()
-    var pending: [(index: Int, path: String, size: Int64)] = []
     var manifestBytes: Data?
     var signatureBytes: Data?
 
@@ -92,62 +96,170 @@ private struct ContentPass {
         self.options = options
     }
 
+    /// What a worker found for one entry.
+    struct EntryResult: Sendable {
+        var findings: [Finding] = []
+        /// nil when the entry could not be read whole: the pass stops there.
+        var read: (size: Int64, sha256: String)?
+        /// manifest.sig's bytes.
+        var signature: Data?
+        /// For a flow: the assets it references and its fonts' declared hashes.
+        var assets: [String] = []
+        var fontChecks: [(path: String, sha256: String)] = []
+        var isFlow = false
+    }
+
     mutating func run(path: String) {
+        let names = Set(directory.entries.map(\.name))
+        guard let first = directory.entries.first else { return }
+        // The manifest decides what the other entries are.
         let reader: ZipReader
         do { reader = try ZipReader(path: path) } catch {
             findings.append(.error("zip-corrupt", "-", "\(error)"))
             return
         }
-        let names = Set(directory.entries.map(\.name))
-        for entry in directory.entries {
-            let header: ZipReader.Entry?
-            do { header = try reader.next() } catch {
-                findings.append(.error("zip-corrupt", entry.name, "\(error)"))
-                return
-            }
-            guard let header, header.path == entry.name else {
-                findings.append(
-                    .error(
-                        "zip-structure", entry.name,
-                        "libarchive does not see this entry where the central directory puts it"))
-                return
-            }
-            if header.isEncrypted {
-                findings.append(.error("zip-encrypted", entry.name, "entry is encrypted"))
-                return
-            }
-            let keep = entry.index == 0 || entry.name == BundleManifest.signaturePath || isFlowPath(entry.name)
-            guard let (size, body) = readEntry(reader, entry, keepBytes: keep) else {
-                _ = pipeline.drain()
-                return
-            }
-            if let body {
-                let sha = Digest.sha256Hex(body)
-                record(entry, size: size, sha256: sha)
-                if entry.index == 0 {
-                    manifestBytes = body
-                    readManifest(body, names: names)
-                    if manifest == nil { return }
-                } else if entry.name == BundleManifest.signaturePath {
-                    signatureBytes = body
-                } else {
-                    checkFlow(entry.name, body, names: names)
-                }
-            } else {
-                pending.append((entry.index, entry.name, size))
-            }
+        var manifestResult = EntryResult()
+        guard Self.header(reader, first, into: &manifestResult),
+            let (size, body) = Self.readEntry(reader, first, keepBytes: true, into: &manifestResult), let body
+        else {
+            findings += manifestResult.findings
+            return
         }
-        let digests = pipeline.drain()
-        for p in pending {
-            record(directory.entries[p.index], size: p.size, sha256: digests[p.index] ?? "")
+        findings += manifestResult.findings
+        record(first, size: size, sha256: Digest.sha256Hex(body))
+        manifestBytes = body
+        readManifest(body, names: names)
+        guard let manifest else { return }
+
+        let rest = Array(directory.entries.dropFirst())
+        let groups = Self.balanced(rest, ways: min(2, max(1, ProcessInfo.processInfo.activeProcessorCount)))
+        let context = WorkerContext(path: path, entries: directory.entries, manifest: manifest, names: names)
+        let results = Mutex<[Int: EntryResult]>([:])
+        DispatchQueue.concurrentPerform(iterations: groups.count) { g in
+            let found = context.work(on: groups[g])
+            results.withLock { $0.merge(found) { a, _ in a } }
         }
-        let position = order
-        rows.sort { a, b in position[a.path, default: .max] < position[b.path, default: .max] }
+        let byIndex = results.withLock { $0 }
+        for entry in rest {
+            guard let result = byIndex[entry.index] else { return }  // a worker stopped before it
+            findings += result.findings
+            guard let (size, sha256) = result.read else { return }
+            record(entry, size: size, sha256: sha256)
+            if let signature = result.signature { signatureBytes = signature }
+            if result.isFlow { flowsSeen.insert(entry.name) }
+            referencedAssets.formUnion(result.assets)
+            fontChecks += result.fontChecks.map { ($0.path, $0.sha256, entry.name) }
+        }
         finish(names: names)
     }
 
-    /// Archive position of each path, so rows list entries in archive order.
-    var order: [String: Int] { Dictionary(directory.entries.map { ($0.name, $0.index) }, uniquingKeysWith: min) }
+    /// Entries split into `ways` groups of about equal uncompressed size.
+    static func balanced(_ entries: [ZipDirectory.Entry], ways: Int) -> [Set<Int>] {
+        var groups = [Set<Int>](repeating: [], count: ways)
+        var load = [Int64](repeating: 0, count: ways)
+        for entry in entries.sorted(by: { $0.uncompressedSize > $1.uncompressedSize }) {
+            let lightest = load.indices.min { load[$0] < load[$1] } ?? 0
+            groups[lightest].insert(entry.index)
+            load[lightest] += entry.uncompressedSize + 4096  // a small entry still costs a header
+        }
+        return groups
+    }
+
+    /// One worker's share: everything it needs, all of it Sendable.
+    struct WorkerContext: Sendable {
+        let path: String
+        let entries: [ZipDirectory.Entry]
+        let manifest: BundleManifest
+        let names: Set<String>
+
+        func work(on mine: Set<Int>) -> [Int: EntryResult] {
+            var out: [Int: EntryResult] = [:]
+            let reader: ZipReader
+            do { reader = try ZipReader(path: path) } catch {
+                if let index = mine.min() {
+                    out[index] = EntryResult(findings: [.error("zip-corrupt", "-", "\(error)")])
+                }
+                return out
+            }
+            for entry in entries {
+                var result = EntryResult()
+                let ok = ContentPass.header(reader, entry, into: &result)
+                guard mine.contains(entry.index) else {
+                    if ok { continue } else { return out }  // the owner reports it
+                }
+                guard ok else {
+                    out[entry.index] = result
+                    return out
+                }
+                let isFlow = manifest.placements.values.contains { $0.path == entry.name }
+                let keep = isFlow || entry.name == BundleManifest.signaturePath
+                guard let (size, body) = ContentPass.readEntry(reader, entry, keepBytes: keep, into: &result) else {
+                    out[entry.index] = result
+                    return out
+                }
+                if let body {
+                    result.read = (size, Digest.sha256Hex(body))
+                    if isFlow { check(flow: entry.name, body, into: &result) } else { result.signature = body }
+                }
+                out[entry.index] = result
+            }
+            return out
+        }
+
+        /// A flow's own findings, what it references, and its manifest placement.
+        func check(flow path: String, _ data: Data, into result: inout EntryResult) {
+            result.isFlow = true
+            let (doc, flowFindings) = FlowDocument.validate(data: data, location: path)
+            result.findings += flowFindings
+            guard let doc else { return }
+            for (key, placement) in manifest.placements.sorted(by: { $0.key < $1.key }) where placement.path == path {
+                if placement.flowID != doc.id || placement.version != doc.version {
+                    result.findings.append(
+                        .error(
+                            "manifest-placement", "\(BundleManifest.path)#/placements/\(key)",
+                            "says \(placement.flowID)/\(placement.version), the flow is \(doc.id)/\(doc.version)"))
+                }
+            }
+            for url in doc.allImages {
+                guard let media = manifest.media[url], names.contains(media) else {
+                    result.findings.append(
+                        .error("bundle-missing-media", path, "image \(url) is not carried by the bundle"))
+                    continue
+                }
+                result.assets.append(media)
+            }
+            for font in doc.fonts {
+                guard let file = manifest.fonts[font.name], names.contains(file) else {
+                    result.findings.append(
+                        .error("bundle-missing-font", path, "font '\(font.name)' is not carried by the bundle"))
+                    continue
+                }
+                result.assets.append(file)
+                if let sha = font.sha256 { result.fontChecks.append((file, sha)) }
+            }
+        }
+    }
+
+    /// The next header must be `entry` (as the central directory says) and readable.
+    static func header(_ reader: ZipReader, _ entry: ZipDirectory.Entry, into result: inout EntryResult) -> Bool {
+        let header: ZipReader.Entry?
+        do { header = try reader.next() } catch {
+            result.findings.append(.error("zip-corrupt", entry.name, "\(error)"))
+            return false
+        }
+        guard let header, header.path == entry.name else {
+            result.findings.append(
+                .error(
+                    "zip-structure", entry.name,
+                    "libarchive does not see this entry where the central directory puts it"))
+            return false
+        }
+        if header.isEncrypted {
+            result.findings.append(.error("zip-encrypted", entry.name, "entry is encrypted"))
+            return false
+        }
+        return true
+    }
 
     mutating func record(_ entry: ZipDirectory.Entry, size: Int64, sha256: String) {
         hashes[entry.name] = sha256
@@ -155,18 +267,16 @@ private struct ContentPass {
         if entry.index != 0 { checkListed(entry.name, size: size, sha256: sha256) }
     }
 
-    func isFlowPath(_ path: String) -> Bool {
-        manifest?.placements.values.contains { $0.path == path } ?? false
-    }
-
     /// Streams one entry, never trusting its declared size: stops at the first
     /// byte past what it declared, past the entry limit, or past the ratio limit.
-    /// Kept entries come back whole (the caller hashes them); the others are hashed
-    /// on the pipeline under the entry's index.
-    mutating func readEntry(_ reader: ZipReader, _ entry: ZipDirectory.Entry, keepBytes: Bool) -> (Int64, Data?)? {
-        let pipeline = self.pipeline
+    /// Kept entries come back whole (the caller hashes them); the others are
+    /// hashed as they stream, and `result.read` holds their size and digest.
+    static func readEntry(
+        _ reader: ZipReader, _ entry: ZipDirectory.Entry, keepBytes: Bool, into result: inout EntryResult
+    ) -> (Int64, Data?)? {
         var count: Int64 = 0
         var body: Data? = keepBytes ? Data() : nil
+        var hasher = SHA256()
         var head: [UInt8] = []
         var problem: Finding?
         let ratioCap = BundleLimits.maxCompressionRatio * max(entry.compressedSize, 1)
@@ -188,29 +298,29 @@ private struct ContentPass {
                         "limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
                 }
                 if problem != nil { return false }
-                if keepBytes { body?.append(contentsOf: chunk) } else { pipeline.update(entry.index, chunk) }
+                if keepBytes { body?.append(contentsOf: chunk) } else { hasher.update(bufferPointer: chunk) }
                 if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
                 return true
             }
         } catch {
-            findings.append(.error("zip-corrupt", entry.name, "\(error)"))
+            result.findings.append(.error("zip-corrupt", entry.name, "\(error)"))
             return nil
         }
         if let problem {
-            findings.append(problem)
+            result.findings.append(problem)
             return nil
         }
         if count != entry.uncompressedSize {
-            findings.append(
+            result.findings.append(
                 .error("zip-size-mismatch", entry.name, "\(count) bytes, the headers declare \(entry.uncompressedSize)")
             )
             return nil
         }
-        if !keepBytes { pipeline.finish(entry.index) }
+        if !keepBytes { result.read = (count, Digest.hex(hasher.finalize())) }
         if entry.name.hasPrefix("media/") || entry.name.hasPrefix("fonts/"),
             let mismatch = MediaType.mismatch(path: entry.name, head: head)
         {
-            findings.append(mismatch)
+            result.findings.append(mismatch)
         }
         return (count, body)
     }
@@ -265,37 +375,6 @@ private struct ContentPass {
             if stem != sha256 {
                 findings.append(.error("bundle-asset-name", path, "asset files are named by their sha256 (\(sha256))"))
             }
-        }
-    }
-
-    mutating func checkFlow(_ path: String, _ data: Data, names: Set<String>) {
-        guard let manifest else { return }
-        flowsSeen.insert(path)
-        let (doc, flowFindings) = FlowDocument.validate(data: data, location: path)
-        findings += flowFindings
-        guard let doc else { return }
-        for (key, placement) in manifest.placements where placement.path == path {
-            if placement.flowID != doc.id || placement.version != doc.version {
-                findings.append(
-                    .error(
-                        "manifest-placement", "\(BundleManifest.path)#/placements/\(key)",
-                        "says \(placement.flowID)/\(placement.version), the flow is \(doc.id)/\(doc.version)"))
-            }
-        }
-        for url in doc.allImages {
-            guard let media = manifest.media[url], names.contains(media) else {
-                findings.append(.error("bundle-missing-media", path, "image \(url) is not carried by the bundle"))
-                continue
-            }
-            referencedAssets.insert(media)
-        }
-        for font in doc.fonts {
-            guard let file = manifest.fonts[font.name], names.contains(file) else {
-                findings.append(.error("bundle-missing-font", path, "font '\(font.name)' is not carried by the bundle"))
-                continue
-            }
-            referencedAssets.insert(file)
-            if let sha = font.sha256 { fontChecks.append((file, sha, path)) }
         }
     }
 

@@ -8,7 +8,8 @@ Against `fpctl serve bundles/demo` on loopback, whose faults change every second
 cut mid-body, or none), with `fpctl cache prune --max-size` running in a loop:
 
 1. `fpctl warm` over N identities (default 10,000; two placements, every
-   screen's images) is SIGKILLed at K random points (default 50).
+   screen's images), each run starting at a random line of the list, is
+   SIGKILLed at K random points (default 50) between 0.1 and 8 seconds in.
 2. After every kill, with the prune loop paused: `fpctl cache verify` must be
    clean, `fpctl cache list` must show one entry per key directory, and every
    entry file is checked again here, in Python (not fpctl's code): the file
@@ -20,7 +21,7 @@ cut mid-body, or none), with `fpctl cache prune --max-size` running in a loop:
 The server sends a 1-second TTL, so every run resolves and writes again rather
 than reading what the last one left. Prints the figures (kills, entries checked,
 damage found) and exits 1 when anything was damaged or lost, leaving its work
-directory (Benchmarks/work-faults) to look at; a clean run removes it.
+directory (Benchmarks/work-faults-PID) to look at; a clean run removes it.
 """
 import argparse
 import hashlib
@@ -80,7 +81,8 @@ class Campaign:
     def __init__(self, args):
         self.fpctl = args.fpctl
         self.rng = random.Random(args.seed)
-        self.work = ROOT / "Benchmarks" / "work-faults"
+        # One directory per run: two campaigns at once must not share a cache.
+        self.work = ROOT / "Benchmarks" / f"work-faults-{os.getpid()}"
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self.cache = self.work / "cache"
@@ -124,9 +126,18 @@ class Campaign:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.prunes += 1
 
-    def warm(self, extra=()):
+    def rotated_identities(self) -> Path:
+        """The identities from a random line on (then from the top), so successive runs
+        write different entries and each kill lands somewhere else in the list."""
+        lines = self.identities.read_text().splitlines(keepends=True)
+        start = self.rng.randrange(len(lines))
+        path = self.work / "identities-round.jsonl"
+        path.write_text("".join(lines[start:] + lines[:start]))
+        return path
+
+    def warm(self, extra=(), identities=None):
         return [self.fpctl, "warm", *PLACEMENTS, "--cache-dir", str(self.cache), "--api-url", self.url,
-                "--app-id", "demo", "--identities", str(self.identities), "--media", "all-screens",
+                "--app-id", "demo", "--identities", str(identities or self.identities), "--media", "all-screens",
                 "--concurrency", "16", "--timeout", "2s", "--retries", "1", "--grace", "1s", *extra]
 
     def pause_prune(self):
@@ -170,9 +181,10 @@ class Campaign:
         try:
             for i in range(kills):
                 self.prune_paused.clear()
-                warm = subprocess.Popen(self.warm(["--format", "csv", "--fail-on", "never"]),
+                warm = subprocess.Popen(self.warm(["--format", "csv", "--fail-on", "never"],
+                                                  self.rotated_identities()),
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(self.rng.uniform(0.2, 4.0))
+                time.sleep(self.rng.uniform(0.1, 8.0))
                 if warm.poll() is None:
                     warm.send_signal(signal.SIGKILL)
                     figures["kills"] += 1
@@ -218,7 +230,8 @@ def main():
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    figures = Campaign(args).run(args.kills)
+    campaign = Campaign(args)
+    figures = campaign.run(args.kills)
     final = figures["final"]
     lost = final["expected"] - min(final["warmed"], final["media_warmed"], figures["entries_after_final"])
     print(json.dumps({k: v for k, v in figures.items() if k != "damage"}, indent=2))
@@ -228,7 +241,7 @@ def main():
           f"damage found {len(figures['damage'])}, lost {lost}")
     ok = not figures["damage"] and lost == 0 and final["exit"] == 0
     if ok:
-        shutil.rmtree(ROOT / "Benchmarks" / "work-faults", ignore_errors=True)
+        shutil.rmtree(campaign.work, ignore_errors=True)
     sys.exit(0 if ok else 1)
 
 

@@ -52,9 +52,12 @@ max_len() {
 # but leaves Swift code without coverage; naming the coverage kinds puts it back.
 build=(swift build --sanitize=fuzzer --sanitize=address
     -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp)
-"${build[@]}" 2>&1 | grep -E 'error|warning: .*Fuzz/Sources' >&2 || true
-"${build[@]}" >/dev/null
-bin=$("${build[@]}" --show-bin-path)
+mkdir -p .build
+if ! "${build[@]}" >.build/fuzz-build.log 2>&1; then
+    grep -E 'error' .build/fuzz-build.log >&2 || cat .build/fuzz-build.log >&2
+    exit 1
+fi
+bin=$("${build[@]}" --show-bin-path 2>/dev/null)
 
 # Swift's crash handler would otherwise sit on a crash instead of letting
 # libFuzzer write the input out.

@@ -90,6 +90,45 @@ struct HardeningTests {
         #expect(!FileManager.default.fileExists(atPath: tmp.file("out.fpbundle")))
     }
 
+    @Test("a header that is not canonical is reported by its field, with both values")
+    func noncanonicalHeaderNamesTheField() throws {
+        let bundle = try tmp.buildSample("demo")
+        // Python's zipfile, from the same files: no data descriptors, so flags 0.
+        _ = try fpctl("bundle", "extract", bundle, "-o", tmp.file("files"))
+        let script = """
+            import os, sys, zipfile
+            os.chdir(sys.argv[1])
+            names = sorted(os.path.relpath(os.path.join(d, f)) for d, _, fs in os.walk('.') for f in fs)
+            names.remove('manifest.json')
+            with zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_DEFLATED) as z:
+                for n in ['manifest.json'] + names: z.write(n, n)
+            """
+        let zipped = try run(
+            which("python3") ?? "/usr/bin/python3", ["-c", script, tmp.file("files"), tmp.file("py.fpbundle")])
+        #expect(zipped.status == 0, "\(zipped.stderr)")
+        let python = try fpctl("bundle", "validate", tmp.file("py.fpbundle"))
+        #expect(python.status == 65)
+        #expect(
+            python.stdout.contains(
+                "zip-noncanonical-header: manifest.json: local header: flags 0x0000 (canonical 0x0008); central record: flags 0x0000 (canonical 0x0008); data descriptor missing"
+            ), "\(python.stdout)")
+
+        // fpctl's own bundle with the first central record's timestamp field renamed.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bundle)))
+        let signature = Data([0x50, 0x4B, 0x01, 0x02])
+        let central = try #require(Data(bytes).firstRange(of: signature)?.lowerBound)
+        let nameLength = Int(bytes[central + 28]) | Int(bytes[central + 29]) << 8
+        #expect(bytes[central + 46 + nameLength] == 0x55 && bytes[central + 47 + nameLength] == 0x54)
+        bytes[central + 46 + nameLength] = 0x56
+        try Data(bytes).write(to: URL(fileURLWithPath: tmp.file("patched.fpbundle")))
+        let patched = try fpctl("bundle", "validate", tmp.file("patched.fpbundle"))
+        #expect(patched.status == 65)
+        #expect(
+            patched.stdout.contains(
+                "zip-noncanonical-header: manifest.json: central record: extra field 0x5455 missing"),
+            "\(patched.stdout)")
+    }
+
     @Test("a cache write that fails is a failed outcome (cache-write, naming errno) and exit 3, not 'warmed'")
     func cacheWriteFails() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"])

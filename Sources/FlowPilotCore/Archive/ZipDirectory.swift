@@ -504,7 +504,7 @@ enum ZipDate {
 
 /// The canonical form of a bundle's zip headers, field by field, so a header
 /// that differs is reported by the field that differs and both values
-/// (fpctl-bundle(5) and docs/bundle-format.md list the same fields).
+/// (docs/bundle-format.md lists the same fields, byte for byte).
 enum CanonicalHeader {
     enum Field {
         case u16(String, UInt16)

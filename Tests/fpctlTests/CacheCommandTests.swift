@@ -137,6 +137,48 @@ struct CacheCommandTests {
         #expect(listed.status == 0, "every entry the listing names is readable")
     }
 
+    /// The POSIX path (mkstemp + rename, as on macOS), forced on Linux by
+    /// `FPCTL_POSIX_FALLBACK=1` (`Platform`): every entry written, no temporary
+    /// left; a writer killed mid-write leaves at most named temporaries of a dead
+    /// process, which verify reports and --repair removes, and no damaged entry.
+    @Test("the POSIX write path a Mac takes: whole entries, and only reportable debris when killed", arguments: 0..<3)
+    func posixFallback(round: Int) throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        let posix = ["FPCTL_POSIX_FALLBACK": "1"]
+        let input = try writeLines(tmp, "in.jsonl", putLines("p\(round)", count: 2000))
+        if round == 0 {
+            let put = try fpctl("cache", "put", "--cache-dir", dir, "--input", input, environment: posix)
+            #expect(put.status == 0, "\(put.stderr)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: dir)
+            #expect(!files.contains { ($0 as NSString).lastPathComponent.hasPrefix(".tmp-") }, "no temporary left")
+            #expect(try fpctl("cache", "verify", "--cache-dir", dir).stdout == "ok\n")
+            let listed = try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv")
+            #expect(listed.stdout.split(separator: "\n").count - 1 == 2000)
+            return
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
+        p.environment = ProcessInfo.processInfo.environment.merging(posix) { _, new in new }
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") && p.isRunning && Date() < deadline {
+            usleep(1_000)
+        }
+        usleep(UInt32.random(in: 0...300_000))
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        let verify = try fpctl("cache", "verify", "--cache-dir", dir)
+        let problems = verify.stdout.split(separator: "\n").filter { $0 != "ok" }
+        #expect(problems.allSatisfy { $0.hasPrefix("cache-temp-debris:") }, "\(verify.stdout)")
+        if !problems.isEmpty {
+            #expect(try fpctl("cache", "verify", "--cache-dir", dir, "--repair").status == 65)
+        }
+        #expect(try fpctl("cache", "verify", "--cache-dir", dir).stdout == "ok\n")
+    }
+
     @Test("planted corrupt and foreign files: verify exits 65 naming them, --repair removes only them")
     func plantedDamage() throws {
         let tmp = try TemporaryDirectory()

@@ -3,25 +3,26 @@ import Foundation
 /// Publishing immutable files so that a reader sees all of one or nothing, even
 /// when the writer is killed: the bytes go to an unnamed `O_TMPFILE` in the target
 /// directory, which `linkat` gives its final (new, unique) name only once complete.
-/// A killed writer leaves nothing behind. Where the filesystem lacks `O_TMPFILE`,
-/// a named `.tmp-<pid>-…` file and `rename` are used; readers skip such names and
-/// `cache verify` reports those of dead processes.
+/// A killed writer leaves nothing behind. Where the system or filesystem lacks
+/// `O_TMPFILE` (macOS; `Platform`), a named `.tmp-<pid>-…` file from `mkstemp` and
+/// `rename` are used; readers skip such names and `cache verify` reports those of
+/// dead processes.
 enum AtomicFile {
     static let tempPrefix = ".tmp-"
-    /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`); Glibc's macro is not imported into Swift.
-    static let oTmpFile: Int32 = 0o20200000
 
     /// Writes `data` as `directory/name`; fails if the name exists.
     static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
         try makeDirectory(directory)
         let target = "\(directory)/\(name)"
-        var fd = open(directory, Self.oTmpFile | O_WRONLY | O_CLOEXEC, 0o644)
+        let fd: Int32
         var tempName: String?
-        if fd < 0 {
-            let t = "\(directory)/\(tempPrefix)\(getpid())-\(UInt32.random(in: 0 ... .max))"
-            fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw CacheError.io("\(directory): \(Errno.describe(errno))") }
-            tempName = t
+        if let unnamed = Platform.openUnnamed(in: directory) {
+            fd = unnamed
+        } else {
+            guard let (named, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
+                throw CacheError.io("\(directory): \(Errno.describe(errno))")
+            }
+            (fd, tempName) = (named, path)
         }
         defer { close(fd) }
         do {
@@ -33,7 +34,7 @@ enum AtomicFile {
                     throw CacheError.io("\(target): \(Errno.describe(errno))")
                 }
             } else {
-                guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 else {
+                guard Platform.link(unnamed: fd, to: target) else {
                     throw CacheError.io("\(target): \(Errno.describe(errno))")
                 }
             }

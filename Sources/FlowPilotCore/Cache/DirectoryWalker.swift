@@ -31,8 +31,7 @@ enum DirectoryWalker {
                 guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 isDir = (st.st_mode & S_IFMT) == S_IFDIR
                 size = Int64(st.st_size)
-                mtime = Date(
-                    timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec) + TimeInterval(st.st_mtim.tv_nsec) / 1e9)
+                mtime = Platform.modificationTime(st)
             }
             items.append(Item(name: name, isDirectory: isDir, size: size, mtime: mtime))
         }

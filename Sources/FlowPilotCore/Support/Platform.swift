@@ -1,0 +1,59 @@
+import Foundation
+
+/// The Linux-only system calls fpctl makes, each with the POSIX path another
+/// system (macOS) takes instead (README, "Portability"). Nothing else in the
+/// code tests for the platform.
+///
+/// `FPCTL_POSIX_FALLBACK=1` makes Linux take the POSIX paths too: a switch for
+/// the tests, so the path a Mac would take runs in CI rather than going untested.
+enum Platform {
+    static let posixFallback = ProcessInfo.processInfo.environment["FPCTL_POSIX_FALLBACK"] == "1"
+
+    /// A file in `directory` with no name yet (Linux `O_TMPFILE`); nil where the
+    /// system or the filesystem has none, and the caller writes a named
+    /// temporary file instead.
+    static func openUnnamed(in directory: String) -> Int32? {
+        #if os(Linux)
+            guard !posixFallback else { return nil }
+            // `__O_TMPFILE | O_DIRECTORY`: Glibc's O_TMPFILE macro is not imported into Swift.
+            let oTmpFile: Int32 = 0o20200000
+            let fd = open(directory, oTmpFile | O_WRONLY | O_CLOEXEC, 0o644)
+            return fd >= 0 ? fd : nil
+        #else
+            return nil
+        #endif
+    }
+
+    /// Gives a file from `openUnnamed` its name; fails (errno set) if the name exists.
+    static func link(unnamed fd: Int32, to path: String) -> Bool {
+        #if os(Linux)
+            return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
+        #else
+            errno = ENOTSUP
+            return false
+        #endif
+    }
+
+    /// A new, uniquely named file from `template` (ending in `XXXXXX`, as for
+    /// `mkstemp`), open for writing; its path, or nil with errno set.
+    static func makeTemporary(_ template: String) -> (fd: Int32, path: String)? {
+        var bytes = Array(template.utf8CString)
+        let fd = bytes.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress.map { mkstemp($0) } ?? -1
+        }
+        guard fd >= 0 else { return nil }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let path = bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return (fd, String(decoding: path, as: UTF8.self))
+    }
+
+    /// The modification time a `stat` carries (`st_mtim` on Linux, `st_mtimespec` on Darwin).
+    static func modificationTime(_ st: stat) -> Date {
+        #if canImport(Darwin)
+            let t = st.st_mtimespec
+        #else
+            let t = st.st_mtim
+        #endif
+        return Date(timeIntervalSince1970: TimeInterval(t.tv_sec) + TimeInterval(t.tv_nsec) / 1e9)
+    }
+}

@@ -18,6 +18,10 @@ for extra in "$@"; do
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;
     nginx) command -v nginx >/dev/null || need+=(nginx-light) ;;
     time) [ -x /usr/bin/time ] || need+=(time) ;;
+    man)
+      command -v man >/dev/null || need+=(man-db)
+      command -v col >/dev/null || need+=(bsdextrautils)
+      ;;
   esac
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -2,8 +2,9 @@
 # Sets up a fresh machine and runs every test: installs the Debian packages the
 # build and the tests need when they are missing, lints with swift format,
 # builds (warnings are errors in the project's own targets), refreshes the
-# generate-manual tool the man page test uses, runs `swift test`, then every
-# fuzz target briefly (after its regression inputs) and a short fault campaign.
+# generate-manual tool the man page test uses, runs `swift test`, checks the
+# install and the release tarball, then runs every fuzz target briefly (after its
+# regression inputs) and a short fault campaign.
 # FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,8 @@ swift build --build-tests
 # Builds generate-manual-tool for the man page staleness test (pages land in .build only).
 swift package plugin generate-manual --multi-page --date "$(cat man/DATE)" --configuration debug >/dev/null
 swift test
+# The install and the release tarball (README, "Install"): a static release build.
+Scripts/check-install.sh
 # Fuzzing (README, "Fuzzing"): a separate sanitizer build, then each target.
 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
 # The fault campaign, small (README, "Fault campaign" has the full run's figures).

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Scripts/install.sh [--prefix DIR]   (default /usr/local)
+#
+# Builds a release fpctl with the Swift standard library and Foundation linked
+# in statically (--static-swift-stdlib), so the binary needs no Swift toolchain:
+# only the C library and Debian's libarchive with its dependencies (README,
+# "Install"). Installs
+#   PREFIX/bin/fpctl
+#   PREFIX/share/man/man1/*.1        every command's page, as fpctl.warm.1 and fpctl-warm.1
+#   PREFIX/share/bash-completion/completions/fpctl
+#   PREFIX/share/zsh/site-functions/_fpctl
+#   PREFIX/share/fish/vendor_completions.d/fpctl.fish
+# The build lives in .build-static, apart from the everyday one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=/usr/local
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument '$1' (usage: Scripts/install.sh [--prefix DIR])" >&2; exit 64 ;;
+    esac
+done
+Scripts/install-deps.sh
+build=(swift build -c release --static-swift-stdlib --scratch-path .build-static --product fpctl)
+"${build[@]}" >/dev/null
+binary=$("${build[@]}" --show-bin-path)/fpctl
+
+install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/bash-completion/completions" \
+    "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d"
+install -m 0755 -s "$binary" "$prefix/bin/fpctl"  # stripped: 168 MB of symbols otherwise
+for page in man/man1/*.1; do
+    name=$(basename "$page")
+    install -m 0644 "$page" "$prefix/share/man/man1/$name"
+    # git's naming too: fpctl-bundle-build(1) for fpctl.bundle.build.1, so `man fpctl-warm` works.
+    dashed=${name%.1}
+    dashed=${dashed//./-}.1
+    [ "$dashed" = "$name" ] || ln -sf "$name" "$prefix/share/man/man1/$dashed"
+done
+"$prefix/bin/fpctl" --generate-completion-script bash >"$prefix/share/bash-completion/completions/fpctl"
+"$prefix/bin/fpctl" --generate-completion-script zsh >"$prefix/share/zsh/site-functions/_fpctl"
+"$prefix/bin/fpctl" --generate-completion-script fish >"$prefix/share/fish/vendor_completions.d/fpctl.fish"
+echo "installed fpctl $("$prefix/bin/fpctl" --version) into $prefix"

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Benchmark: fpctl serve vs nginx serving the same flow JSON as a static file, same run.
-# wrk, 10 s each, on loopback: requests/second and p99 latency for one placement
-# with a realistic flow of about 5 KB. Goal: >= 0.5x nginx's requests/second, p99 < 10 ms.
-# Usage: Benchmarks/serve_bench.sh [seconds] [connections]
+# wrk -t1 on loopback, POST resolve with an API key, one placement with a ~5 KB flow;
+# median of RUNS runs of SECONDS each, every pair run back to back:
+#   everyday  fpctl serve --rewrite-asset-urls, request log to a file
+#             vs nginx with access_log to a file           (goal >= 0.7x, p99 < 10 ms)
+#   quiet     fpctl serve -q vs nginx with access_log off  (goal >= 0.8x)
+# Usage: Benchmarks/serve_bench.sh [seconds] [connections] [runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-10}
+secs=${1:-5}
 conns=${2:-32}
+runs=${3:-5}
 Scripts/install-deps.sh wrk nginx
 swift build -c release --product fpctl >/dev/null
 fpctl=$(swift build -c release --show-bin-path)/fpctl
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; for p in "$work"/nginx-*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$work"' EXIT
 
 # A bundle source with one ~5 KB flow: five screens of text, buttons and an image.
 mkdir -p "$work/src/flows" "$work/src/assets"
@@ -32,46 +36,74 @@ json.dump({"app_id": "bench", "placements": {"paywall": "flows/paywall.json"},
            "assets": {"https://cdn.example.com/bench/hero.png": "assets/hero.png"}}, open(f"{root}/bundle.json", "w"))
 PY
 
-"$fpctl" serve "$work/src" --port 0 --ttl 300 -q > "$work/url" &
-for _ in $(seq 100); do [ -s "$work/url" ] && break; sleep 0.1; done
-url=$(head -n 1 "$work/url")
+echo "k_bench_secret" > "$work/key"
+start_serve() { # NAME ARGS...: starts fpctl serve, sets url
+    local name=$1
+    shift
+    "$fpctl" serve "$work/src" --port 0 --ttl 300 --api-key-file "$work/key" "$@" > "$work/url-$name" 2> "$work/log-$name" &
+    for _ in $(seq 100); do [ -s "$work/url-$name" ] && break; sleep 0.1; done
+    head -n 1 "$work/url-$name"
+}
+quiet_url=$(start_serve quiet -q)
+everyday_url=$(start_serve everyday --rewrite-asset-urls)
 body='{"user_id":"u_123","attributes":{"plan":"free","country":"DE"}}'
-curl -sS -X POST "$url/apps/bench/placements/paywall/resolve" -d "$body" > "$work/flow.json"
+curl -sS -X POST -H "Authorization: Bearer k_bench_secret" "$everyday_url/apps/bench/placements/paywall/resolve" \
+    -d "$body" > "$work/flow.json"
 size=$(wc -c < "$work/flow.json")
 
-mkdir -p "$work/www"
+mkdir -p "$work/www" "$work/tmp"
 cp "$work/flow.json" "$work/www/flow.json"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/nginx.conf" <<CONF
+start_nginx() { # NAME ACCESS_LOG: starts nginx, prints its port
+    local name=$1 log=$2 port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    cat > "$work/nginx-$name.conf" <<CONF
 worker_processes auto;
-pid $work/nginx.pid;
-error_log $work/error.log;
+pid $work/nginx-$name.pid;
+error_log $work/error-$name.log;
 events { worker_connections 1024; }
 http {
-  access_log off;
+  access_log $log;
   client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
   uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   server { listen 127.0.0.1:$port; root $work/www; default_type application/json; }
 }
 CONF
-mkdir -p "$work/tmp"
-nginx -c "$work/nginx.conf" -p "$work"
+    nginx -c "$work/nginx-$name.conf" -p "$work"
+    echo "$port"
+}
+quiet_nginx=$(start_nginx quiet off)
+logged_nginx=$(start_nginx logged "$work/access.log")
 sleep 0.5
 
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 wrk.body = '$body'
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer k_bench_secret"
 LUA
 
-run_wrk() { wrk -t2 -c"$conns" -d"${secs}s" --latency "$@"; }
-serve_out=$(run_wrk -s "$work/post.lua" "$url/apps/bench/placements/paywall/resolve")
-nginx_out=$(run_wrk "http://127.0.0.1:$port/flow.json")
+run_wrk() { wrk -t1 -c"$conns" -d"${secs}s" --latency "$@"; }
 rps() { echo "$1" | awk '/Requests\/sec/ {print $2}'; }
 p99() { echo "$1" | awk '$1 == "99%" {print $2}'; }
 non2xx() { echo "$1" | awk '/Non-2xx/ {print $4}'; }
-s_rps=$(rps "$serve_out"); n_rps=$(rps "$nginx_out")
-echo "flow response: $size bytes; wrk -t2 -c$conns -d${secs}s on 2 cores shared with the server"
-echo "fpctl serve  POST resolve   ${s_rps} req/s  p99 $(p99 "$serve_out")  non-2xx: $(non2xx "$serve_out" || true)"
-echo "nginx        GET flow.json  ${n_rps} req/s  p99 $(p99 "$nginx_out")"
-python3 -c "print('ratio fpctl/nginx: %.2fx  (goal >= 0.5x, p99 < 10ms)' % ($s_rps / $n_rps))"
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# NAME FPCTL_URL NGINX_PORT GOAL
+compare() {
+    local name=$1 url=$2 port=$3 goal=$4 s_all=() n_all=() s_p99=() s_out n_out
+    for _ in $(seq "$runs"); do
+        s_out=$(run_wrk -s "$work/post.lua" "$url/apps/bench/placements/paywall/resolve")
+        n_out=$(run_wrk "http://127.0.0.1:$port/flow.json")
+        if [ -n "$(non2xx "$s_out")" ]; then echo "fpctl answered non-2xx: $s_out" >&2; exit 1; fi
+        s_all+=("$(rps "$s_out")"); n_all+=("$(rps "$n_out")"); s_p99+=("$(p99 "$s_out")")
+    done
+    local s n
+    s=$(median "${s_all[@]}"); n=$(median "${n_all[@]}")
+    printf '%-9s fpctl %9.0f req/s (p99 of runs: %s)  nginx %9.0f req/s  ratio %.2fx  (goal %s)\n' \
+        "$name" "$s" "${s_p99[*]}" "$n" "$(python3 -c "print($s / $n)")" "$goal"
+}
+echo "flow response: $size bytes; wrk -t1 -c$conns -d${secs}s, median of $runs, on 2 cores shared with the server"
+compare everyday "$everyday_url" "$logged_nginx" ">= 0.7x, p99 < 10ms; fpctl --rewrite-asset-urls + log file, nginx access_log file"
+compare quiet "$quiet_url" "$quiet_nginx" ">= 0.8x; fpctl -q, nginx access_log off"
+echo "request log lines: fpctl $(grep -c ' 200 ' "$work/log-everyday"), nginx $(wc -l < "$work/access.log")"
+if grep -q k_bench_secret "$work/log-everyday" "$work/access.log"; then echo "the API key reached a log" >&2; exit 1; fi

@@ -153,14 +153,18 @@ private struct ContentPass {
         finish(names: names)
     }
 
-    /// Entries split into `ways` groups of about equal uncompressed size.
+    /// Entries split into `ways` groups of about equal work: a JSON byte (parsed
+    /// and validated) costs about 20 hashed bytes, and any entry a header's worth.
     static func balanced(_ entries: [ZipDirectory.Entry], ways: Int) -> [Set<Int>] {
+        func cost(_ entry: ZipDirectory.Entry) -> Int64 {
+            entry.uncompressedSize * (entry.name.hasSuffix(".json") ? 20 : 1) + 4096
+        }
         var groups = [Set<Int>](repeating: [], count: ways)
         var load = [Int64](repeating: 0, count: ways)
-        for entry in entries.sorted(by: { $0.uncompressedSize > $1.uncompressedSize }) {
+        for entry in entries.sorted(by: { cost($0) > cost($1) }) {
             let lightest = load.indices.min { load[$0] < load[$1] } ?? 0
             groups[lightest].insert(entry.index)
-            load[lightest] += entry.uncompressedSize + 4096  // a small entry still costs a header
+            load[lightest] += cost(entry)
         }
         return groups
     }

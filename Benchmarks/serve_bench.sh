@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-5}
 conns=${2:-32}
 runs=${3:-5}
-Scripts/install-deps.sh wrk nginx
+Scripts/install-deps.sh wrk
 swift build -c release --product fpctl >/dev/null
 fpctl=$(swift build -c release --show-bin-path)/fpctl
 work=$(mktemp -d)

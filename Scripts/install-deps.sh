@@ -2,7 +2,9 @@
 # Installs, only when missing, the Debian packages fpctl builds and tests with:
 # libarchive-dev (the archive library), libarchive-tools (bsdtar), unzip, mandoc,
 # python3 (independent zip reader and fixture maker), curl (serve tests),
-# prometheus (its promtool checks the metrics warm writes).
+# prometheus (its promtool checks the metrics warm writes), and for the HTTPS
+# and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
+# forward proxy) and openssl (the test's CA and certificates).
 set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
@@ -13,10 +15,12 @@ command -v mandoc >/dev/null || need+=(mandoc)
 command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
 command -v promtool >/dev/null || need+=(prometheus)  # promtool checks warm's --metrics-file
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v tinyproxy >/dev/null || need+=(tinyproxy)
+command -v openssl >/dev/null || need+=(openssl)
 for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;
-    nginx) command -v nginx >/dev/null || need+=(nginx-light) ;;
     time) [ -x /usr/bin/time ] || need+=(time) ;;
     man)
       command -v man >/dev/null || need+=(man-db)

@@ -13,7 +13,8 @@ struct FPCTL: AsyncParsableCommand {
             65 invalid data (a bundle or flow breaks a rule),
             66 an input file or directory is missing,
             73 the output cannot be written;
-            warm adds 3 (some placements failed) and 69 (backend unreachable);
+            warm adds 3 (some placements failed) and 69 (no request reached the
+            backend: unreachable, TLS or proxy failure);
             bundle diff exits 3 when the bundle is out of step with the backend.
             """,
         version: FPVersion.current,

@@ -266,7 +266,7 @@ struct ResolveFailureTests {
             Issue.record("a refused port resolved")
             return
         }
-        #expect(failure.code == "unreachable" && failure.isUnreachable, "\(failure)")
+        #expect(failure.code == "unreachable" && failure.isUnavailable, "\(failure)")
     }
 }
 

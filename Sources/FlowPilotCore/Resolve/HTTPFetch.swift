@@ -12,16 +12,18 @@ enum MediaDownload {
 
     /// `log` counts the request under `media`: its status, or `error` when no response came.
     static func fetch(
-        _ url: String, client: HTTPClient, limit: Int64, timeout: TimeAmount = .seconds(30), log: RequestLog? = nil
+        _ url: String, transport: HTTPTransport, limit: Int64, timeout: TimeAmount = .seconds(30),
+        log: RequestLog? = nil
     ) async -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
         let response: HTTPClientResponse
+        let (client, proxy) = transport.route(url)
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch {
             log?.record("media", status: nil)
-            return .failure("download failed: \(ResolveFailure.transport(error).message)")
+            return .failure("download failed: \(ResolveFailure.transport(error, proxy: proxy).message)")
         }
         log?.record("media", status: Int(response.status.code))
         guard response.status.code == 200 else { return .failure("answered \(response.status.code)") }
@@ -34,7 +36,7 @@ enum MediaDownload {
         } catch is NIOTooManyBytesError {
             return .failure("over the \(limit)-byte limit")
         } catch {
-            return .failure("download failed: \(ResolveFailure.transport(error).message)")
+            return .failure("download failed: \(ResolveFailure.transport(error, proxy: proxy).message)")
         }
     }
 }

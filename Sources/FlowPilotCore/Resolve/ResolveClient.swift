@@ -19,7 +19,8 @@ public struct ResolveClient: Sendable {
     public let appID: String
     let apiKey: String?
     public let retries: Int
-    let client: HTTPClient
+    /// Which client, CAs and proxy each URL goes through (docs/https.md).
+    public let transport: HTTPTransport
     /// Every request this client makes, counted by endpoint and status.
     public let requests: RequestLog
     /// Flows validated so far, shared by this client's copies.
@@ -27,26 +28,16 @@ public struct ResolveClient: Sendable {
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
     let attemptTimeout: TimeAmount = .seconds(30)
 
-    /// One client for the process (never shut down, like `HTTPClient.shared`), set
-    /// to fail fast on a refused connection instead of retrying until the deadline:
-    /// an unreachable backend is an outcome (`unreachable`), not a hang.
-    public static let sharedClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = .init(connect: .seconds(3), read: .seconds(30))
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
-
     public init(
         baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
-        client: HTTPClient = ResolveClient.sharedClient, requests: RequestLog = RequestLog()
+        transport: HTTPTransport = .direct, requests: RequestLog = RequestLog()
     ) {
         self.requests = requests
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.appID = appID
         self.apiKey = apiKey
         self.retries = retries
-        self.client = client
+        self.transport = transport
     }
 
     struct BatchUnavailable: Error {}
@@ -146,6 +137,7 @@ public struct ResolveClient: Sendable {
             request.body = .bytes(body)
             var retryAfter: Double?
             var outcome: Response
+            let (client, proxy) = transport.route(url)
             do {
                 let response = try await client.execute(request, timeout: attemptTimeout)
                 let status = Int(response.status.code)
@@ -158,7 +150,7 @@ public struct ResolveClient: Sendable {
                 if status != 429 && status < 500 { return outcome }
             } catch {
                 requests.record(endpoint, status: nil)
-                outcome = .failure(.transport(error))
+                outcome = .failure(.transport(error, proxy: proxy))
             }
             if attempt >= retries || Task.isCancelled { return outcome }
             attempt += 1

@@ -2,9 +2,10 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// Why a live resolve failed. Its `code` is the `error` column of a failed
-/// PrefetchOutcome; `isUnreachable` is what decides `ExitStatus.unavailable`.
+/// PrefetchOutcome; `isUnavailable` is what decides `ExitStatus.unavailable`.
 /// Transport errors are classified by their types (AsyncHTTPClient's and
 /// NIO's), never by their descriptions, so a dependency rewording a message
 /// cannot change an outcome or an exit status.
@@ -15,6 +16,11 @@ public enum ResolveFailure: Error, Sendable, Equatable {
     case timeout(String)
     /// The connection broke after it was made.
     case connection(String)
+    /// The TLS handshake failed: a certificate not trusted, not matching the
+    /// host, expired, or a server that does not speak TLS.
+    case tls(String)
+    /// The proxy could not be reached, refused the tunnel or wants credentials.
+    case proxy(String)
     /// 401 or 403: the API key is missing or wrong.
     case unauthorized(status: Int)
     /// Any other status outside 2xx, after retries.
@@ -38,6 +44,8 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         case .unreachable: "unreachable"
         case .timeout: "timeout"
         case .connection: "connection_error"
+        case .tls: "tls"
+        case .proxy: "proxy"
         case .unauthorized: "unauthorized"
         case .http(let status): "http_\(status)"
         case .invalidResponse: "invalid_response"
@@ -49,7 +57,9 @@ public enum ResolveFailure: Error, Sendable, Equatable {
 
     public var message: String {
         switch self {
-        case .unreachable(let m), .timeout(let m), .connection(let m), .invalidResponse(let m), .cacheWrite(let m): m
+        case .unreachable(let m), .timeout(let m), .connection(let m), .tls(let m), .proxy(let m),
+            .invalidResponse(let m), .cacheWrite(let m):
+            m
         case .unauthorized(let status): "backend answered \(status): check the API key"
         case .http(let status): "backend answered \(status)"
         case .backend(_, let message): message
@@ -57,18 +67,29 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         }
     }
 
-    /// The backend could not be reached at all (as opposed to answering badly).
-    public var isUnreachable: Bool {
-        if case .unreachable = self { return true }
-        return false
+    /// No answer came from the backend at all (as opposed to answering badly):
+    /// unreachable, a failed TLS handshake, or a proxy in the way.
+    public var isUnavailable: Bool {
+        switch self {
+        case .unreachable, .tls, .proxy: true
+        default: false
+        }
     }
 
-    /// The failure a transport error stands for, by its type.
-    public static func transport(_ error: any Error) -> ResolveFailure {
+    /// The failure a transport error stands for, by its type. `proxy` is the
+    /// proxy the request went through, if any: failing to connect to it, or a
+    /// tunnel it refused, is a `proxy` failure.
+    public static func transport(_ error: any Error, proxy: ProxyEndpoint? = nil) -> ResolveFailure {
         let text = String(describing: error).replacingOccurrences(of: "\n", with: " ")
+        if let proxy, let failure = proxyFailure(error, proxy) { return failure }
         switch error {
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return .tls("the certificate does not match the host name")
+        case is NIOSSLError, is NIOSSLExtraError, is BoringSSLError:
+            return .tls("handshake failed: \(tlsReason(text))")
         case let error as HTTPClientError:
             switch error {
+            case .tlsHandshakeTimeout: return .tls("handshake timed out")
             case .connectTimeout: return .unreachable("connect timed out")
             case .deadlineExceeded, .readTimeout, .writeTimeout: return .timeout("no answer before the deadline")
             case .remoteConnectionClosed: return .connection("the backend closed the connection")
@@ -86,6 +107,43 @@ public enum ResolveFailure: Error, Sendable, Equatable {
             return .invalidResponse("response body over the size limit")
         default:
             return .connection(text)
+        }
+    }
+
+    /// Failures that are the proxy's: it cannot be reached, refuses the tunnel,
+    /// wants credentials or does not answer.
+    private static func proxyFailure(_ error: any Error, _ proxy: ProxyEndpoint) -> ResolveFailure? {
+        switch error {
+        case let error as HTTPClientError:
+            switch error {
+            case .invalidProxyResponse: return .proxy("the proxy \(proxy) refused the request")
+            case .proxyAuthenticationRequired: return .proxy("the proxy \(proxy) asks for credentials (407)")
+            case .httpProxyHandshakeTimeout: return .proxy("the proxy \(proxy) did not answer in time")
+            case .connectTimeout: return .proxy("cannot connect to the proxy \(proxy): connect timed out")
+            default: return nil
+            }
+        case is NIOConnectionError:
+            return .proxy("cannot connect to the proxy \(proxy)")
+        case let error as IOError where unreachableErrnos.contains(error.errnoCode):
+            return .proxy("cannot connect to the proxy \(proxy): \(String(cString: strerror(error.errnoCode)))")
+        default:
+            return nil
+        }
+    }
+
+    /// The TLS library's reason, short: `CERTIFICATE_VERIFY_FAILED` says more
+    /// than the whole error stack it comes in. Only the message uses it.
+    private static func tlsReason(_ text: String) -> String {
+        let reasons = text.split(whereSeparator: { !($0.isUppercase || $0 == "_" || $0.isNumber) })
+            .filter { $0.count >= 8 && $0.contains("_") }
+        guard let reason = reasons.last else { return text }
+        switch reason {
+        case "CERTIFICATE_VERIFY_FAILED":
+            return "the certificate is not trusted (CERTIFICATE_VERIFY_FAILED; trust its CA with --cacert)"
+        case "WRONG_VERSION_NUMBER":
+            return "the server does not speak TLS on that port (WRONG_VERSION_NUMBER)"
+        default:
+            return String(reason)
         }
     }
 

@@ -98,7 +98,7 @@ final class LiveResolver: Sendable {
         let result = await client.resolve(placement, identity)
         state.withLock { state in
             state.counts.requests += 1
-            if case .failed(let failure) = result, failure.isUnreachable { state.counts.unreachable += 1 }
+            if case .failed(let failure) = result, failure.isUnavailable { state.counts.unreachable += 1 }
         }
         return result
     }
@@ -107,7 +107,7 @@ final class LiveResolver: Sendable {
         do {
             let results = try await client.resolveBatch(placements, identity)
             let unreachable = results.values.allSatisfy {
-                if case .failed(let failure) = $0 { failure.isUnreachable } else { false }
+                if case .failed(let failure) = $0 { failure.isUnavailable } else { false }
             }
             state.withLock { state in
                 state.counts.requests += 1

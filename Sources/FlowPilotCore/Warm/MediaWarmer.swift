@@ -8,7 +8,7 @@ import Synchronization
 /// a failed download never fails a prefetch.
 final class MediaWarmer: Sendable {
     let store: CacheStore
-    let client: HTTPClient
+    let transport: HTTPTransport
     let log: RequestLog
     private let limiter: AsyncLimiter
     private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
@@ -18,9 +18,9 @@ final class MediaWarmer: Sendable {
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
 
-    init(store: CacheStore, client: HTTPClient, log: RequestLog, concurrency: Int) {
+    init(store: CacheStore, transport: HTTPTransport, log: RequestLog, concurrency: Int) {
         self.store = store
-        self.client = client
+        self.transport = transport
         self.log = log
         self.limiter = AsyncLimiter(limit: concurrency)
     }
@@ -92,7 +92,7 @@ final class MediaWarmer: Sendable {
     /// A plain GET; nil on any failure.
     private func download(_ url: String) async -> Data? {
         let fetched = await MediaDownload.fetch(
-            url, client: client, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log)
+            url, transport: transport, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log)
         if case .success(let data) = fetched { return data }
         return nil
     }

@@ -16,7 +16,7 @@ public final class Warmer: Sendable {
         self.bundle = bundle
         self.config = config
         self.media = MediaWarmer(
-            store: store, client: client.client, log: client.requests, concurrency: config.mediaConcurrency)
+            store: store, transport: client.transport, log: client.requests, concurrency: config.mediaConcurrency)
         self.live = LiveResolver(client: client, store: store, media: media, config: config)
     }
 

@@ -14,6 +14,16 @@ struct RemoteOptions: ParsableArguments {
         name: .customLong("attribute"),
         help: "A targeting attribute, key=value (repeatable); numbers and true/false are typed.")
     var attributes: [String] = []
+    @Option(
+        name: .customLong("cacert"),
+        help: ArgumentHelp(
+            "A PEM file of CA certificates to trust besides the system's (or SSL_CERT_FILE's).", valueName: "file"))
+    var caFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "An http:// proxy for every request (default: $HTTPS_PROXY, $HTTP_PROXY, $ALL_PROXY; $NO_PROXY still applies).",
+            valueName: "url"))
+    var proxy: String?
 
     func identity() throws -> Identity {
         var attrs: [String: JSONValue] = [:]
@@ -46,7 +56,10 @@ struct RemoteOptions: ParsableArguments {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
-        return ResolveClient(baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries))
+        let transport = try HTTPTransport.make(
+            TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment))
+        return ResolveClient(
+            baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport)
     }
 }
 

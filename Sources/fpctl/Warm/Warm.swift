@@ -27,7 +27,8 @@ struct Warm: AsyncParsableCommand {
             --metrics-file writes Prometheus metrics at the end, atomically, for
             node_exporter's textfile collector.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
-            69 the backend was unreachable for every request, 64 bad options,
+            69 no request reached the backend (unreachable, tls or proxy errors;
+            one line on stderr says why), 64 bad options,
             73 the metrics file cannot be written.
             Example, one of 4 shards (a Kubernetes Indexed Job sets
             JOB_COMPLETION_INDEX to 0..3; docs/fleet.md has the Job and a GitHub
@@ -87,8 +88,10 @@ struct Warm: AsyncParsableCommand {
         let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
         var placementSummary = OutcomeSummary()
         let metrics = metricsOutput.map { _ in WarmMetrics() }
+        var unavailable: ResolveFailure?
         let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
             for outcome in outcomes {
+                if unavailable == nil, let failure = outcome.failure, failure.isUnavailable { unavailable = failure }
                 report.add(outcome)
                 placementSummary.add(outcome)
                 metrics?.record(outcome)
@@ -110,6 +113,9 @@ struct Warm: AsyncParsableCommand {
         progress.clear()
         Console.note(Self.summaryLine(result))
         let status = result.exitStatus(failOn: failOn)
+        if status == .unavailable, let unavailable {
+            Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
+        }
         if let metrics, let metricsOutput {
             try reportingErrors {
                 let text = metrics.text(

@@ -47,6 +47,14 @@ func run(
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env["NO_COLOR"] = "1"
+    // Proxies and trust stores come from the test alone: a proxy set on the
+    // machine must not take the tests' loopback requests elsewhere.
+    for name in [
+        "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+        "SSL_CERT_FILE", "SSL_CERT_DIR",
+    ] {
+        env[name] = nil
+    }
     for (k, v) in environment { env[k] = v }
     process.environment = env
     if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }

@@ -1,0 +1,122 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// What decides how fpctl reaches a backend: the CAs it trusts and the proxy it
+/// goes through. `environment` keeps only the variables in `variables`.
+public struct TransportSettings: Sendable, Hashable {
+    /// `--cacert`: a PEM file of CA certificates trusted besides the system's.
+    public var caFile: String?
+    /// `--proxy`: a proxy URL that overrides the proxy variables.
+    public var proxy: String?
+    public private(set) var environment: [String: String]
+
+    /// The variables read: the trust store's (as OpenSSL and curl read them) and the proxies'.
+    public static let variables = ["SSL_CERT_FILE", "SSL_CERT_DIR"] + ProxyRules.variables
+
+    public init(caFile: String? = nil, proxy: String? = nil, environment: [String: String] = [:]) {
+        self.caFile = caFile
+        self.proxy = proxy
+        self.environment = environment.filter { Self.variables.contains($0.key) && !$0.value.isEmpty }
+    }
+}
+
+/// HTTP clients for the resolve API and media downloads (docs/https.md). One
+/// AsyncHTTPClient per proxy in use (direct, or one proxy), made on first use and
+/// kept for the process, like `HTTPClient.shared`; TLS verification is always on.
+/// Trusted CAs: `SSL_CERT_FILE` (or the certificates in `SSL_CERT_DIR`) instead of
+/// the system's store when set, as curl does, plus `--cacert`'s.
+public final class HTTPTransport: Sendable {
+    public let proxies: ProxyRules
+    let tls: TLSConfiguration
+    private let clients = Mutex<[ProxyEndpoint?: HTTPClient]>([:])
+
+    /// Direct connections, the system's CAs: what a library caller gets by default.
+    public static let direct = HTTPTransport(tls: .makeClientConfiguration(), proxies: .none)
+
+    private static let made = Mutex<[TransportSettings: HTTPTransport]>([:])
+
+    /// The transport for `settings`, made once per process. Throws a one-line
+    /// `FPError` for a CA file that is missing or holds no certificate, and for a
+    /// proxy URL that is not an http:// URL.
+    public static func make(_ settings: TransportSettings) throws -> HTTPTransport {
+        if let made = made.withLock({ $0[settings] }) { return made }
+        let transport = HTTPTransport(
+            tls: try trust(settings),
+            proxies: try ProxyRules(override: settings.proxy, environment: settings.environment))
+        return made.withLock { made in
+            if let earlier = made[settings] { return earlier }
+            made[settings] = transport
+            return transport
+        }
+    }
+
+    init(tls: TLSConfiguration, proxies: ProxyRules) {
+        self.tls = tls
+        self.proxies = proxies
+    }
+
+    /// The client for `url`, and the proxy it goes through (nil: direct).
+    public func route(_ url: String) -> (client: HTTPClient, proxy: ProxyEndpoint?) {
+        let proxy = proxies.proxy(for: url)
+        let client = clients.withLock { clients in
+            if let client = clients[proxy] { return client }
+            let client = HTTPClient(
+                eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration(proxy))
+            clients[proxy] = client
+            return client
+        }
+        return (client, proxy)
+    }
+
+    /// Fails fast on a refused connection instead of retrying until the deadline:
+    /// an unreachable backend is an outcome (`unreachable`), not a hang.
+    private func configuration(_ proxy: ProxyEndpoint?) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = tls
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout = .init(connect: .seconds(3), read: .seconds(30))
+        if let proxy {
+            let authorization = proxy.username.map {
+                HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "")
+            }
+            configuration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
+        }
+        return configuration
+    }
+
+    private static func trust(_ settings: TransportSettings) throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let file = settings.environment["SSL_CERT_FILE"] {
+            // Read by the TLS library when the first connection is made (it may hold
+            // hundreds of certificates); a file that holds none fails that connection with `tls`.
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw FPError.inputMissing("SSL_CERT_FILE \(file): cannot read the file")
+            }
+            tls.trustRoots = .file(file)
+        } else if let directory = settings.environment["SSL_CERT_DIR"] {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+            else { throw FPError.inputMissing("SSL_CERT_DIR \(directory): no such directory") }
+            tls.trustRoots = .file(directory)
+        }
+        if let file = settings.caFile {
+            tls.additionalTrustRoots = [.certificates(try certificates(file, origin: "--cacert"))]
+        }
+        return tls
+    }
+
+    /// The certificates of a PEM file, or a one-line error naming the file.
+    static func certificates(_ path: String, origin: String) throws -> [NIOSSLCertificate] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FPError.inputMissing("\(origin) \(path): cannot read the file")
+        }
+        let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(data))
+        guard let certificates, !certificates.isEmpty else {
+            throw FPError.invalid([.error("ca-file", path, "\(origin): no PEM certificate in the file")])
+        }
+        return certificates
+    }
+}

@@ -4,7 +4,7 @@
 #   - Scripts/install.sh into a temporary prefix;
 #   - the installed fpctl --version, with an empty environment;
 #   - ldd of it lists nothing from the Swift toolchain;
-#   - MANPATH=PREFIX/share/man man fpctl-warm renders the page;
+#   - MANPATH=PREFIX/share/man man fpctl-warm and man 5 fpctl-bundle render;
 #   - bash completion of `fpctl bundle va` offers validate;
 #   - Scripts/package.sh twice gives the same bytes.
 set -euo pipefail
@@ -29,6 +29,9 @@ $libraries"
 
 page=$(MANPATH="$prefix/share/man" MANWIDTH=80 man fpctl-warm 2>/dev/null | col -b) || fail "man fpctl-warm does not render"
 grep -q "Prefetch placements into a cache directory" <<<"$page" || fail "man fpctl-warm is not warm's page"
+grep -q "^EXIT STATUS" <<<"$page" || fail "man fpctl-warm has no EXIT STATUS"
+format=$(MANPATH="$prefix/share/man" MANWIDTH=80 man 5 fpctl-bundle 2>/dev/null | col -b) || fail "man 5 fpctl-bundle does not render"
+grep -q "central" <<<"$format" || fail "man 5 fpctl-bundle is not the bundle format"
 
 offered=$(bash -c '
     source "$1/share/bash-completion/completions/fpctl"

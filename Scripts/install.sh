@@ -6,7 +6,8 @@
 # only the C library and Debian's libarchive with its dependencies (README,
 # "Install"). Installs
 #   PREFIX/bin/fpctl
-#   PREFIX/share/man/man1/*.1        every command's page, as fpctl.warm.1 and fpctl-warm.1
+#   PREFIX/share/man/man1/*.1        every command's page, named as git names its own (fpctl-warm.1)
+#   PREFIX/share/man/man5/*.5        fpctl-bundle(5) and fpctl-cache(5), the two file formats
 #   PREFIX/share/bash-completion/completions/fpctl
 #   PREFIX/share/zsh/site-functions/_fpctl
 #   PREFIX/share/fish/vendor_completions.d/fpctl.fish
@@ -27,17 +28,11 @@ build=(swift build -c release --static-swift-stdlib --scratch-path .build-static
 "${build[@]}" >/dev/null
 binary=$("${build[@]}" --show-bin-path)/fpctl
 
-install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/bash-completion/completions" \
+install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/man/man5" "$prefix/share/bash-completion/completions" \
     "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d"
 install -m 0755 -s "$binary" "$prefix/bin/fpctl"  # stripped: 168 MB of symbols otherwise
-for page in man/man1/*.1; do
-    name=$(basename "$page")
-    install -m 0644 "$page" "$prefix/share/man/man1/$name"
-    # git's naming too: fpctl-bundle-build(1) for fpctl.bundle.build.1, so `man fpctl-warm` works.
-    dashed=${name%.1}
-    dashed=${dashed//./-}.1
-    [ "$dashed" = "$name" ] || ln -sf "$name" "$prefix/share/man/man1/$dashed"
-done
+install -m 0644 man/man1/*.1 "$prefix/share/man/man1/"
+install -m 0644 man/man5/*.5 "$prefix/share/man/man5/"
 "$prefix/bin/fpctl" --generate-completion-script bash >"$prefix/share/bash-completion/completions/fpctl"
 "$prefix/bin/fpctl" --generate-completion-script zsh >"$prefix/share/zsh/site-functions/_fpctl"
 "$prefix/bin/fpctl" --generate-completion-script fish >"$prefix/share/fish/vendor_completions.d/fpctl.fish"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every test: installs the Debian packages the
 # build and the tests need when they are missing, lints with swift format,
-# builds (warnings are errors in the project's own targets), refreshes the
-# generate-manual tool the man page test uses, runs `swift test`, checks the
+# builds (warnings are errors in the project's own targets), runs `swift test`
+# (which checks the man pages against the commands and runs their EXAMPLES), checks the
 # install and the release tarball, then runs every fuzz target briefly (after its
 # regression inputs) and a short fault campaign.
 # FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
@@ -13,8 +13,6 @@ Scripts/install-deps.sh
 swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift
 # The project's targets treat warnings as errors (Package.swift), so this build is warning-free.
 swift build --build-tests
-# Builds generate-manual-tool for the man page staleness test (pages land in .build only).
-swift package plugin generate-manual --multi-page --date "$(cat man/DATE)" --configuration debug >/dev/null
 swift test
 # The install and the release tarball (README, "Install"): a static release build.
 Scripts/check-install.sh

@@ -1,61 +1,161 @@
 import Foundation
 import Testing
 
+/// The man pages (Scripts/man.py writes them from the commands, man/src and two
+/// docs): committed pages match what the generator makes now, every page has the
+/// sections a user looks for, mandoc finds nothing to say, and every example runs.
 @Suite("man pages")
 struct ManPageTests {
-    static let committed = Paths.packageRoot.appendingPathComponent("man/man1").path
+    static let man = Paths.packageRoot.appendingPathComponent("man").path
 
-    /// The generate-manual tool that `swift package plugin generate-manual` builds
-    /// (Scripts/test.sh and Scripts/update-man.sh run the plugin first).
-    static var generator: String? {
-        let root = Paths.packageRoot.appendingPathComponent(".build").path
-        return [
-            URL(fileURLWithPath: Paths.fpctl).deletingLastPathComponent().appendingPathComponent("generate-manual-tool")
-                .path,
-            "\(root)/debug/generate-manual-tool", "\(root)/release/generate-manual-tool",
-        ]
-        .first { FileManager.default.isExecutableFile(atPath: $0) }
+    /// Every page, in the order their examples run (later examples use the files
+    /// earlier ones write: demo.fpbundle, signing.key, shard-1.json).
+    static let pages = [
+        "fpctl", "fpctl-bundle", "fpctl-bundle-build", "fpctl-bundle-validate", "fpctl-bundle-inspect",
+        "fpctl-bundle-extract", "fpctl-bundle-keygen", "fpctl-bundle-sign", "fpctl-bundle-pull", "fpctl-bundle-diff",
+        "fpctl-warm", "fpctl-report", "fpctl-resolve", "fpctl-ready", "fpctl-cache", "fpctl-cache-info",
+        "fpctl-cache-list", "fpctl-cache-verify", "fpctl-cache-prune", "fpctl-cache-put", "fpctl-cache-clear",
+        "fpctl-serve",
+    ]
+
+    func page(_ name: String, section: Int = 1) throws -> String {
+        try String(contentsOfFile: "\(Self.man)/man\(section)/\(name).\(section)", encoding: .utf8)
     }
 
-    @Test("the committed man pages match the commands (regenerate with Scripts/update-man.sh)")
+    /// The `.SH` headings of a page, in order.
+    func headings(_ text: String) -> [String] {
+        text.split(separator: "\n").filter { $0.hasPrefix(".SH ") }.map {
+            String($0.dropFirst(4)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+    }
+
+    @Test("the committed pages are what Scripts/man.py makes from the commands now (run Scripts/update-man.sh)")
     func notStale() throws {
-        let generator = try #require(
-            Self.generator, "generate-manual-tool is not built: run Scripts/test.sh or Scripts/update-man.sh")
-        let tmp = try TemporaryDirectory()
-        let date = try String(
-            contentsOfFile: Paths.packageRoot.appendingPathComponent("man/DATE").path, encoding: .utf8
-        )
-        .trimmingCharacters(in: .whitespacesAndNewlines)
-        let made = try run(generator, [Paths.fpctl, "--multi-page", "--date", date, "--output-directory", tmp.path])
-        try #require(made.status == 0, "\(made.stderr)")
-        let generated = try FileManager.default.contentsOfDirectory(atPath: tmp.path).sorted()
-        let pages = try FileManager.default.contentsOfDirectory(atPath: Self.committed).sorted()
-        #expect(generated == pages, "pages added or removed: run Scripts/update-man.sh")
-        for page in generated {
-            let fresh = try String(contentsOfFile: tmp.file(page), encoding: .utf8)
-            let old = try? String(contentsOfFile: "\(Self.committed)/\(page)", encoding: .utf8)
-            #expect(fresh == old, "man/man1/\(page) is stale: run Scripts/update-man.sh")
+        let check = try run(
+            try tool("python3"),
+            [Paths.packageRoot.appendingPathComponent("Scripts/man.py").path, Paths.fpctl, "--check"])
+        #expect(check.status == 0, "\(check.stderr)")
+        let generated = try FileManager.default.contentsOfDirectory(atPath: "\(Self.man)/man1").sorted()
+        #expect(
+            generated == Self.pages.map { "\($0).1" }.sorted(),
+            "a command without its page, or a page without its command")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(Self.man)/man5").sorted() == [
+                "fpctl-bundle.5", "fpctl-cache.5",
+            ])
+    }
+
+    @Test(
+        "every command page has NAME, SYNOPSIS, DESCRIPTION, OPTIONS with defaults, EXIT STATUS with the codes --help names, EXAMPLES and SEE ALSO"
+    )
+    func sections() throws {
+        for name in Self.pages {
+            let text = try page(name)
+            let have = headings(text)
+            for required in ["NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "EXAMPLES", "SEE ALSO"] {
+                #expect(have.contains(required), "\(name)(1) has no \(required)")
+            }
+            let command = name.split(separator: "-").dropFirst().map(String.init)
+            let help = try fpctl(command + ["--help"])
+            // Every option --help lists is in OPTIONS, and so is every default it shows.
+            for option in Set(help.stdout.matches(of: /(?m)^  (?:-\w, )?--([a-z][a-z-]*)/).map { String($0.1) }) {
+                #expect(
+                    text.contains("\\fB\\-\\-\(option.replacingOccurrences(of: "-", with: "\\-"))\\fR"),
+                    "\(name)(1) lacks --\(option)")
+            }
+            // Defaults the parser knows become "Default: VALUE"; those an abstract
+            // states ("(default: anonymous)") stay in its text.
+            let joined = text.replacingOccurrences(of: "\n", with: " ")
+            for match in help.stdout.replacingOccurrences(of: "\n", with: " ").matches(of: /\(default: ([^)$]+)\)/) {
+                let value = String(match.1).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                #expect(
+                    joined.contains("Default: \\fB\(value.replacingOccurrences(of: "-", with: "\\-"))\\fR")
+                        || joined.contains("(default: \(value))"),
+                    "\(name)(1) does not show the default \(value)")
+            }
+            // The exit statuses --help's own "Exit status:" names are in EXIT STATUS.
+            let exitSection =
+                text.components(separatedBy: ".SH EXIT STATUS").dropFirst().first?
+                .components(separatedBy: "\n.SH ").first ?? ""
+            if let said = help.stdout.components(separatedBy: "Exit status:").dropFirst().first?
+                .components(separatedBy: ".\n").first  // the sentence
+            {
+                for code in said.matches(of: /\b(0|1|3|6[4-9]|73)\b/).map({ String($0.1) }) {
+                    #expect(
+                        exitSection.contains("\\fB\(code)\\fR"),
+                        "\(name)(1): --help names exit \(code), EXIT STATUS does not")
+                }
+            }
+        }
+        let warm = headings(try page("fpctl-warm"))
+        #expect(warm.contains("OUTPUT") && warm.contains("ENVIRONMENT") && warm.contains("FILES"))
+    }
+
+    @Test("the section-5 pages say what docs/bundle-format.md and docs/cache-format.md say, heading by heading")
+    func formatPages() throws {
+        for (name, doc) in [("fpctl-bundle", "docs/bundle-format.md"), ("fpctl-cache", "docs/cache-format.md")] {
+            let markdown = try String(
+                contentsOfFile: Paths.packageRoot.appendingPathComponent(doc).path, encoding: .utf8)
+            let text = try page(name, section: 5)
+            let docHeadings = markdown.split(separator: "\n").filter { $0.hasPrefix("## ") }.map {
+                $0.dropFirst(3).uppercased()
+            }
+            #expect(!docHeadings.isEmpty)
+            #expect(
+                Array(headings(text).dropFirst(2).dropLast()) == docHeadings, "\(name)(5) and \(doc) differ in sections"
+            )
         }
     }
 
-    @Test("every command has a page, and mandoc -Tlint finds no warning or error in any")
+    @Test("mandoc -Tlint -W style finds nothing in any page")
     func lintClean() throws {
-        let pages = try FileManager.default.contentsOfDirectory(atPath: Self.committed).filter { $0.hasSuffix(".1") }
-        for command in [
-            "fpctl", "fpctl.bundle", "fpctl.bundle.build", "fpctl.bundle.validate", "fpctl.bundle.inspect",
-            "fpctl.bundle.extract", "fpctl.serve",
-            "fpctl.cache", "fpctl.cache.info", "fpctl.cache.list", "fpctl.cache.verify", "fpctl.cache.prune",
-            "fpctl.cache.clear", "fpctl.cache.put",
-            "fpctl.warm", "fpctl.report", "fpctl.resolve", "fpctl.ready",
-            "fpctl.bundle.pull", "fpctl.bundle.diff", "fpctl.bundle.sign", "fpctl.bundle.keygen",
-        ] {
-            #expect(pages.contains("\(command).1"), "no page for \(command)")
+        let pages =
+            try FileManager.default.contentsOfDirectory(atPath: "\(Self.man)/man1").map { "\(Self.man)/man1/\($0)" }
+            + FileManager.default.contentsOfDirectory(atPath: "\(Self.man)/man5").map { "\(Self.man)/man5/\($0)" }
+        let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "style"] + pages)
+        #expect(lint.stdout + lint.stderr == "")
+    }
+
+    @Test("every EXAMPLES command runs and exits 0, against the sample bundles and a local fpctl serve")
+    func examples() throws {
+        let work = try TemporaryDirectory()
+        try FileManager.default.createSymbolicLink(
+            atPath: work.file("bundles"), withDestinationPath: Paths.packageRoot.appendingPathComponent("bundles").path)
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let bin = URL(fileURLWithPath: Paths.fpctl).deletingLastPathComponent().path
+        let environment = [
+            "PATH": "\(bin):\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")",
+            "FPCTL_CACHE_DIR": "cache", "FLOWPILOT_API_KEY": "k_examples",
+        ]
+        let sources = try FileManager.default.contentsOfDirectory(
+            atPath: Paths.packageRoot.appendingPathComponent("man/src").path
+        ).filter { $0.hasPrefix("fpctl") }
+        #expect(Set(sources) == Set(Self.pages.map { "\($0).md" }), "a man/src page missing from the examples' order")
+        var ran = 0
+        for name in Self.pages {
+            let source = try String(
+                contentsOfFile: Paths.packageRoot.appendingPathComponent("man/src/\(name).md").path, encoding: .utf8)
+            let examples =
+                source.components(separatedBy: "## EXAMPLES").dropFirst().first?
+                .components(separatedBy: "\n## ").first ?? ""
+            let commands = examples.split(separator: "\n").filter { $0.hasPrefix("    $ ") }.map { $0.dropFirst(6) }
+            #expect(!commands.isEmpty, "\(name): no example")
+            for command in commands {
+                let line = command.replacingOccurrences(of: "http://localhost:8080", with: server.url)
+                if line.hasPrefix("fpctl serve ") {
+                    let serve = try ServeProcess(
+                        line.dropFirst("fpctl serve ".count).split(separator: " ").map(String.init)
+                            .filter { $0 != "--port" && $0 != "0" }
+                            .map { $0.hasPrefix("bundles/") ? work.file($0) : $0 })
+                    #expect(serve.stop() == 0, "\(name): \(command)")
+                } else {
+                    let result = try run(
+                        "/bin/sh", ["-c", line], environment: environment, currentDirectory: work.path)
+                    #expect(result.status == 0, "\(name): \(command)\n\(result.stderr)")
+                }
+                ran += 1
+            }
         }
-        let lint = try run(try tool("mandoc"), ["-Tlint", "-W", "warning"] + pages.map { "\(Self.committed)/\($0)" })
-        // generate-manual puts a paragraph break between an option's abstract and
-        // its list of values; mandoc drops it and says so. The only note allowed.
-        let notes = (lint.stdout + lint.stderr).split(separator: "\n")
-            .filter { !$0.hasSuffix("WARNING: skipping paragraph macro: Pp before Bl") }
-        #expect(notes.isEmpty, "\(notes.joined(separator: "\n"))")
+        #expect(ran >= Self.pages.count)
     }
 }

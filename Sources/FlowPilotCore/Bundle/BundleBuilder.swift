@@ -8,6 +8,8 @@ public enum BundleBuilder {
         /// `SOURCE_DATE_EPOCH`, when the caller's environment sets it.
         public var sourceDateEpoch: String?
         public var generator = "fpctl \(FPVersion.current)"
+        /// Runs between planning and writing; tests change sources there.
+        var beforeWriting: (@Sendable () -> Void)?
         public init(overwrite: Bool = false, sourceDateEpoch: String? = nil) {
             self.overwrite = overwrite
             self.sourceDateEpoch = sourceDateEpoch
@@ -38,6 +40,7 @@ public enum BundleBuilder {
 
         let manifest = plan.manifest(generator: options.generator, createdAt: createdAt)
         let manifestData = manifest.data
+        options.beforeWriting?()
         let out = try AtomicOutput(destination: output, overwrite: options.overwrite)
         try write(manifestData, plan.files, to: out.temporaryPath, output: output, createdAt: createdAt)
         try out.commit()
@@ -47,9 +50,12 @@ public enum BundleBuilder {
             warnings: plan.findings.filter { $0.severity == .warning }, bytesWritten: written)
     }
 
-    /// Writes the archive in canonical order, every timestamp `createdAt`. Files
-    /// are hashed again as they are written (on a second core), so one changed
-    /// since planning fails the build instead of producing a lying manifest.
+    /// Writes the archive in canonical order, every timestamp `createdAt`. A file
+    /// changed since planning fails the build instead of producing a lying
+    /// manifest: its stamp (inode, size, times) must be the one it had when it
+    /// was hashed, before and after it is streamed; a file too recently changed
+    /// for its stamp to tell (`FileStamp`) is hashed again as it is written, on
+    /// a second core.
     private static func write(
         _ manifestData: Data, _ files: [BundlePlan.File], to path: String, output: String, createdAt: Date
     ) throws {
@@ -68,7 +74,9 @@ public enum BundleBuilder {
                 ) { sink in
                     switch file.content {
                     case .bytes(let data): try data.withUnsafeBytes { try sink($0) }
-                    case .file(let url):
+                    case .file(let url, let stamp?):
+                        try streamFile(url, expecting: stamp, archivePath: file.archivePath, into: sink)
+                    case .file(let url, nil):
                         let id = streamed.count
                         streamed.append((id, file))
                         try streamFile(url, id: id, pipeline: rehash, into: sink)
@@ -81,9 +89,12 @@ public enum BundleBuilder {
         }
         let rehashed = rehash.drain()
         for (id, file) in streamed where rehashed[id] != file.sha256 {
-            throw FPError.cannotWrite(
-                "\(file.archivePath): its source changed while the bundle was being built; nothing was written")
+            throw changed(file.archivePath)
         }
+    }
+
+    static func changed(_ archivePath: String) -> FPError {
+        FPError.cannotWrite("\(archivePath): its source changed while the bundle was being built; nothing was written")
     }
 
     static func resolveCreatedAt(source: BundleSource, options: Options) throws -> Date {
@@ -104,16 +115,19 @@ public enum BundleBuilder {
 
     private static let chunkSize = 1 << 20
 
-    /// A file's size, SHA-256 and first bytes (for `MediaType`).
+    /// A file's size, SHA-256, first bytes (for `MediaType`), and its stamp
+    /// when it was not racy and did not change while it was read.
     struct FileDigest: Sendable {
         let size: Int64
         let sha256: String
         let head: [UInt8]
+        let stamp: FileStamp?
     }
 
     static func hashFile(_ url: URL) throws -> FileDigest {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
+        let before = FileStamp.stamp(handle.fileDescriptor)
         var hasher = SHA256()
         var size: Int64 = 0
         var head: [UInt8] = []
@@ -122,7 +136,8 @@ public enum BundleBuilder {
             hasher.update(data: chunk)
             size += Int64(chunk.count)
         }
-        return FileDigest(size: size, sha256: Digest.hex(hasher.finalize()), head: head)
+        let stamp = before.flatMap { FileStamp(fd: handle.fileDescriptor) == $0 ? $0 : nil }
+        return FileDigest(size: size, sha256: Digest.hex(hasher.finalize()), head: head, stamp: stamp)
     }
 
     /// Hashes files concurrently; a file that cannot be read is absent from the result.
@@ -137,6 +152,20 @@ public enum BundleBuilder {
         var out: [String: FileDigest] = [:]
         for (i, url) in urls.enumerated() { if let r = results[i] { out[url.path] = r } }
         return out
+    }
+
+    /// Streams a file whose stamp says it is as it was hashed, before and after.
+    private static func streamFile(
+        _ url: URL, expecting stamp: FileStamp, archivePath: String,
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        guard FileStamp(fd: handle.fileDescriptor) == stamp else { throw changed(archivePath) }
+        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+            try chunk.withUnsafeBytes { try sink($0) }
+        }
+        guard FileStamp(fd: handle.fileDescriptor) == stamp else { throw changed(archivePath) }
     }
 
     /// Streams a file into the archive, handing each block to `pipeline` as well.

@@ -12,7 +12,8 @@ struct BundlePlan {
 
         enum Content {
             case bytes(Data)
-            case file(URL)
+            /// A source file, and its stamp when it was hashed (nil: racy, hash it again while writing).
+            case file(URL, stamp: FileStamp?)
         }
     }
 
@@ -147,7 +148,7 @@ struct BundlePlan {
         if let mismatch = MediaType.mismatch(path: rel, head: digest.head) { findings.append(mismatch) }
         let (size, sha) = (digest.size, digest.sha256)
         let archivePath = "\(folder)/\(sha).\(BundlePath.normalizedExtension(rel))"
-        let file = File(archivePath: archivePath, size: size, sha256: sha, content: .file(fileURL))
+        let file = File(archivePath: archivePath, size: size, sha256: sha, content: .file(fileURL, stamp: digest.stamp))
         assetFiles[archivePath] = file
         return file
     }

@@ -47,6 +47,17 @@ enum Platform {
         return (fd, String(decoding: path, as: UTF8.self))
     }
 
+    /// The modification and status-change times a `stat` carries, as (seconds,
+    /// nanoseconds): `st_mtim`/`st_ctim` on Linux, `st_mtimespec`/`st_ctimespec` on Darwin.
+    static func times(_ st: stat) -> (modified: (Int, Int), changed: (Int, Int)) {
+        #if canImport(Darwin)
+            let (m, c) = (st.st_mtimespec, st.st_ctimespec)
+        #else
+            let (m, c) = (st.st_mtim, st.st_ctim)
+        #endif
+        return ((Int(m.tv_sec), Int(m.tv_nsec)), (Int(c.tv_sec), Int(c.tv_nsec)))
+    }
+
     /// The modification time a `stat` carries (`st_mtim` on Linux, `st_mtimespec` on Darwin).
     static func modificationTime(_ st: stat) -> Date {
         #if canImport(Darwin)

@@ -175,6 +175,20 @@ private struct ContentPass {
         let entries: [ZipDirectory.Entry]
         let manifest: BundleManifest
         let names: Set<String>
+        /// Flow path -> the placements that name it, by key: built once, not per flow.
+        let placementsByPath: [String: [(key: String, placement: BundleManifest.Placement)]]
+
+        init(path: String, entries: [ZipDirectory.Entry], manifest: BundleManifest, names: Set<String>) {
+            self.path = path
+            self.entries = entries
+            self.manifest = manifest
+            self.names = names
+            var byPath: [String: [(key: String, placement: BundleManifest.Placement)]] = [:]
+            for (key, placement) in manifest.placements.sorted(by: { $0.key < $1.key }) {
+                byPath[placement.path, default: []].append((key, placement))
+            }
+            placementsByPath = byPath
+        }
 
         func work(on mine: Set<Int>) -> [Int: EntryResult] {
             var out: [Int: EntryResult] = [:]
@@ -195,7 +209,7 @@ private struct ContentPass {
                     out[entry.index] = result
                     return out
                 }
-                let isFlow = manifest.placements.values.contains { $0.path == entry.name }
+                let isFlow = placementsByPath[entry.name] != nil
                 let keep = isFlow || entry.name == BundleManifest.signaturePath
                 guard let (size, body) = ContentPass.readEntry(reader, entry, keepBytes: keep, into: &result) else {
                     out[entry.index] = result
@@ -216,7 +230,7 @@ private struct ContentPass {
             let (doc, flowFindings) = FlowDocument.validate(data: data, location: path)
             result.findings += flowFindings
             guard let doc else { return }
-            for (key, placement) in manifest.placements.sorted(by: { $0.key < $1.key }) where placement.path == path {
+            for (key, placement) in placementsByPath[path] ?? [] {
                 if placement.flowID != doc.id || placement.version != doc.version {
                     result.findings.append(
                         .error(

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from release_fpctl import release_fpctl
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "Benchmarks" / "work"
 
@@ -106,12 +108,7 @@ def main():
     ap.add_argument("--fpctl", help="the fpctl binary to measure (default: a release build of this tree)")
     args = ap.parse_args()
 
-    fpctl = args.fpctl
-    if not fpctl:
-        subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
-        fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                               capture_output=True, text=True).stdout.strip() + "/fpctl"
+    fpctl = release_fpctl(args.fpctl)
     WORK.mkdir(parents=True, exist_ok=True)
     src, big_src = WORK / "source", WORK / "source-3x"
     size = make_source(src, flows=300, images=600, fonts=10, seed=1)

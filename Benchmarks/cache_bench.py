@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from release_fpctl import release_fpctl
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "Benchmarks" / "work"
 
@@ -46,10 +48,9 @@ def main():
     ap.add_argument("--images", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--fpctl", help="an fpctl binary to measure instead of this checkout's release build")
     args = ap.parse_args()
-    subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.strip() + "/fpctl"
+    fpctl = release_fpctl(args.fpctl)
     WORK.mkdir(parents=True, exist_ok=True)
     cache = WORK / "cache"
     if cache.exists():

@@ -29,6 +29,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from release_fpctl import release_fpctl
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "Benchmarks" / "work-warm"
 
@@ -123,12 +125,7 @@ def main():
     ap.add_argument("--fpctl", help="an fpctl binary to measure instead of this checkout's release build")
     ap.add_argument("--parts", default="floor,requests,scale,report", help="which measurements to run")
     args = ap.parse_args()
-    fpctl = args.fpctl
-    if not fpctl:
-        subprocess.run(["swift", "build", "-c", "release", "--product", "fpctl"], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
-        fpctl = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                               capture_output=True, text=True).stdout.strip() + "/fpctl"
+    fpctl = release_fpctl(args.fpctl)
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     make_source(WORK / "src", args.placements)

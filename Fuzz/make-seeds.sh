@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 root=$(cd .. && pwd)
 out=$PWD/Corpus
 rm -rf "$out"
-mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,fastpath}
+mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,fastpath,proxy}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -89,6 +89,11 @@ unzip -p "$out/bundle/signed.fpbundle" manifest.sig >"$out/keys/manifest.sig"
 for v in 90s 1h30m 250ms 2w 1.5d 200MiB 10GB 4096 2026-11-23T07:50:49Z 2026-11-23T07:50:49.123+01:00; do
     printf '%s' "$v" >"$out/units/$v"
 done
+
+# Proxy settings: lines are --proxy, HTTPS_PROXY, HTTP_PROXY, NO_PROXY and a host.
+printf '\nhttp://proxy.corp:3128\nproxy.corp:8080\nlocalhost,.internal.corp,10.0.0.0/8\napi.internal.corp' >"$out/proxy/env"
+printf 'http://user:p%%40ss@[fd00::1]:8080\n\n\n*\nexample.com' >"$out/proxy/override-ipv6"
+printf '\nsocks5://x:1080\n\n::1/128, 192.168.0.0/16\n192.168.4.7' >"$out/proxy/cidr"
 
 # HTTP requests for the fast path (the first byte also picks where the input is cut).
 body='{"user_id":"u1","attributes":{"country":"DE"}}'

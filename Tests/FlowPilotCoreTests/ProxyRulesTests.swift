@@ -56,6 +56,14 @@ struct ProxyRulesTests {
         } catch {
             Issue.record("unexpected \(error)")
         }
+        for port in ["0", "65536", "99999"] {
+            do {
+                _ = try ProxyRules(override: "http://proxy.corp:\(port)", environment: [:])
+                Issue.record("port \(port) was accepted")
+            } catch {
+                #expect("\(error)" == "--proxy: port \(port) is out of range (1-65535)")
+            }
+        }
         do {
             _ = try ProxyRules(override: "http://user:secret@", environment: [:])
             Issue.record("a proxy URL without a host was accepted")

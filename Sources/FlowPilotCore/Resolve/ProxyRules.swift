@@ -28,8 +28,12 @@ public struct ProxyEndpoint: Sendable, Hashable, CustomStringConvertible {
         guard parts.path.isEmpty || parts.path == "/", parts.query == nil else {
             throw FPError.usage("\(origin): a proxy URL has no path (use http://host:port)")
         }
+        let port = parts.port ?? 1080
+        guard (1...65535).contains(port) else {
+            throw FPError.usage("\(origin): port \(port) is out of range (1-65535)")
+        }
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        self.port = parts.port ?? 1080
+        self.port = port
         self.username = parts.percentEncodedUser.flatMap { $0.removingPercentEncoding }
         self.password = parts.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
     }

@@ -50,38 +50,52 @@ struct BundlePlan {
                 uniqueKeysWithValues: files.map { ($0.archivePath, .init(size: $0.size, sha256: $0.sha256)) }))
     }
 
-    /// Every placement's flow, validated, in canonical key order.
+    /// Every placement's flow, validated, in canonical key order. The files are
+    /// read, validated and hashed on every core; what they give is recorded in
+    /// key order, so findings come out as one thread would give them.
     mutating func addFlows() {
-        for (key, rel) in source.placements.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            addFlow(key, rel)
+        let order = source.placements.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+            .map { (key: $0.key, rel: $0.value) }
+        let source = self.source
+        let loaded = Parallel.mapSlices(order, minimumPerSlice: 8) { slice in
+            slice.map { Self.loadFlow($0.key, $0.rel, source) }
+        }
+        for (placement, flow) in zip(order, loaded.joined()) {
+            record(placement.key, placement.rel, flow)
         }
     }
 
-    private mutating func addFlow(_ key: String, _ rel: String) {
-        let archivePath = "flows/\(key).json"
-        guard BundlePath.isCanonical(archivePath) else {
-            findings.append(
+    /// A placement's flow file, read, validated and hashed, or why it was not.
+    private enum LoadedFlow: Sendable {
+        case refused(Finding)
+        case read(data: Data, sha256: String, doc: FlowDocument?, findings: [Finding])
+    }
+
+    private static func loadFlow(_ key: String, _ rel: String, _ source: BundleSource) -> LoadedFlow {
+        guard BundlePath.isCanonical("flows/\(key).json") else {
+            return .refused(
                 .error(
                     "source-placement-key", "bundle.json#/placements/\(key)",
                     "placement key must be lowercase letters, digits, '.', '_' or '-'"))
-            return
         }
-        if let problem = source.fileProblem(rel) {
-            findings.append(problem)
-            return
-        }
+        if let problem = source.fileProblem(rel) { return .refused(problem) }
         guard let data = FileManager.default.contents(atPath: source.url(for: rel).path) else {
-            findings.append(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
+            return .refused(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
+        }
+        let (doc, findings) = FlowDocument.validate(data: data, location: rel)
+        return .read(data: data, sha256: doc == nil ? "" : Digest.sha256Hex(data), doc: doc, findings: findings)
+    }
+
+    private mutating func record(_ key: String, _ rel: String, _ flow: LoadedFlow) {
+        let archivePath = "flows/\(key).json"
+        guard case .read(let data, let sha256, let doc, let flowFindings) = flow else {
+            if case .refused(let finding) = flow { findings.append(finding) }
             return
         }
-        let (doc, flowFindings) = FlowDocument.validate(data: data, location: rel)
         findings += flowFindings
         guard let doc else { return }
         placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
-        files.append(
-            File(
-                archivePath: archivePath, size: Int64(data.count), sha256: Digest.sha256Hex(data), content: .bytes(data)
-            ))
+        files.append(File(archivePath: archivePath, size: Int64(data.count), sha256: sha256, content: .bytes(data)))
         for url in doc.allImages where imageURLs[url] == nil { imageURLs[url] = rel }
         for font in doc.fonts {
             if let other = fontUses[font.name], other.url != font.url {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import FlowPilotCore
@@ -42,6 +43,20 @@ struct ProxyRulesTests {
         #expect(forced.proxy(for: "https://direct.example/") == nil)
     }
 
+    @Test("a proxy shows only its host and port, even when the password looks like them (a fuzz find)")
+    func credentialsHidden() throws {
+        let input = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("Fuzz/Regressions/proxy/password-like-port"))
+        let override = String(decoding: input, as: UTF8.self).split(separator: "\n").first.map(String.init)
+        let proxy = try #require(try ProxyRules(override: override, environment: [:]).https)
+        #expect(
+            proxy.description == "[\(proxy.host)]:\(proxy.port)" || proxy.description == "\(proxy.host):\(proxy.port)")
+        #expect(!proxy.host.contains("@") && proxy.password != nil)
+        let plain = try ProxyEndpoint(parsing: "http://alice:s3cr3t-pw@proxy.corp:3128", origin: "--proxy")
+        #expect(plain.description == "proxy.corp:3128" && plain.password == "s3cr3t-pw")
+    }
+
     @Test(
         "a proxy URL that is not http:// is refused with a usage error naming where it came from, without its password")
     func refused() {
@@ -55,6 +70,12 @@ struct ProxyRulesTests {
             #expect(!error.description.contains("secret"))
         } catch {
             Issue.record("unexpected \(error)")
+        }
+        // Fuzz/Regressions/proxy/percent-encoded-host: a host that decodes to "@sa".
+        for host in ["%40sa", "a%20b", "[zz::1]"] {
+            #expect(throws: FPError.self, "\(host)") {
+                try ProxyRules(override: "http://\(host):3128", environment: [:])
+            }
         }
         for port in ["0", "65536", "99999"] {
             do {

@@ -32,10 +32,25 @@ public struct ProxyEndpoint: Sendable, Hashable, CustomStringConvertible {
         guard (1...65535).contains(port) else {
             throw FPError.usage("\(origin): port \(port) is out of range (1-65535)")
         }
-        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard Self.isHostName(bare) else {
+            throw FPError.usage("\(origin): \(Self.redacted(text)): the proxy host is not a host name or an address")
+        }
+        self.host = bare
         self.port = port
         self.username = parts.percentEncodedUser.flatMap { $0.removingPercentEncoding }
         self.password = parts.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
+    }
+
+    /// Letters, digits, `-`, `_` and `.`, or an IPv6 address: what a socket can
+    /// connect to (a percent-encoded host such as `%40sa` decodes to `@sa`).
+    static func isHostName(_ host: String) -> Bool {
+        if host.contains(":") { return IPAddress(host) != nil }
+        return !host.isEmpty
+            && host.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x2E
+                    || $0 == 0x5F
+            }
     }
 
     /// The URL without its credentials, for messages.

@@ -216,18 +216,18 @@ struct WarmRunPartsTests {
 
     @Test("the run's exit status: unavailable when nothing reached the backend, partial per --fail-on, else success")
     func exitStatus() {
-        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unreachable: Int = 0)
+        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unavailable: Int = 0)
             -> WarmRun.Summary
         {
             var counts = WarmRun.Counts()
             (counts.warmed, counts.noFlow, counts.failed) = (warmed, noFlow, failed)
             return WarmRun.Summary(
-                counts: counts, requests: requests, unreachable: unreachable, lateLanded: 0, latePending: 0,
+                counts: counts, requests: requests, unavailable: unavailable, lateLanded: 0, latePending: 0,
                 elapsed: .zero)
         }
-        #expect(summary(failed: 2, requests: 2, unreachable: 2).exitStatus(failOn: .never) == .unavailable)
+        #expect(summary(failed: 2, requests: 2, unavailable: 2).exitStatus(failOn: .never) == .unavailable)
         #expect(
-            summary(warmed: 1, failed: 1, requests: 2, unreachable: 2).exitStatus(failOn: .failed) == .partial,
+            summary(warmed: 1, failed: 1, requests: 2, unavailable: 2).exitStatus(failOn: .failed) == .partial,
             "a flow served from a fallback tier is not 'unavailable'")
         #expect(summary(warmed: 1, failed: 1).exitStatus(failOn: .failed) == .partial)
         #expect(summary(warmed: 1, noFlow: 1).exitStatus(failOn: .failed) == .success)

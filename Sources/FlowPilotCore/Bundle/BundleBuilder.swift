@@ -74,12 +74,11 @@ public enum BundleBuilder {
                 ) { sink in
                     switch file.content {
                     case .bytes(let data): try data.withUnsafeBytes { try sink($0) }
-                    case .file(let url, let stamp?):
-                        try streamFile(url, expecting: stamp, archivePath: file.archivePath, into: sink)
-                    case .file(let url, nil):
+                    case .file(let url, let stamp):
                         let id = streamed.count
-                        streamed.append((id, file))
-                        try streamFile(url, id: id, pipeline: rehash, into: sink)
+                        if stamp == nil { streamed.append((id, file)) }
+                        try streamFile(
+                            url, stamp: stamp, archivePath: file.archivePath, rehash: (id, rehash), into: sink)
                     }
                 }
             }
@@ -154,34 +153,27 @@ public enum BundleBuilder {
         return out
     }
 
-    /// Streams a file whose stamp says it is as it was hashed, before and after.
+    /// Streams a source file into the archive. With a stamp, the file must carry
+    /// it before and after (it is as it was hashed); without one (racy), every
+    /// block goes to the `rehash` pipeline too, under `id`.
     private static func streamFile(
-        _ url: URL, expecting stamp: FileStamp, archivePath: String,
+        _ url: URL, stamp: FileStamp?, archivePath: String, rehash: (id: Int, pipeline: HashPipeline),
         into sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
-        guard FileStamp(fd: handle.fileDescriptor) == stamp else { throw changed(archivePath) }
-        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-            try chunk.withUnsafeBytes { try sink($0) }
+        func checkStamp() throws {
+            if let stamp, FileStamp(fd: handle.fileDescriptor) != stamp { throw changed(archivePath) }
         }
-        guard FileStamp(fd: handle.fileDescriptor) == stamp else { throw changed(archivePath) }
-    }
-
-    /// Streams a file into the archive, handing each block to `pipeline` as well.
-    private static func streamFile(
-        _ url: URL, id: Int, pipeline: HashPipeline,
-        into sink: (UnsafeRawBufferPointer) throws -> Void
-    ) throws {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
+        try checkStamp()
         while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
             try chunk.withUnsafeBytes { block in
-                pipeline.update(id, block)
+                if stamp == nil { rehash.pipeline.update(rehash.id, block) }
                 try sink(block)
             }
         }
-        pipeline.finish(id)
+        try checkStamp()
+        if stamp == nil { rehash.pipeline.finish(rehash.id) }
     }
 }
 

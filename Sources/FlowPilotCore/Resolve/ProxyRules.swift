@@ -46,11 +46,7 @@ public struct ProxyEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// connect to (a percent-encoded host such as `%40sa` decodes to `@sa`).
     static func isHostName(_ host: String) -> Bool {
         if host.contains(":") { return IPAddress(host) != nil }
-        return !host.isEmpty
-            && host.utf8.allSatisfy {
-                ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x2E
-                    || $0 == 0x5F
-            }
+        return !host.isEmpty && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
     }
 
     /// The URL without its credentials, for messages.
@@ -186,7 +182,10 @@ public struct ProxyRules: Sendable, Hashable {
 
     /// The proxy for `url`, or nil to connect directly.
     public func proxy(for url: String) -> ProxyEndpoint? {
-        guard let parts = URLComponents(string: url), let host = parts.host else { return nil }
+        // Every request asks; without a proxy there is no URL to parse.
+        guard https != nil || http != nil, let parts = URLComponents(string: url), let host = parts.host else {
+            return nil
+        }
         let proxy = parts.scheme?.lowercased() == "https" ? https : http
         guard let proxy, !noProxy.matches(host: host) else { return nil }
         return proxy

@@ -77,11 +77,17 @@ public enum ResolveFailure: Error, Sendable, Equatable {
     }
 
     /// The failure a transport error stands for, by its type. `proxy` is the
-    /// proxy the request went through, if any: failing to connect to it, or a
-    /// tunnel it refused, is a `proxy` failure.
+    /// proxy the request went through, if any: every connection is then made to
+    /// it, so not reaching it, or a tunnel it refused, is a `proxy` failure.
     public static func transport(_ error: any Error, proxy: ProxyEndpoint? = nil) -> ResolveFailure {
+        let failure = classify(error, proxy: proxy)
+        if let proxy, case .unreachable = failure { return .proxy("cannot connect to the proxy \(proxy)") }
+        return failure
+    }
+
+    private static func classify(_ error: any Error, proxy: ProxyEndpoint?) -> ResolveFailure {
         let text = String(describing: error).replacingOccurrences(of: "\n", with: " ")
-        if let proxy, let failure = proxyFailure(error, proxy) { return failure }
+        let theProxy = proxy.map { "the proxy \($0)" } ?? "the proxy"
         switch error {
         case let error as NIOSSLExtraError where error == .failedToValidateHostname:
             return .tls("the certificate does not match the host name")
@@ -90,6 +96,9 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         case let error as HTTPClientError:
             switch error {
             case .tlsHandshakeTimeout: return .tls("handshake timed out")
+            case .invalidProxyResponse: return .proxy("\(theProxy) refused the request")
+            case .proxyAuthenticationRequired: return .proxy("\(theProxy) asks for credentials (407)")
+            case .httpProxyHandshakeTimeout: return .proxy("\(theProxy) did not answer in time")
             case .connectTimeout: return .unreachable("connect timed out")
             case .deadlineExceeded, .readTimeout, .writeTimeout: return .timeout("no answer before the deadline")
             case .remoteConnectionClosed: return .connection("the backend closed the connection")
@@ -107,27 +116,6 @@ public enum ResolveFailure: Error, Sendable, Equatable {
             return .invalidResponse("response body over the size limit")
         default:
             return .connection(text)
-        }
-    }
-
-    /// Failures that are the proxy's: it cannot be reached, refuses the tunnel,
-    /// wants credentials or does not answer.
-    private static func proxyFailure(_ error: any Error, _ proxy: ProxyEndpoint) -> ResolveFailure? {
-        switch error {
-        case let error as HTTPClientError:
-            switch error {
-            case .invalidProxyResponse: return .proxy("the proxy \(proxy) refused the request")
-            case .proxyAuthenticationRequired: return .proxy("the proxy \(proxy) asks for credentials (407)")
-            case .httpProxyHandshakeTimeout: return .proxy("the proxy \(proxy) did not answer in time")
-            case .connectTimeout: return .proxy("cannot connect to the proxy \(proxy): connect timed out")
-            default: return nil
-            }
-        case is NIOConnectionError:
-            return .proxy("cannot connect to the proxy \(proxy)")
-        case let error as IOError where unreachableErrnos.contains(error.errnoCode):
-            return .proxy("cannot connect to the proxy \(proxy): \(String(cString: strerror(error.errnoCode)))")
-        default:
-            return nil
         }
     }
 

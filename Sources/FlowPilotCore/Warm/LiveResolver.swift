@@ -13,10 +13,10 @@ final class LiveResolver: Sendable {
         let fingerprint: String
     }
 
-    /// Requests made, and how many of them could not reach the backend at all.
+    /// Requests made, and how many of them got no answer from the backend at all.
     struct Counts: Sendable {
         var requests = 0
-        var unreachable = 0
+        var unavailable = 0
     }
 
     let client: ResolveClient
@@ -98,7 +98,7 @@ final class LiveResolver: Sendable {
         let result = await client.resolve(placement, identity)
         state.withLock { state in
             state.counts.requests += 1
-            if case .failed(let failure) = result, failure.isUnavailable { state.counts.unreachable += 1 }
+            if case .failed(let failure) = result, failure.isUnavailable { state.counts.unavailable += 1 }
         }
         return result
     }
@@ -106,12 +106,12 @@ final class LiveResolver: Sendable {
     private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [String: LiveResult] {
         do {
             let results = try await client.resolveBatch(placements, identity)
-            let unreachable = results.values.allSatisfy {
+            let unavailable = results.values.allSatisfy {
                 if case .failed(let failure) = $0 { failure.isUnavailable } else { false }
             }
             state.withLock { state in
                 state.counts.requests += 1
-                if unreachable { state.counts.unreachable += 1 }
+                if unavailable { state.counts.unavailable += 1 }
             }
             return results
         } catch {

@@ -41,9 +41,10 @@ public struct WarmRun: Sendable {
 
     public struct Summary: Sendable {
         public let counts: Counts
-        /// Live requests made, and how many could not reach the backend at all.
+        /// Live requests made, and how many got no answer from the backend at all
+        /// (`ResolveFailure.isUnavailable`: unreachable, tls, proxy).
         public let requests: Int
-        public let unreachable: Int
+        public let unavailable: Int
         /// Resolves that outlived their timeout: landed in the cache within the grace, or still running.
         public let lateLanded: Int
         public let latePending: Int
@@ -52,7 +53,7 @@ public struct WarmRun: Sendable {
         /// `unavailable` when no request reached the backend and nothing was
         /// warmed; `partial` when outcomes `failOn` counts happened; else `success`.
         public func exitStatus(failOn: FailOn) -> ExitStatus {
-            if requests > 0 && unreachable == requests && counts.warmed == 0 { return .unavailable }
+            if requests > 0 && unavailable == requests && counts.warmed == 0 { return .unavailable }
             switch failOn {
             case .failed: return counts.failed > 0 ? .partial : .success
             case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : .success
@@ -139,7 +140,7 @@ public struct WarmRun: Sendable {
         let late = await warmer.waitForLateResolves(grace: options.grace)
         let requests = warmer.requestCounts
         return Summary(
-            counts: counts, requests: requests.requests, unreachable: requests.unreachable,
+            counts: counts, requests: requests.requests, unavailable: requests.unavailable,
             lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
     }
 }

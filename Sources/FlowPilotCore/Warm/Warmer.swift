@@ -91,10 +91,10 @@ public final class Warmer: Sendable {
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
     public var requests: RequestLog { live.client.requests }
 
-    /// Live requests made so far, and how many could not reach the backend at all.
-    public var requestCounts: (requests: Int, unreachable: Int) {
+    /// Live requests made so far, and how many got no answer from the backend at all.
+    public var requestCounts: (requests: Int, unavailable: Int) {
         let counts = live.counts
-        return (counts.requests, counts.unreachable)
+        return (counts.requests, counts.unavailable)
     }
 
     /// Tiers 1 to 3 for a placement whose live resolve is `task`.

@@ -1,3 +1,4 @@
+import FlowPilotCore
 import Foundation
 import Testing
 
@@ -49,12 +50,7 @@ func run(
     env["NO_COLOR"] = "1"
     // Proxies and trust stores come from the test alone: a proxy set on the
     // machine must not take the tests' loopback requests elsewhere.
-    for name in [
-        "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
-        "SSL_CERT_FILE", "SSL_CERT_DIR",
-    ] {
-        env[name] = nil
-    }
+    for name in TransportSettings.variables { env[name] = nil }
     for (k, v) in environment { env[k] = v }
     process.environment = env
     if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }

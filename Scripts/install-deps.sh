@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs, only when missing, the Debian packages fpctl builds and tests with:
-# libarchive-dev (the archive library), libarchive-tools (bsdtar), unzip, mandoc,
-# python3 (independent zip reader and fixture maker), curl (serve tests),
+# libarchive-dev (the archive library), libdeflate-dev (a fast CRC-32),
+# libarchive-tools (bsdtar), unzip, mandoc, python3 (independent zip reader and fixture maker), curl (serve tests),
 # prometheus (its promtool checks the metrics warm writes), and for the HTTPS
 # and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
 # forward proxy) and openssl (the test's CA and certificates).
 set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
+pkg-config --exists libdeflate 2>/dev/null || need+=(libdeflate-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v unzip >/dev/null || need+=(unzip)

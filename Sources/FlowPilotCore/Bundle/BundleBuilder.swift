@@ -62,6 +62,7 @@ public enum BundleBuilder {
         let mtime = Int64(createdAt.timeIntervalSince1970)
         let rehash = HashPipeline()
         var streamed: [(id: Int, file: BundlePlan.File)] = []
+        let buffer = ReadBuffer(size: chunkSize)
         do {
             let writer = try ZipWriter(path: path)
             try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), mtime: mtime, store: false) {
@@ -78,7 +79,8 @@ public enum BundleBuilder {
                         let id = streamed.count
                         if stamp == nil { streamed.append((id, file)) }
                         try streamFile(
-                            url, stamp: stamp, archivePath: file.archivePath, rehash: (id, rehash), into: sink)
+                            url, stamp: stamp, archivePath: file.archivePath, rehash: (id, rehash), buffer: buffer,
+                            into: sink)
                     }
                 }
             }
@@ -123,33 +125,31 @@ public enum BundleBuilder {
         let stamp: FileStamp?
     }
 
-    static func hashFile(_ url: URL) throws -> FileDigest {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let before = FileStamp.stamp(handle.fileDescriptor)
+    static func hashFile(_ url: URL, buffer: ReadBuffer) throws -> FileDigest {
+        let fd = try ReadBuffer.openForReading(url.path)
+        defer { close(fd) }
+        let before = FileStamp.stamp(fd)
         var hasher = SHA256()
         var size: Int64 = 0
         var head: [UInt8] = []
-        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-            if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
-            hasher.update(data: chunk)
-            size += Int64(chunk.count)
+        try buffer.forEachBlock(of: fd) { block in
+            if head.count < MediaType.headSize { head += block.prefix(MediaType.headSize - head.count) }
+            hasher.update(bufferPointer: block)
+            size += Int64(block.count)
         }
-        let stamp = before.flatMap { FileStamp(fd: handle.fileDescriptor) == $0 ? $0 : nil }
+        let stamp = before.flatMap { FileStamp(fd: fd) == $0 ? $0 : nil }
         return FileDigest(size: size, sha256: Digest.hex(hasher.finalize()), head: head, stamp: stamp)
     }
 
-    /// Hashes files concurrently; a file that cannot be read is absent from the result.
+    /// Hashes files on every core (one read buffer per slice); a file that
+    /// cannot be read is absent from the result.
     static func hashFiles(_ urls: [URL]) -> [String: FileDigest] {
-        let results = UnsafeMutableBufferPointer<FileDigest?>.allocate(capacity: urls.count)
-        results.initialize(repeating: nil)
-        defer { results.deallocate() }
-        let box = UncheckedSendable(results)
-        DispatchQueue.concurrentPerform(iterations: urls.count) { i in
-            box.value[i] = try? hashFile(urls[i])
+        let slices = Parallel.mapSlices(urls, minimumPerSlice: 1) { slice in
+            let buffer = ReadBuffer()
+            return slice.map { try? hashFile($0, buffer: buffer) }
         }
         var out: [String: FileDigest] = [:]
-        for (i, url) in urls.enumerated() { if let r = results[i] { out[url.path] = r } }
+        for (url, digest) in zip(urls, slices.joined()) { if let digest { out[url.path] = digest } }
         return out
     }
 
@@ -158,28 +158,19 @@ public enum BundleBuilder {
     /// block goes to the `rehash` pipeline too, under `id`.
     private static func streamFile(
         _ url: URL, stamp: FileStamp?, archivePath: String, rehash: (id: Int, pipeline: HashPipeline),
-        into sink: (UnsafeRawBufferPointer) throws -> Void
+        buffer: ReadBuffer, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
+        let fd = try ReadBuffer.openForReading(url.path)
+        defer { close(fd) }
         func checkStamp() throws {
-            if let stamp, FileStamp(fd: handle.fileDescriptor) != stamp { throw changed(archivePath) }
+            if let stamp, FileStamp(fd: fd) != stamp { throw changed(archivePath) }
         }
         try checkStamp()
-        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-            try chunk.withUnsafeBytes { block in
-                if stamp == nil { rehash.pipeline.update(rehash.id, block) }
-                try sink(block)
-            }
+        try buffer.forEachBlock(of: fd) { block in
+            if stamp == nil { rehash.pipeline.update(rehash.id, block) }
+            try sink(block)
         }
         try checkStamp()
         if stamp == nil { rehash.pipeline.finish(rehash.id) }
     }
-}
-
-/// For handing a buffer whose slots are written by distinct iterations of
-/// `concurrentPerform` (never the same slot twice) across the Sendable check.
-struct UncheckedSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

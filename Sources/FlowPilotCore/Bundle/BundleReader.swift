@@ -114,7 +114,7 @@ private struct ContentPass {
         guard let first = directory.entries.first else { return }
         // The manifest decides what the other entries are.
         let reader: ZipReader
-        do { reader = try ZipReader(path: path) } catch {
+        do { reader = try ZipReader(path: path, checksCRC: false) } catch {
             findings.append(.error("zip-corrupt", "-", "\(error)"))
             return
         }
@@ -193,7 +193,7 @@ private struct ContentPass {
         func work(on mine: Set<Int>) -> [Int: EntryResult] {
             var out: [Int: EntryResult] = [:]
             let reader: ZipReader
-            do { reader = try ZipReader(path: path) } catch {
+            do { reader = try ZipReader(path: path, checksCRC: false) } catch {
                 if let index = mine.min() {
                     out[index] = EntryResult(findings: [.error("zip-corrupt", "-", "\(error)")])
                 }
@@ -295,6 +295,7 @@ private struct ContentPass {
         var count: Int64 = 0
         var body: Data? = keepBytes ? Data() : nil
         var hasher = SHA256()
+        var crc = CRC32()
         var head: [UInt8] = []
         var problem: Finding?
         let ratioCap = BundleLimits.maxCompressionRatio * max(entry.compressedSize, 1)
@@ -316,6 +317,7 @@ private struct ContentPass {
                         "limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
                 }
                 if problem != nil { return false }
+                crc.update(chunk)
                 if keepBytes { body?.append(contentsOf: chunk) } else { hasher.update(bufferPointer: chunk) }
                 if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
                 return true
@@ -334,6 +336,14 @@ private struct ContentPass {
             )
             return nil
         }
+        // The readers leave the CRC-32 to this check (ZipReader's checksCRC).
+        if crc.value != entry.crc32 {
+            result.findings.append(
+                .error(
+                    "zip-corrupt", entry.name,
+                    "bad CRC-32: the data's is \(hex(crc.value)), its headers say \(hex(entry.crc32))"))
+            return nil
+        }
         if !keepBytes { result.read = (count, Digest.hex(hasher.finalize())) }
         if entry.name.hasPrefix("media/") || entry.name.hasPrefix("fonts/"),
             let mismatch = MediaType.mismatch(path: entry.name, head: head)
@@ -341,6 +351,11 @@ private struct ContentPass {
             result.findings.append(mismatch)
         }
         return (count, body)
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     mutating func readManifest(_ data: Data, names: Set<String>) {

@@ -287,6 +287,25 @@ with zipfile.ZipFile(base_path) as z:
     data_at = stored.header_offset + 30 + name_len + extra_len
 canonical_bytes[data_at + stored.file_size // 2] ^= 0x01
 raw("crc-mismatch.fpbundle", bytes(canonical_bytes), "zip-corrupt")
+# The same for a deflated entry (the CRC is of the inflated bytes): its data
+# descriptor and central record agree on a CRC-32 that is not the data's.
+with open(base_path, "rb") as f:
+    deflated_bytes = bytearray(f.read())
+with zipfile.ZipFile(base_path) as z:
+    flow = next(i for i in z.infolist() if i.filename.startswith("flows/") and i.compress_type == zipfile.ZIP_DEFLATED)
+    name_len, extra_len = struct.unpack("<HH", deflated_bytes[flow.header_offset + 26:flow.header_offset + 30])
+    descriptor_at = flow.header_offset + 30 + name_len + extra_len + flow.compress_size
+    assert struct.unpack("<I", deflated_bytes[descriptor_at:descriptor_at + 4])[0] == 0x08074B50
+    wrong_crc = struct.pack("<I", flow.CRC ^ 0x00010000)
+    deflated_bytes[descriptor_at + 4:descriptor_at + 8] = wrong_crc
+    central_at = struct.unpack("<I", deflated_bytes[-6:-2])[0]
+    while True:
+        n, m, k = struct.unpack("<HHH", deflated_bytes[central_at + 28:central_at + 34])
+        if deflated_bytes[central_at + 46:central_at + 46 + n].decode() == flow.filename:
+            deflated_bytes[central_at + 16:central_at + 20] = wrong_crc
+            break
+        central_at += 46 + n + m + k
+raw("crc-mismatch-deflated.fpbundle", bytes(deflated_bytes), "zip-corrupt")
 # created_at past 2107 cannot be a zip timestamp: validate trapped computing one.
 m = json.loads(json.dumps(MANIFEST)); m["created_at"] = "2226-01-01T00:00:00Z"
 write_zip("created-after-2107.fpbundle", with_manifest(BASE, m), "manifest-field")

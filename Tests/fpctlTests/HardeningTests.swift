@@ -160,6 +160,22 @@ struct HardeningTests {
         #expect(try fpctl("cache", "verify", "--cache-dir", cache).status == 0, "nothing torn was left")
     }
 
+    @Test("a bundle build onto a full disk names the error, exits 73 and leaves no file behind")
+    func buildOntoFullDisk() throws {
+        // A 32 KiB tmpfs (CI runs as root): the demo bundle is ~54 KB, so the
+        // disk fills in the middle of the archive, in the writer thread.
+        let disk = tmp.file("full")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=32k", "tmpfs", disk])
+        try #require(mounted.status == 0, "mounting a tmpfs needs root: \(mounted.stderr)")
+        defer { _ = try? run("/bin/umount", [disk]) }
+        let result = try fpctl("bundle", "build", Paths.sample("demo"), "-o", "\(disk)/demo.fpbundle")
+        #expect(result.status == 73)
+        #expect(result.stderr == "fpctl: error: \(disk)/demo.fpbundle: No space left on device\n")
+        #expect(result.stdout.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk).isEmpty, "no partial or temporary file")
+    }
+
     @Test("prune and clear report only what they removed, and name what they could not (exit 73)")
     func undeletable() throws {
         let cache = tmp.file("cache")

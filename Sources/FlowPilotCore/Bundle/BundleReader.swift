@@ -219,6 +219,10 @@ private struct ContentPass {
                     result.read = (size, Digest.sha256Hex(body))
                     if isFlow { check(flow: entry.name, body, into: &result) } else { result.signature = body }
                 }
+                if let (size, sha256) = result.read {
+                    result.findings += ContentPass.listingProblems(
+                        entry.name, size: size, sha256: sha256, manifest: manifest)
+                }
                 out[entry.index] = result
             }
             return out
@@ -282,7 +286,6 @@ private struct ContentPass {
     mutating func record(_ entry: ZipDirectory.Entry, size: Int64, sha256: String) {
         hashes[entry.name] = sha256
         rows.append(.init(path: entry.name, size: size, compressedSize: entry.compressedSize, sha256: sha256))
-        if entry.index != 0 { checkListed(entry.name, size: size, sha256: sha256) }
     }
 
     /// Streams one entry, never trusting its declared size: stops at the first
@@ -386,29 +389,30 @@ private struct ContentPass {
         }
     }
 
-    mutating func checkListed(_ path: String, size: Int64, sha256: String) {
-        if path == BundleManifest.signaturePath { return }
-        guard let listed = manifest?.files[path] else {
-            findings.append(
-                .error("manifest-unlisted-file", path, "in the archive but not listed in manifest.json files"))
-            return
+    /// How an entry read whole (`size` bytes, `sha256`) differs from its line
+    /// in the manifest's `files`. Run by the workers, after the entry's own findings.
+    static func listingProblems(_ path: String, size: Int64, sha256: String, manifest: BundleManifest) -> [Finding] {
+        if path == BundleManifest.signaturePath { return [] }
+        guard let listed = manifest.files[path] else {
+            return [.error("manifest-unlisted-file", path, "in the archive but not listed in manifest.json files")]
         }
+        var problems: [Finding] = []
         if listed.size != size {
-            findings.append(.error("manifest-size-mismatch", path, "\(size) bytes, manifest.json says \(listed.size)"))
+            problems.append(.error("manifest-size-mismatch", path, "\(size) bytes, manifest.json says \(listed.size)"))
         }
         if listed.sha256 != sha256 {
-            findings.append(
+            problems.append(
                 .error("manifest-hash-mismatch", path, "sha256 \(sha256), manifest.json says \(listed.sha256)"))
         }
         if path.hasPrefix("media/") || path.hasPrefix("fonts/") {
-            let stem =
-                path.split(separator: "/").last.map {
-                    $0.split(separator: ".", maxSplits: 1).first.map(String.init) ?? ""
-                } ?? ""
-            if stem != sha256 {
-                findings.append(.error("bundle-asset-name", path, "asset files are named by their sha256 (\(sha256))"))
+            let name = path.utf8.split(separator: UInt8(ascii: "/")).last ?? []
+            let stem = name.split(separator: UInt8(ascii: "."), maxSplits: 1).first ?? []
+            if !stem.elementsEqual(sha256.utf8) {
+                problems.append(
+                    .error("bundle-asset-name", path, "asset files are named by their sha256 (\(sha256))"))
             }
         }
+        return problems
     }
 
     mutating func finish(names: Set<String>) {

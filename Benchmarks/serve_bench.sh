@@ -6,14 +6,24 @@
 #             vs nginx with access_log to a file           (goal >= 0.7x, p99 < 10 ms)
 #   quiet     fpctl serve -q vs nginx with access_log off  (goal >= 0.8x)
 # Usage: Benchmarks/serve_bench.sh [seconds] [connections] [runs]
+# It measures the binary Scripts/install.sh installs (release, Swift runtime
+# linked in, in .build-static); FPCTL=PATH measures another, e.g. the everyday
+# `swift build -c release` one, whose every retain and release goes through
+# the shared runtime's PLT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
 conns=${2:-32}
 runs=${3:-5}
 Scripts/install-deps.sh wrk
-swift build -c release --product fpctl >/dev/null
-fpctl=$(swift build -c release --show-bin-path)/fpctl
+if [ -n "${FPCTL:-}" ]; then
+    fpctl=$FPCTL
+else
+    build=(swift build -c release --static-swift-stdlib --scratch-path .build-static --product fpctl)
+    "${build[@]}" >/dev/null
+    fpctl=$("${build[@]}" --show-bin-path)/fpctl
+fi
+echo "fpctl: $fpctl"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; for p in "$work"/nginx-*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$work"' EXIT
 

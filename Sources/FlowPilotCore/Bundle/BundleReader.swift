@@ -90,6 +90,8 @@ private struct ContentPass {
     var flowsSeen = Set<String>()
     var manifestBytes: Data?
     var signatureBytes: Data?
+    /// Where the canonical-header findings belong in `findings`, once the manifest parsed.
+    var canonicalFindingsAt: Int?
 
     init(directory: ZipDirectory, options: BundleReader.Options) {
         self.directory = directory
@@ -135,10 +137,19 @@ private struct ContentPass {
         let groups = Self.balanced(rest, ways: min(2, max(1, ProcessInfo.processInfo.activeProcessorCount)))
         let context = WorkerContext(path: path, entries: directory.entries, manifest: manifest, names: names)
         let results = Mutex<[Int: EntryResult]>([:])
-        DispatchQueue.concurrentPerform(iterations: groups.count) { g in
+        let canonical = Mutex<[Finding]>([])
+        let directory = self.directory
+        // One more job than readers: the header bytes against their canonical form.
+        DispatchQueue.concurrentPerform(iterations: groups.count + 1) { g in
+            guard g < groups.count else {
+                let problems = directory.canonicalHeaderProblems(createdAt: manifest.createdAt)
+                canonical.withLock { $0 = problems }
+                return
+            }
             let found = context.work(on: groups[g])
             results.withLock { $0.merge(found) { a, _ in a } }
         }
+        if let at = canonicalFindingsAt { findings.insert(contentsOf: canonical.withLock { $0 }, at: at) }
         let byIndex = results.withLock { $0 }
         for entry in rest {
             guard let result = byIndex[entry.index] else { return }  // a worker stopped before it
@@ -367,7 +378,8 @@ private struct ContentPass {
         findings += manifestFindings
         guard let parsed else { return }
         manifest = parsed
-        findings += directory.canonicalHeaderProblems(createdAt: parsed.createdAt)
+        // The header checks run beside the entry readers; their findings go here.
+        canonicalFindingsAt = findings.count
         for (key, placement) in parsed.placements {
             let at = "\(BundleManifest.path)#/placements/\(key)"
             if placement.path != "flows/\(key).json" {

@@ -25,7 +25,9 @@ else
 fi
 echo "fpctl: $fpctl"
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; for p in "$work"/nginx-*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$work"' EXIT
+# The servers start inside $(...), a subshell whose jobs this shell cannot
+# see: each writes its pid to a file, and the trap stops them by those.
+trap 'for p in "$work"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$work"' EXIT
 
 # A bundle source with one ~5 KB flow: five screens of text, buttons and an image.
 mkdir -p "$work/src/flows" "$work/src/assets"
@@ -51,6 +53,7 @@ start_serve() { # NAME ARGS...: starts fpctl serve, sets url
     local name=$1
     shift
     "$fpctl" serve "$work/src" --port 0 --ttl 300 --api-key-file "$work/key" "$@" > "$work/url-$name" 2> "$work/log-$name" &
+    echo $! > "$work/fpctl-$name.pid"
     for _ in $(seq 100); do [ -s "$work/url-$name" ] && break; sleep 0.1; done
     head -n 1 "$work/url-$name"
 }

@@ -9,10 +9,4 @@ struct CRC32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         value = libdeflate_crc32(value, base, bytes.count)
     }
-
-    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc = CRC32()
-        crc.update(bytes)
-        return crc.value
-    }
 }

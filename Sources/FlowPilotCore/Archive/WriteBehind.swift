@@ -13,7 +13,6 @@ final class WriteBehind: @unchecked Sendable {
     static let bufferCount = 4
 
     private let fd: Int32
-    private let path: String
     private let queue = DispatchQueue(label: "fpctl.write-behind")
     private let free = DispatchSemaphore(value: WriteBehind.bufferCount)
     private let lock = NSLock()
@@ -28,7 +27,6 @@ final class WriteBehind: @unchecked Sendable {
 
     /// Creates (or truncates) `path` for writing.
     init(path: String) throws {
-        self.path = path
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ArchiveError(message: "\(path): \(String(cString: strerror(errno)))") }
     }

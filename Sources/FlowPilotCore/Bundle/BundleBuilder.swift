@@ -132,7 +132,7 @@ public enum BundleBuilder {
         var hasher = SHA256()
         var size: Int64 = 0
         var head: [UInt8] = []
-        try buffer.forEachBlock(of: fd) { block in
+        try buffer.forEachBlock(of: fd, path: url.path) { block in
             if head.count < MediaType.headSize { head += block.prefix(MediaType.headSize - head.count) }
             hasher.update(bufferPointer: block)
             size += Int64(block.count)
@@ -166,7 +166,7 @@ public enum BundleBuilder {
             if let stamp, FileStamp(fd: fd) != stamp { throw changed(archivePath) }
         }
         try checkStamp()
-        try buffer.forEachBlock(of: fd) { block in
+        try buffer.forEachBlock(of: fd, path: url.path) { block in
             if stamp == nil { rehash.pipeline.update(rehash.id, block) }
             try sink(block)
         }

@@ -355,7 +355,8 @@ private struct ContentPass {
             result.findings.append(
                 .error(
                     "zip-corrupt", entry.name,
-                    "bad CRC-32: the data's is \(hex(crc.value)), its headers say \(hex(entry.crc32))"))
+                    "bad CRC-32: the data's is \(CanonicalHeader.hex(crc.value, 4)), its headers say \(CanonicalHeader.hex(entry.crc32, 4))"
+                ))
             return nil
         }
         if !keepBytes { result.read = (count, Digest.hex(hasher.finalize())) }
@@ -365,11 +366,6 @@ private struct ContentPass {
             result.findings.append(mismatch)
         }
         return (count, body)
-    }
-
-    private static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     mutating func readManifest(_ data: Data, names: Set<String>) {

@@ -20,24 +20,20 @@ final class ReadBuffer {
     /// one swapped in afterwards from being read).
     static func openForReading(_ path: String) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw POSIXError(errno) }
+        guard fd >= 0 else { throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))") }
         return fd
     }
 
-    /// Reads `fd` to its end, calling `body` with each block read.
-    func forEachBlock(of fd: Int32, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    /// Reads `fd` (opened from `path`) to its end, calling `body` with each block read.
+    func forEachBlock(of fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         while true {
             let n = read(fd, storage.baseAddress, storage.count)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw POSIXError(errno)
+                throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
             }
             if n == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: storage[0..<n]))
         }
     }
-}
-
-extension POSIXError {
-    init(_ code: Int32) { self.init(POSIXErrorCode(rawValue: code) ?? .EIO) }
 }

@@ -33,10 +33,11 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// A request this handler answers, while its body arrives.
     private struct Pending {
         let route: ResolveRoute
-        let head: HTTPRequestHead
-        let path: Substring
+        let authorization: String?
+        let host: String?
+        /// The path and the arrival time, for the request log (nil without one).
+        let logged: (path: Substring, start: ContinuousClock.Instant)?
         let faults: Faults
-        let start: ContinuousClock.Instant
         var body: ByteBuffer?
         /// Over the limit: the rest is read and dropped, and the answer is 413.
         var tooLarge = false
@@ -58,6 +59,9 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Requests passed to the router whose response has not ended yet.
     private var forwardedInFlight = 0
     private var needsFlush = false
+    /// Whether anything passed on to the router since the last read completed:
+    /// when nothing did, the handlers after this one have nothing to complete.
+    private var forwardedSinceReadComplete = false
     /// A read held back while the channel is not writable.
     private var readHeld = false
 
@@ -83,6 +87,7 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         case .body, .end:
             break
         }
+        forwardedSinceReadComplete = true
         context.fireChannelRead(data)
     }
 
@@ -91,7 +96,10 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             needsFlush = false
             context.flush()
         }
-        context.fireChannelReadComplete()
+        if forwardedSinceReadComplete {
+            forwardedSinceReadComplete = false
+            context.fireChannelReadComplete()
+        }
     }
 
     // Backpressure: answers written here bypass the async channel's own, so a client
@@ -123,18 +131,21 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func answerable(_ head: HTTPRequestHead) -> Pending? {
         guard head.method == .POST, head.isKeepAlive else { return nil }
-        let path = head.uri.prefix { $0 != "?" }
+        let uri = head.uri
+        let path = uri.utf8.firstIndex(of: UInt8(ascii: "?")).map { uri[..<$0] } ?? uri[...]
         guard let route = ResolveRoute(path: path) else { return nil }
         let faults = server.currentFaults
         if faults.needsAsyncDelivery { return nil }
-        return Pending(route: route, head: head, path: path, faults: faults, start: .now)
+        return Pending(
+            route: route, authorization: head.headers.first(name: "authorization"),
+            host: head.headers.first(name: "host"), logged: log == nil ? nil : (path, .now), faults: faults)
     }
 
     private func answer(_ pending: Pending, context: ChannelHandlerContext) {
         let body = pending.tooLarge ? nil : pending.body ?? context.channel.allocator.buffer(capacity: 0)
         let reply = server.resolve(
-            pending.route, authorization: pending.head.headers.first(name: "authorization"),
-            authority: pending.head.headers.first(name: "host"), body: body, faults: pending.faults)
+            pending.route, authorization: pending.authorization, authority: pending.host, body: body,
+            faults: pending.faults)
         var headers = HTTPHeaders()
         headers.reserveCapacity(4)
         headers.add(name: "Content-Type", value: "application/json")
@@ -149,8 +160,9 @@ final class ResolveFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
-        log?.log(
-            method: pending.head.method.rawValue, path: pending.path, status: reply.status.code, since: pending.start)
+        if let log, let logged = pending.logged {
+            log.log(method: "POST", path: logged.path, status: reply.status.code, since: logged.start)
+        }
     }
 }
 

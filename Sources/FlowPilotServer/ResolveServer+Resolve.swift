@@ -8,10 +8,10 @@ enum ResolveRoute: Equatable {
     case single(app: String, placement: String)
     case batch(app: String)
 
-    var name: String {
+    var counted: ServeStats.Route {
         switch self {
-        case .single: "resolve"
-        case .batch: "resolve-batch"
+        case .single: .resolve
+        case .batch: .resolveBatch
         }
     }
 
@@ -20,22 +20,46 @@ enum ResolveRoute: Equatable {
     /// letters, digits, `-._~`), no empty segment or trailing slash. Other
     /// spellings the router may still accept are left to it.
     init?(path: Substring) {
+        let parsed =
+            path.utf8.withContiguousStorageIfAvailable(Self.parse)
+            ?? Array(path.utf8).withUnsafeBufferPointer(Self.parse)
+        guard let parsed else { return nil }
+        self = parsed
+    }
+
+    /// One pass over the bytes: every byte a slash or unreserved, and the slashes
+    /// where the two routes have them.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> ResolveRoute? {
         let slash = UInt8(ascii: "/")
-        let utf8 = path.utf8
-        guard utf8.first == slash, utf8.dropFirst().allSatisfy({ $0 == slash || Self.isUnreserved($0) }) else {
-            return nil
+        var slashes: InlineArray<5, Int> = .init(repeating: 0)
+        var count = 0
+        for (i, byte) in bytes.enumerated() {
+            if byte == slash {
+                guard count < 5 else { return nil }
+                slashes[count] = i
+                count += 1
+            } else if !isUnreserved(byte) {
+                return nil
+            }
         }
-        let parts = utf8.dropFirst().split(separator: slash, maxSplits: 6, omittingEmptySubsequences: false)
-        guard parts.count >= 4, parts.allSatisfy({ !$0.isEmpty }),
-            parts[0].elementsEqual("apps".utf8), parts[2].elementsEqual("placements".utf8)
-        else { return nil }
-        if parts.count == 4, parts[3].elementsEqual("resolve-batch".utf8) {
-            self = .batch(app: String(Substring(parts[1])))
-        } else if parts.count == 5, parts[4].elementsEqual("resolve".utf8) {
-            self = .single(app: String(Substring(parts[1])), placement: String(Substring(parts[3])))
-        } else {
-            return nil
+        guard count >= 4, slashes[0] == 0 else { return nil }
+        /// Segment k: between slash k and the next slash (or the end); never empty.
+        func segment(_ k: Int) -> UnsafeBufferPointer<UInt8>? {
+            let end = k + 1 < count ? slashes[k + 1] : bytes.count
+            let start = slashes[k] + 1
+            return start < end ? UnsafeBufferPointer(rebasing: bytes[start..<end]) : nil
         }
+        func text(_ k: Int) -> String? { segment(k).map { String(decoding: $0, as: UTF8.self) } }
+        func matches(_ k: Int, _ word: StaticString) -> Bool {
+            guard let s = segment(k), s.count == word.utf8CodeUnitCount, let base = s.baseAddress else { return false }
+            return memcmp(base, word.utf8Start, s.count) == 0
+        }
+        guard matches(0, "apps"), matches(2, "placements"), let app = text(1) else { return nil }
+        if count == 4 {
+            return matches(3, "resolve-batch") ? .batch(app: app) : nil
+        }
+        guard matches(4, "resolve"), let placement = text(3) else { return nil }
+        return .single(app: app, placement: placement)
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {
@@ -89,7 +113,7 @@ extension ResolveServer {
         _ route: ResolveRoute, authorization: String?, authority: String?,
         body: ByteBuffer?, faults: Faults
     ) -> ResolveReply {
-        stats.count(route: route.name)
+        stats.count(route: route.counted)
         if case .batch = route, faults.batchDisabled == true { return .error(.notFound, "not_found", "no such route") }
         if let denied = authorize(authorization) { return denied }
         guard let body else {
@@ -205,17 +229,23 @@ extension ResolveServer {
     }
 
     private func authorize(_ authorization: String?) -> ResolveReply? {
-        guard let key = options.apiKey else { return nil }
-        if Self.constantTimeEquals(authorization ?? "", "Bearer \(key)") { return nil }
+        guard let expected = expectedAuthorization else { return nil }
+        if Self.constantTimeEquals(authorization ?? "", expected) { return nil }
         return .error(.unauthorized, "unauthorized", "missing or invalid API key")
     }
 
-    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        var diff = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
-        return diff == 0
+    /// Whether the header's bytes are `expected`'s, in time that depends on their
+    /// lengths only, not on where they first differ.
+    static func constantTimeEquals(_ header: String, _ expected: [UInt8]) -> Bool {
+        func compare(_ x: UnsafeBufferPointer<UInt8>) -> Bool {
+            expected.withUnsafeBufferPointer { y in
+                var diff = UInt8(x.count == y.count ? 0 : 1)
+                for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+                return diff == 0
+            }
+        }
+        return header.utf8.withContiguousStorageIfAvailable(compare)
+            ?? Array(header.utf8).withUnsafeBufferPointer(compare)
     }
 }
 

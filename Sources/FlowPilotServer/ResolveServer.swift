@@ -31,6 +31,8 @@ public final class ResolveServer: Sendable {
     let options: Options
     let stats = ServeStats()
     let faults: Mutex<Faults>
+    /// `Bearer KEY` as bytes, what a resolve's Authorization header must be; nil when open.
+    let expectedAuthorization: [UInt8]?
 
     /// Loads every source; bad content throws the same findings `bundle validate`
     /// reports (`FPError.invalid`), so the server refuses to start.
@@ -50,6 +52,7 @@ public final class ResolveServer: Sendable {
         self.assets = assets
         self.options = options
         faults = Mutex(options.faults)
+        expectedAuthorization = options.apiKey.map { Array("Bearer \($0)".utf8) }
     }
 
     /// The apps served and their placements, for the start-up banner.
@@ -136,7 +139,7 @@ public final class ResolveServer: Sendable {
     // MARK: Media and admin
 
     private func asset(_ folder: String, _ request: Request, _ context: BasicRequestContext) -> Response {
-        stats.count(route: "media")
+        stats.count(route: .media)
         let file = context.parameters.get("file") ?? ""
         if faults.withLock({ $0.failMedia == true }) {
             return Self.error(.notFound, "not_found", "fault: media disabled")

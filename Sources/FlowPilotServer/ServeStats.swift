@@ -17,34 +17,57 @@ final class ServeStats: Sendable {
         let user: String
     }
 
-    private struct Counts {
-        var total = 0
-        var routes: [String: Int] = [:]
-        var keys: [Key: Int] = [:]
+    /// The routes counted; each has an atomic counter, so counting a request
+    /// takes no lock (the per-key counts below do).
+    enum Route: String {
+        case resolve
+        case resolveBatch = "resolve-batch"
+        case media
     }
 
-    private let state = Mutex(Counts())
+    private let resolves = Atomic<Int>(0)
+    private let batches = Atomic<Int>(0)
+    private let media = Atomic<Int>(0)
+    private let keys = Mutex<[Key: Int]>([:])
 
-    func count(route: String) {
-        state.withLock {
-            $0.total += 1
-            $0.routes[route, default: 0] += 1
+    func count(route: Route) {
+        switch route {
+        case .resolve: resolves.add(1, ordering: .relaxed)
+        case .resolveBatch: batches.add(1, ordering: .relaxed)
+        case .media: media.add(1, ordering: .relaxed)
+        }
+    }
+
+    private func load(_ route: Route) -> Int {
+        switch route {
+        case .resolve: resolves.load(ordering: .relaxed)
+        case .resolveBatch: batches.load(ordering: .relaxed)
+        case .media: media.load(ordering: .relaxed)
         }
     }
 
     func count(app: String, placement: String, user: String) {
         let key = Key(app: app, placement: placement, user: user)
-        state.withLock { $0.keys[key, default: 0] += 1 }
+        keys.withLock { $0[key, default: 0] += 1 }
     }
 
     func snapshot() -> Snapshot {
-        let counts = state.withLock { $0 }
+        var routes: [String: Int] = [:]
+        for route in [Route.resolve, .resolveBatch, .media] {
+            let n = load(route)
+            if n > 0 { routes[route.rawValue] = n }
+        }
         var keys: [String: Int] = [:]
-        for (key, n) in counts.keys { keys[key.app + "/" + key.placement + "/" + key.user, default: 0] += n }
-        return Snapshot(total: counts.total, routes: counts.routes, keys: keys)
+        for (key, n) in self.keys.withLock({ $0 }) {
+            keys[key.app + "/" + key.placement + "/" + key.user, default: 0] += n
+        }
+        return Snapshot(total: routes.values.reduce(0, +), routes: routes, keys: keys)
     }
 
     func reset() {
-        state.withLock { $0 = Counts() }
+        resolves.store(0, ordering: .relaxed)
+        batches.store(0, ordering: .relaxed)
+        media.store(0, ordering: .relaxed)
+        keys.withLock { $0 = [:] }
     }
 }

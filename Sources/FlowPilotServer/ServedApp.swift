@@ -4,8 +4,9 @@ import NIOCore
 import Synchronization
 
 /// One app as `fpctl serve` holds it: the validated bundle, its targeting rules,
-/// and each flow pre-encoded as compact JSON.
-struct ServedApp: Sendable {
+/// and each flow pre-encoded as compact JSON. A class: every resolve looks its app
+/// up, and a reference is one retain where this struct's copy was six.
+final class ServedApp: Sendable {
     let bundle: LoadedBundle
     let rules: TargetingRules?
     /// placement key -> compact JSON of the flow as bundled.

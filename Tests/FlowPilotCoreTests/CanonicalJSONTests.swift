@@ -64,6 +64,18 @@ struct JSONParserTests {
         #expect(value["n"] == .array([.number(-50), .number(0), .bool(true), .null]))
     }
 
+    @Test("strings are UTF-8: non-ASCII is kept as written, invalid UTF-8 is refused, escaped or not")
+    func utf8Strings() throws {
+        let value = try JSONValue.parse(Data(#"{"ascii":"plain","é":"café 😀","mixed":"a\nü"}"#.utf8))
+        #expect(value["ascii"] == .string("plain"))
+        #expect(value["é"] == .string("café 😀"))
+        #expect(value["mixed"] == .string("a\nü"))
+        let quote = UInt8(ascii: "\"")
+        for bad: [UInt8] in [[0xFF], [0xC3], [0x61, 0xC3, 0x28], [0xED, 0xA0, 0x80], [0x5C, 0x6E, 0xFF]] {
+            #expect(throws: JSONValue.ParseError.self, "\(bad)") { try JSONValue.parse(Data([quote] + bad + [quote])) }
+        }
+    }
+
     @Test("nesting deeper than 512 levels is refused, not a stack overflow")
     func deepNesting() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import FlowPilotServer
+
 /// `fpctl serve` answers plain resolve requests on the event loop and passes the
 /// rest to Hummingbird's router (docs/serve.md, "Performance"). A client must not
 /// be able to tell the two apart: same bytes, same order, same counts.
@@ -239,5 +241,41 @@ struct ServeFastPathTests {
         while sent < burst.count { sent += c.sendWhileAccepted(burst.subdata(in: sent..<burst.count), seconds: 1) }
         #expect(try await reader.value == count)
         #expect(try await answered() == count)
+    }
+}
+
+/// Which request paths the event-loop path answers itself: the plain spellings
+/// of the two resolve routes, nothing else (the router takes the rest, and
+/// `sameAnswers` shows a client cannot tell the difference).
+@Suite("fpctl serve: the resolve routes the event-loop path recognises")
+struct ResolveRouteTests {
+    @Test(
+        "plain resolve and batch paths are parsed to their app and placement",
+        arguments: [
+            ("/apps/demo/placements/paywall/resolve", ResolveRoute.single(app: "demo", placement: "paywall")),
+            ("/apps/a-b.c_~9/placements/K.e~y-1/resolve", .single(app: "a-b.c_~9", placement: "K.e~y-1")),
+            ("/apps/demo/placements/resolve-batch", .batch(app: "demo")),
+            // A placement may itself be called resolve-batch or resolve.
+            ("/apps/demo/placements/resolve-batch/resolve", .single(app: "demo", placement: "resolve-batch")),
+            ("/apps/x/placements/resolve/resolve", .single(app: "x", placement: "resolve")),
+        ])
+    func parsed(path: String, route: ResolveRoute) {
+        #expect(ResolveRoute(path: path[...]) == route)
+    }
+
+    @Test(
+        "every other spelling is left to the router",
+        arguments: [
+            "", "/", "apps/demo/placements/paywall/resolve", "/apps/demo/placements/paywall/resolve/",
+            "//apps/demo/placements/paywall/resolve", "/apps//placements/paywall/resolve",
+            "/apps/demo/placements//resolve", "/apps/demo/placements/paywall/resolved",
+            "/apps/demo/placement/paywall/resolve", "/app/demo/placements/paywall/resolve",
+            "/apps/demo/placements/paywall/resolve/x", "/apps/demo/placements/resolve-batch/",
+            "/apps/demo/placements/resolve-batc", "/apps/demo/placements", "/apps/de%20mo/placements/paywall/resolve",
+            "/apps/démo/placements/paywall/resolve", "/apps/demo/placements/pay wall/resolve",
+            "/apps/demo/placements/paywall/resolve?x=1", "/APPS/demo/placements/paywall/resolve",
+        ])
+    func refused(path: String) {
+        #expect(ResolveRoute(path: path[...]) == nil)
     }
 }

@@ -70,6 +70,9 @@ struct JSONParser {
         try nest()
         i += 1
         var members: [String: JSONValue] = [:]
+        // Room for the common small object at once, not a regrowth at its second
+        // and fourth members.
+        members.reserveCapacity(4)
         skipWhitespace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
             i += 1
@@ -132,16 +135,23 @@ struct JSONParser {
     private mutating func string() throws -> String {
         i += 1
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. ASCII needs no validation; `String(validating:as:)`
+        // is generic in the standard library, and its metadata lookups cost more
+        // than the scan (a resolve body is a handful of short ASCII strings).
+        var high: UInt8 = 0
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
-                let s = try validUTF8(start, i)
+                let s =
+                    high < 0x80
+                    ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    : try validUTF8(start, i)
                 i += 1
                 return s
             }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw error("control character in string") }
+            high |= b
             i += 1
         }
         var out = Array(bytes[start..<i])

@@ -55,17 +55,43 @@ final class RequestLogWriter: @unchecked Sendable {
         append(Self.line(method: method, path: path, status: status, elapsed: ContinuousClock.now - start))
     }
 
-    /// `METHOD PATH STATUS 12.3ms\n`, built without Foundation's formatter.
+    /// `METHOD PATH STATUS 12.3ms\n`, built byte by byte: no formatter, no
+    /// interpolated string, one array of the right size.
     static func line(method: String, path: some StringProtocol, status: Int, elapsed: Duration) -> [UInt8] {
         let (seconds, attoseconds) = elapsed.components
         let tenths = seconds * 10_000 + (attoseconds + 50_000_000_000_000) / 100_000_000_000_000
         var line: [UInt8] = []
-        line.reserveCapacity(method.utf8.count + path.utf8.count + 20)
-        line += method.utf8
+        line.reserveCapacity(method.utf8.count + path.utf8.count + 48)
+        appendUTF8(method, to: &line)
         line.append(UInt8(ascii: " "))
-        line += path.utf8
-        line += " \(status) \(tenths / 10).\(tenths % 10)ms\n".utf8
+        appendUTF8(path, to: &line)
+        line.append(UInt8(ascii: " "))
+        appendDecimal(Int64(status), to: &line)
+        line.append(UInt8(ascii: " "))
+        appendDecimal(tenths / 10, to: &line)
+        line.append(UInt8(ascii: "."))
+        line.append(UInt8(ascii: "0") + UInt8(abs(tenths % 10)))
+        line += "ms\n".utf8
         return line
+    }
+
+    private static func appendUTF8(_ text: some StringProtocol, to line: inout [UInt8]) {
+        if text.utf8.withContiguousStorageIfAvailable({ line.append(contentsOf: $0) }) == nil {
+            line.append(contentsOf: text.utf8)
+        }
+    }
+
+    private static func appendDecimal(_ value: Int64, to line: inout [UInt8]) {
+        if value < 0 { line.append(UInt8(ascii: "-")) }
+        var n = value.magnitude
+        var digits: InlineArray<20, UInt8> = .init(repeating: 0)
+        var count = 0
+        repeat {
+            digits[count] = UInt8(ascii: "0") + UInt8(n % 10)
+            n /= 10
+            count += 1
+        } while n > 0
+        for k in stride(from: count - 1, through: 0, by: -1) { line.append(digits[k]) }
     }
 
     func append(_ line: [UInt8]) {

@@ -274,24 +274,36 @@ struct ResolveBody {
     let placementKeys: [String]?
 
     /// fpctl's own parser: a resolve is on the hot path, and JSONDecoder costs
-    /// more than the rest of it.
+    /// more than the rest of it. The top level is read as a list of members: a
+    /// dictionary of three keys cost more than looking them up.
     init?(_ bytes: ByteBuffer) {
-        guard let json = bytes.withUnsafeReadableBytes({ try? JSONValue.parse(bytes: $0) }),
-            let user = json["user_id"]?.stringValue
-        else {
+        guard let members = bytes.withUnsafeReadableBytes({ try? JSONValue.parseMembers(bytes: $0) }) else {
             return nil
         }
-        switch json["attributes"] {
-        case nil, .null?: attributes = [:]
-        case .object(let a)?: attributes = a
-        default: return nil
+        var user: String?
+        var attributes: [String: JSONValue] = [:]
+        var placementKeys: [String]?
+        for (key, value) in members {
+            switch key {
+            case "user_id":
+                guard case .string(let id) = value else { return nil }
+                user = id
+            case "attributes":
+                switch value {
+                case .null: attributes = [:]
+                case .object(let a): attributes = a
+                default: return nil
+                }
+            case "placement_keys":
+                guard let items = value.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else { return nil }
+                placementKeys = items.compactMap(\.stringValue)
+            default:
+                continue
+            }
         }
-        if let list = json["placement_keys"] {
-            guard let items = list.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else { return nil }
-            placementKeys = items.compactMap(\.stringValue)
-        } else {
-            placementKeys = nil
-        }
-        userID = user
+        guard let user else { return nil }
+        self.userID = user
+        self.attributes = attributes
+        self.placementKeys = placementKeys
     }
 }

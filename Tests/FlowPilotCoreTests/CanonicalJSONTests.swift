@@ -76,6 +76,27 @@ struct JSONParserTests {
         }
     }
 
+    @Test("an object's members in document order, as strict as a whole parse")
+    func members() throws {
+        func members(_ text: String) throws -> [(key: String, value: JSONValue)] {
+            try Data(text.utf8).withUnsafeBytes { try JSONValue.parseMembers(bytes: $0) }
+        }
+        let list = try members(#" {"z":1,"a":{"b":[true]},"m":null} "#)
+        #expect(list.map(\.key) == ["z", "a", "m"])
+        #expect(list[1].value == .object(["b": .array([.bool(true)])]))
+        #expect(try members("{}").isEmpty)
+        // Duplicates are refused among few keys and among many (past 16, a set finds them).
+        let many = (0..<40).map { "\"k\($0)\":\($0)" }
+        #expect(try members("{" + many.joined(separator: ",") + "}").count == 40)
+        for text in [
+            #"{"a":1,"a":2}"#, "{" + (many + [#""k3":0"#]).joined(separator: ",") + "}",
+            "{" + (many + [#""k39":0"#]).joined(separator: ",") + "}", "[1]", "\"s\"", "{} {}", "{\"a\":}", "",
+            #"{"a":{"b":1,"b":2}}"#,
+        ] {
+            #expect(throws: JSONValue.ParseError.self, "\(text.prefix(40))") { try members(text) }
+        }
+    }
+
     @Test("nesting deeper than 512 levels is refused, not a stack overflow")
     func deepNesting() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)

@@ -39,6 +39,11 @@ struct RequestLogWriterTests {
         #expect(String(decoding: line, as: UTF8.self) == "POST /apps/demo/placements/paywall/resolve 200 1.2ms\n")
         let slow = RequestLogWriter.line(method: "GET", path: "/x", status: 404, elapsed: .milliseconds(2_345))
         #expect(String(decoding: slow, as: UTF8.self) == "GET /x 404 2345.0ms\n")
+        let path = "/media/a.png?v=1".prefix { $0 != "?" }
+        let instant = RequestLogWriter.line(method: "GET", path: path, status: 304, elapsed: .zero)
+        #expect(String(decoding: instant, as: UTF8.self) == "GET /media/a.png 304 0.0ms\n")
+        let long = RequestLogWriter.line(method: "DELETE", path: "/", status: 503, elapsed: .seconds(86_400))
+        #expect(String(decoding: long, as: UTF8.self) == "DELETE / 503 86400000.0ms\n")
     }
 
     @Test("a reader that stops holds the loggers back; once it reads, every line arrives, each thread's in order")

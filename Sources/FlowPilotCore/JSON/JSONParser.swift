@@ -67,17 +67,52 @@ struct JSONParser {
     }
 
     private mutating func object() throws -> JSONValue {
-        try nest()
-        i += 1
         var members: [String: JSONValue] = [:]
         // Room for the common small object at once, not a regrowth at its second
         // and fourth members.
         members.reserveCapacity(4)
+        try self.members { key, value in members.updateValue(value, forKey: key) == nil }
+        return .object(members)
+    }
+
+    /// The members of a top-level object in document order, duplicate keys
+    /// refused as everywhere: for a reader of a few known keys (a resolve
+    /// body), which needs no dictionary of them.
+    static func parseMembers(bytes raw: UnsafeRawBufferPointer) throws -> [(key: String, value: JSONValue)] {
+        var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        parser.skipWhitespace()
+        guard parser.i < parser.bytes.count, parser.bytes[parser.i] == UInt8(ascii: "{") else {
+            throw parser.error("expected an object")
+        }
+        var members: [(key: String, value: JSONValue)] = []
+        // Keys are compared one by one while there are few; past that, a set
+        // keeps a body of many keys from costing their square.
+        var keys: Set<String> = []
+        try parser.members { key, value in
+            if members.count < 16 {
+                if members.contains(where: { $0.key == key }) { return false }
+            } else {
+                if keys.isEmpty { keys = Set(members.map(\.key)) }
+                if !keys.insert(key).inserted { return false }
+            }
+            members.append((key, value))
+            return true
+        }
+        parser.skipWhitespace()
+        guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
+        return members
+    }
+
+    /// Parses the object at `i`, handing each member to `add`, which answers
+    /// false for a key the object already has.
+    private mutating func members(_ add: (String, JSONValue) -> Bool) throws {
+        try nest()
+        i += 1
         skipWhitespace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
             i += 1
             depth -= 1
-            return .object(members)
+            return
         }
         while true {
             skipWhitespace()
@@ -88,7 +123,7 @@ struct JSONParser {
             i += 1
             skipWhitespace()
             let v = try value()
-            if members.updateValue(v, forKey: key) != nil { throw error("duplicate key \"\(key)\"") }
+            if !add(key, v) { throw error("duplicate key \"\(key)\"") }
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of input") }
             if bytes[i] == UInt8(ascii: ",") {
@@ -98,7 +133,7 @@ struct JSONParser {
             if bytes[i] == UInt8(ascii: "}") {
                 i += 1
                 depth -= 1
-                return .object(members)
+                return
             }
             throw error("expected ',' or '}'")
         }

@@ -21,6 +21,13 @@ public enum JSONValue: Sendable, Equatable {
         try JSONParser.parse(bytes: bytes)
     }
 
+    /// The members of a JSON object in document order, for a reader of a few
+    /// known keys; as strict as `parse` (duplicate keys refused), and anything
+    /// but an object is a `ParseError`.
+    public static func parseMembers(bytes: UnsafeRawBufferPointer) throws -> [(key: String, value: JSONValue)] {
+        try JSONParser.parseMembers(bytes: bytes)
+    }
+
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public let message: String
         public var description: String { message }

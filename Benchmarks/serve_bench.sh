@@ -5,6 +5,9 @@
 #   everyday  fpctl serve --rewrite-asset-urls, request log to a file
 #             vs nginx with access_log to a file           (goal >= 0.7x, p99 < 10 ms)
 #   quiet     fpctl serve -q vs nginx with access_log off  (goal >= 0.8x)
+# Each comparison also prints what each run cost the servers in CPU time per
+# request (user+system microseconds, from /proc), steadier than requests/s when
+# wrk and the server share two cores with whatever else the machine runs.
 # Usage: Benchmarks/serve_bench.sh [seconds] [connections] [runs]
 # It measures the binary Scripts/install.sh installs (release, Swift runtime
 # linked in, in .build-static); FPCTL=PATH measures another, e.g. the everyday
@@ -96,17 +99,38 @@ wrk.headers["Authorization"] = "Bearer k_bench_secret"
 LUA
 
 run_wrk() { wrk -t1 -c"$conns" -d"${secs}s" --latency "$@"; }
+# CPU time (user and system clock ticks) of processes, summed: a server's cost per
+# request is steadier than its requests/s on a machine shared with wrk.
+ticks() { local u=0 s=0 p; for p in "$@"; do read -r -a f < "/proc/$p/stat"; u=$((u + f[13])); s=$((s + f[14])); done; echo "$u $s"; }
+nginx_workers() { pgrep -P "$(cat "$work/nginx-$1.pid")" | tr '\n' ' '; }
+per_request() { # BEFORE AFTER REQUESTS: "U+S" microseconds per request
+    local hz
+    hz=$(getconf CLK_TCK)
+    python3 -c "b, a, n, hz = '$1'.split(), '$2'.split(), $3, $hz
+u = (int(a[0]) - int(b[0])) * 1e6 / hz / n; s = (int(a[1]) - int(b[1])) * 1e6 / hz / n
+print(f'{u:.1f}+{s:.1f}')"
+}
+requests() { echo "$1" | awk '/requests in/ {print $1}'; }
 rps() { echo "$1" | awk '/Requests\/sec/ {print $2}'; }
 p99() { echo "$1" | awk '$1 == "99%" {print $2}'; }
 non2xx() { echo "$1" | awk '/Non-2xx/ {print $4}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# NAME FPCTL_URL NGINX_PORT GOAL
+# NAME FPCTL_NAME FPCTL_URL NGINX_NAME NGINX_PORT GOAL
 compare() {
-    local name=$1 url=$2 port=$3 goal=$4 s_all=() n_all=() s_p99=() s_out n_out
+    local name=$1 server=$2 url=$3 nginx=$4 port=$5 goal=$6 s_all=() n_all=() s_p99=() s_out n_out b
+    local s_cpu=() n_cpu=() pid workers
+    pid=$(cat "$work/fpctl-$server.pid")
+    workers=$(nginx_workers "$nginx")
     for _ in $(seq "$runs"); do
+        b=$(ticks "$pid")
         s_out=$(run_wrk -s "$work/post.lua" "$url/apps/bench/placements/paywall/resolve")
+        s_cpu+=("$(per_request "$b" "$(ticks "$pid")" "$(requests "$s_out")")")
+        # shellcheck disable=SC2086 # one pid per word
+        b=$(ticks $workers)
         n_out=$(run_wrk "http://127.0.0.1:$port/flow.json")
+        # shellcheck disable=SC2086
+        n_cpu+=("$(per_request "$b" "$(ticks $workers)" "$(requests "$n_out")")")
         if [ -n "$(non2xx "$s_out")" ]; then echo "fpctl answered non-2xx: $s_out" >&2; exit 1; fi
         s_all+=("$(rps "$s_out")"); n_all+=("$(rps "$n_out")"); s_p99+=("$(p99 "$s_out")")
     done
@@ -114,9 +138,12 @@ compare() {
     s=$(median "${s_all[@]}"); n=$(median "${n_all[@]}")
     printf '%-9s fpctl %9.0f req/s (p99 of runs: %s)  nginx %9.0f req/s  ratio %.2fx  (goal %s)\n' \
         "$name" "$s" "${s_p99[*]}" "$n" "$(python3 -c "print($s / $n)")" "$goal"
+    printf '%-9s server CPU per request, user+system microseconds: fpctl %s; nginx %s\n' \
+        "" "${s_cpu[*]}" "${n_cpu[*]}"
 }
 echo "flow response: $size bytes; wrk -t1 -c$conns -d${secs}s, median of $runs, on 2 cores shared with the server"
-compare everyday "$everyday_url" "$logged_nginx" ">= 0.7x, p99 < 10ms; fpctl --rewrite-asset-urls + log file, nginx access_log file"
-compare quiet "$quiet_url" "$quiet_nginx" ">= 0.8x; fpctl -q, nginx access_log off"
+compare everyday everyday "$everyday_url" logged "$logged_nginx" \
+    ">= 0.7x, p99 < 10ms; fpctl --rewrite-asset-urls + log file, nginx access_log file"
+compare quiet quiet "$quiet_url" quiet "$quiet_nginx" ">= 0.8x; fpctl -q, nginx access_log off"
 echo "request log lines: fpctl $(grep -c ' 200 ' "$work/log-everyday"), nginx $(wc -l < "$work/access.log")"
 if grep -q k_bench_secret "$work/log-everyday" "$work/access.log"; then echo "the API key reached a log" >&2; exit 1; fi

@@ -84,14 +84,12 @@ final class RequestLogWriter: @unchecked Sendable {
     private static func appendDecimal(_ value: Int64, to line: inout [UInt8]) {
         if value < 0 { line.append(UInt8(ascii: "-")) }
         var n = value.magnitude
-        var digits: InlineArray<20, UInt8> = .init(repeating: 0)
-        var count = 0
+        let start = line.count
         repeat {
-            digits[count] = UInt8(ascii: "0") + UInt8(n % 10)
+            line.append(UInt8(ascii: "0") + UInt8(n % 10))
             n /= 10
-            count += 1
         } while n > 0
-        for k in stride(from: count - 1, through: 0, by: -1) { line.append(digits[k]) }
+        line[start...].reverse()  // written least significant digit first
     }
 
     func append(_ line: [UInt8]) {

@@ -30,8 +30,14 @@ enum ResolveRoute: Equatable {
     /// One pass over the bytes: every byte a slash or unreserved, and the slashes
     /// where the two routes have them.
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> ResolveRoute? {
+        // Five slashes at most; on the stack (InlineArray would need macOS 26).
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 5) { parse(bytes, slashes: $0) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, slashes: UnsafeMutableBufferPointer<Int>)
+        -> ResolveRoute?
+    {
         let slash = UInt8(ascii: "/")
-        var slashes: InlineArray<5, Int> = .init(repeating: 0)
         var count = 0
         for (i, byte) in bytes.enumerated() {
             if byte == slash {

@@ -32,17 +32,17 @@ final class ServeStats: Sendable {
 
     func count(route: Route) {
         switch route {
-        case .resolve: resolves.add(1, ordering: .relaxed)
-        case .resolveBatch: batches.add(1, ordering: .relaxed)
-        case .media: media.add(1, ordering: .relaxed)
+        case .resolve: resolves.add(1, ordering: .sequentiallyConsistent)
+        case .resolveBatch: batches.add(1, ordering: .sequentiallyConsistent)
+        case .media: media.add(1, ordering: .sequentiallyConsistent)
         }
     }
 
     private func load(_ route: Route) -> Int {
         switch route {
-        case .resolve: resolves.load(ordering: .relaxed)
-        case .resolveBatch: batches.load(ordering: .relaxed)
-        case .media: media.load(ordering: .relaxed)
+        case .resolve: resolves.load(ordering: .sequentiallyConsistent)
+        case .resolveBatch: batches.load(ordering: .sequentiallyConsistent)
+        case .media: media.load(ordering: .sequentiallyConsistent)
         }
     }
 
@@ -65,9 +65,9 @@ final class ServeStats: Sendable {
     }
 
     func reset() {
-        resolves.store(0, ordering: .relaxed)
-        batches.store(0, ordering: .relaxed)
-        media.store(0, ordering: .relaxed)
+        resolves.store(0, ordering: .sequentiallyConsistent)
+        batches.store(0, ordering: .sequentiallyConsistent)
+        media.store(0, ordering: .sequentiallyConsistent)
         keys.withLock { $0 = [:] }
     }
 }

@@ -278,4 +278,41 @@ struct ResolveRouteTests {
     func refused(path: String) {
         #expect(ResolveRoute(path: path[...]) == nil)
     }
+
+    @Test("paths made of route-like pieces parse as the rules read plainly say (100,000 of them)")
+    func agreesWithPlainReading() {
+        // The rules, read as plainly as possible: split on "/", check each part.
+        func plain(_ path: String) -> ResolveRoute? {
+            let unreserved = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+            guard path.hasPrefix("/") else { return nil }
+            let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(unreserved.contains) }),
+                parts.count == 4 || parts.count == 5, parts[0] == "apps", parts[2] == "placements"
+            else { return nil }
+            if parts.count == 4 { return parts[3] == "resolve-batch" ? .batch(app: parts[1]) : nil }
+            return parts[4] == "resolve" ? .single(app: parts[1], placement: parts[3]) : nil
+        }
+        let pieces = [
+            "/", "/", "/", "apps", "placements", "resolve", "resolve-batch", "demo", "k", "-", ".", "~", "_", "%2F",
+            "é", " ", "?", "A", "9", "//", "/apps/", "/placements/", "/resolve",
+        ]
+        var random = SystemRandomNumberGenerator()
+        var disagreements: [String] = []
+        for _ in 0..<100_000 {
+            let path = (0..<Int.random(in: 0...9, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            if ResolveRoute(path: path[...]) != plain(path) { disagreements.append(path) }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+        // The generator does reach the routes, or the test would prove little.
+        var reached = 0
+        for _ in 0..<20_000 {
+            let path =
+                "/apps/" + pieces.randomElement(using: &random)! + "/placements/"
+                + pieces.randomElement(using: &random)! + "/resolve"
+            if plain(path) != nil { reached += 1 }
+            #expect(ResolveRoute(path: path[...]) == plain(path), "\(path)")
+        }
+        #expect(reached > 1_000)
+    }
 }

@@ -62,9 +62,9 @@ final class RequestLogWriter: @unchecked Sendable {
         let tenths = seconds * 10_000 + (attoseconds + 50_000_000_000_000) / 100_000_000_000_000
         var line: [UInt8] = []
         line.reserveCapacity(method.utf8.count + path.utf8.count + 48)
-        appendUTF8(method, to: &line)
+        method.withUTF8Bytes { line.append(contentsOf: $0) }
         line.append(UInt8(ascii: " "))
-        appendUTF8(path, to: &line)
+        path.withUTF8Bytes { line.append(contentsOf: $0) }
         line.append(UInt8(ascii: " "))
         appendDecimal(Int64(status), to: &line)
         line.append(UInt8(ascii: " "))
@@ -73,12 +73,6 @@ final class RequestLogWriter: @unchecked Sendable {
         line.append(UInt8(ascii: "0") + UInt8(abs(tenths % 10)))
         line += "ms\n".utf8
         return line
-    }
-
-    private static func appendUTF8(_ text: some StringProtocol, to line: inout [UInt8]) {
-        if text.utf8.withContiguousStorageIfAvailable({ line.append(contentsOf: $0) }) == nil {
-            line.append(contentsOf: text.utf8)
-        }
     }
 
     private static func appendDecimal(_ value: Int64, to line: inout [UInt8]) {

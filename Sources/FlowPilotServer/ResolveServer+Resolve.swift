@@ -20,10 +20,7 @@ enum ResolveRoute: Equatable {
     /// letters, digits, `-._~`), no empty segment or trailing slash. Other
     /// spellings the router may still accept are left to it.
     init?(path: Substring) {
-        let parsed =
-            path.utf8.withContiguousStorageIfAvailable(Self.parse)
-            ?? Array(path.utf8).withUnsafeBufferPointer(Self.parse)
-        guard let parsed else { return nil }
+        guard let parsed = path.withUTF8Bytes(Self.parse) else { return nil }
         self = parsed
     }
 
@@ -250,8 +247,7 @@ extension ResolveServer {
                 return diff == 0
             }
         }
-        return header.utf8.withContiguousStorageIfAvailable(compare)
-            ?? Array(header.utf8).withUnsafeBufferPointer(compare)
+        return header.withUTF8Bytes(compare)
     }
 }
 
@@ -311,5 +307,14 @@ struct ResolveBody {
         self.userID = user
         self.attributes = attributes
         self.placementKeys = placementKeys
+    }
+}
+
+extension StringProtocol {
+    /// The text's UTF-8 bytes in one buffer: its own storage when contiguous
+    /// (native strings and their slices), a copy otherwise.
+    func withUTF8Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
+        return try Array(utf8).withUnsafeBufferPointer(body)
     }
 }

@@ -19,7 +19,7 @@ final class ServeStats: Sendable {
 
     /// The routes counted; each has an atomic counter, so counting a request
     /// takes no lock (the per-key counts below do).
-    enum Route: String {
+    enum Route: String, CaseIterable {
         case resolve
         case resolveBatch = "resolve-batch"
         case media
@@ -30,20 +30,17 @@ final class ServeStats: Sendable {
     private let media = Atomic<Int>(0)
     private let keys = Mutex<[Key: Int]>([:])
 
-    func count(route: Route) {
+    @discardableResult
+    private func counter<R>(_ route: Route, _ body: (borrowing Atomic<Int>) -> R) -> R {
         switch route {
-        case .resolve: resolves.add(1, ordering: .sequentiallyConsistent)
-        case .resolveBatch: batches.add(1, ordering: .sequentiallyConsistent)
-        case .media: media.add(1, ordering: .sequentiallyConsistent)
+        case .resolve: body(resolves)
+        case .resolveBatch: body(batches)
+        case .media: body(media)
         }
     }
 
-    private func load(_ route: Route) -> Int {
-        switch route {
-        case .resolve: resolves.load(ordering: .sequentiallyConsistent)
-        case .resolveBatch: batches.load(ordering: .sequentiallyConsistent)
-        case .media: media.load(ordering: .sequentiallyConsistent)
-        }
+    func count(route: Route) {
+        counter(route) { $0.add(1, ordering: .sequentiallyConsistent) }
     }
 
     func count(app: String, placement: String, user: String) {
@@ -53,8 +50,8 @@ final class ServeStats: Sendable {
 
     func snapshot() -> Snapshot {
         var routes: [String: Int] = [:]
-        for route in [Route.resolve, .resolveBatch, .media] {
-            let n = load(route)
+        for route in Route.allCases {
+            let n = counter(route) { $0.load(ordering: .sequentiallyConsistent) }
             if n > 0 { routes[route.rawValue] = n }
         }
         var keys: [String: Int] = [:]
@@ -65,9 +62,7 @@ final class ServeStats: Sendable {
     }
 
     func reset() {
-        resolves.store(0, ordering: .sequentiallyConsistent)
-        batches.store(0, ordering: .sequentiallyConsistent)
-        media.store(0, ordering: .sequentiallyConsistent)
+        for route in Route.allCases { counter(route) { $0.store(0, ordering: .sequentiallyConsistent) } }
         keys.withLock { $0 = [:] }
     }
 }

@@ -19,9 +19,14 @@ struct JSONParser {
         var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
         parser.skipWhitespace()
         let value = try parser.value()
-        parser.skipWhitespace()
-        guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
+        try parser.end()
         return value
+    }
+
+    /// Nothing but whitespace may follow the document's value.
+    private mutating func end() throws {
+        skipWhitespace()
+        guard i == bytes.count else { throw error("unexpected content after the JSON value") }
     }
 
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
@@ -98,8 +103,7 @@ struct JSONParser {
             members.append((key, value))
             return true
         }
-        parser.skipWhitespace()
-        guard parser.i == parser.bytes.count else { throw parser.error("unexpected content after the JSON value") }
+        try parser.end()
         return members
     }
 

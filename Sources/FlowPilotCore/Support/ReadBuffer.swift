@@ -20,7 +20,7 @@ final class ReadBuffer {
     /// one swapped in afterwards from being read).
     static func openForReading(_ path: String) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw failure(path) }
         return fd
     }
 
@@ -30,10 +30,15 @@ final class ReadBuffer {
             let n = read(fd, storage.baseAddress, storage.count)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+                throw Self.failure(path)
             }
             if n == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: storage[0..<n]))
         }
+    }
+
+    /// errno's failure to open or read `path`: the source is missing or unreadable (exit 66).
+    private static func failure(_ path: String) -> FPError {
+        FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
     }
 }

@@ -40,12 +40,20 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
+        // zlib from the system (Debian: zlib1g-dev): the one deflate a bundle's
+        // bytes come from (docs/bundle-format.md, "Byte identity").
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // The domain: flows, bundles, archives. No argument parsing in here.
         .target(
             name: "FlowPilotCore",
             dependencies: [
                 "CArchive",
                 "CDeflate",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

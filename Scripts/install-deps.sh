@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, only when missing, the Debian packages fpctl builds and tests with:
-# libarchive-dev (the archive library), libdeflate-dev (a fast CRC-32),
+# libarchive-dev (the archive reader), libdeflate-dev (a fast CRC-32),
+# zlib1g-dev (the bundle writer's deflate),
 # libarchive-tools (bsdtar), unzip, mandoc, python3 (independent zip reader and fixture maker), curl (serve tests),
 # prometheus (its promtool checks the metrics warm writes), and for the HTTPS
 # and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
@@ -9,6 +10,7 @@ set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
 pkg-config --exists libdeflate 2>/dev/null || need+=(libdeflate-dev)
+pkg-config --exists zlib 2>/dev/null || need+=(zlib1g-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v unzip >/dev/null || need+=(unzip)
@@ -23,6 +25,11 @@ for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;
     time) [ -x /usr/bin/time ] || need+=(time) ;;
+    deb)  # Scripts/package.sh's .deb and Scripts/check-debian.sh's Debian 13 root
+      command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
+      command -v debootstrap >/dev/null || need+=(debootstrap)
+      command -v lintian >/dev/null || need+=(lintian)
+      ;;
     man)
       command -v man >/dev/null || need+=(man-db)
       command -v col >/dev/null || need+=(bsdextrautils)

@@ -1,3 +1,4 @@
+import FlowPilotCore
 import Foundation
 import Testing
 
@@ -29,5 +30,42 @@ struct BundleFormatTests {
         #expect(mine == fpctls, "\(sample): \(mine.count) bytes from the encoder, \(fpctls.count) from fpctl")
         let validated = try fpctl("bundle", "validate", tmp.file("python.fpbundle"))
         #expect(validated.status == 0, "\(validated.stdout)")
+    }
+
+    /// The SHA-256 of every sample bundle and of the generated 300-flow source
+    /// (Fixtures/make-large-source.py), as fpctl 0.1.0 first wrote them with
+    /// libarchive on Debian 12. The writer owns every header byte, so only the
+    /// deflate library (zlib, level 6) could move them: a zlib whose output
+    /// differs fails here instead of shipping. `manifest.json` names the
+    /// generator (`fpctl VERSION`), so a version bump changes these on purpose.
+    @Test("each sample bundle and a generated 300-flow source build to their pinned SHA-256", arguments: try pinned())
+    func pinnedBytes(name: String, sha256: String) throws {
+        let tmp = try TemporaryDirectory()
+        let source: String
+        if name == "large" {
+            source = tmp.file("large")
+            let made = try run(
+                which("python3") ?? "/usr/bin/python3",
+                [
+                    Paths.packageRoot.appendingPathComponent("Tests/fpctlTests/Fixtures/make-large-source.py").path,
+                    source,
+                ])
+            #expect(made.status == 0, "\(made.stderr)")
+        } else {
+            source = Paths.sample(name)
+        }
+        let bundle = tmp.file("\(name).fpbundle")
+        let build = try fpctl("bundle", "build", source, "-o", bundle, environment: ["SOURCE_DATE_EPOCH": ""])
+        #expect(build.status == 0, "\(build.stderr)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: bundle))
+        #expect(Digest.sha256Hex(bytes) == sha256, "\(name): \(bytes.count) bytes")
+    }
+
+    static func pinned() throws -> [(String, String)] {
+        let file = Paths.packageRoot.appendingPathComponent("Tests/fpctlTests/Fixtures/pinned-bundles.sha256")
+        return try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return (String(fields[1].dropLast(".fpbundle".count)), String(fields[0]))
+        }
     }
 }

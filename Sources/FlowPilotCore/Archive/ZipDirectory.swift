@@ -368,7 +368,7 @@ struct ZipDirectory {
         return (dataEnd, mismatches)
     }
 
-    /// Every header byte as fpctl's writer (libarchive, pinned fields) produces it
+    /// Every header byte as fpctl's writer (`ZipWriter`, from the same field lists) produces it
     /// for this `created_at`: nothing in a bundle may vary without breaking the
     /// canonical form, so no byte can be changed unnoticed (timestamps, attributes,
     /// extra fields, versions). Returns the entries that differ.
@@ -379,33 +379,18 @@ struct ZipDirectory {
         }
         let extra = CanonicalHeader.extraFields(createdAt: createdAt)
         var findings: [Finding] = []
+        let extraLength = CanonicalHeader.length(of: extra)
         for e in entries {
             let name = Array(e.name.utf8)
-            let stored = e.method == 0
-            let needed: UInt16 = stored ? 10 : 20
-            let size = UInt32(truncatingIfNeeded: e.uncompressedSize)
-            let extraLength = UInt16(extra.reduce(0) { $0 + 4 + $1.data.count })
-            typealias F = CanonicalHeader.Field
-            let local: [F] = [
-                .u32("signature", ZipSignature.localHeader), .u16("version needed", needed),
-                .u16("flags", 0x0008), .u16("method", e.method), .u16("mod time", dosTime),
-                .u16("mod date", dosDate), .u32("crc32", 0), .u32("compressed size", stored ? size : 0),
-                .u32("size", size), .u16("name length", UInt16(name.count)), .u16("extra length", extraLength),
-            ]
-            let central: [F] = [
-                .u32("signature", ZipSignature.centralRecord), .u16("version made by", 0x0300 | needed),
-                .u16("version needed", needed), .u16("flags", 0x0008), .u16("method", e.method),
-                .u16("mod time", dosTime), .u16("mod date", dosDate), .u32("crc32", e.crc32),
-                .u32("compressed size", UInt32(truncatingIfNeeded: e.compressedSize)), .u32("size", size),
-                .u16("name length", UInt16(name.count)), .u16("extra length", extraLength),
-                .u16("comment length", 0), .u16("disk number", 0), .u16("internal attributes", 0),
-                .u32("external attributes", 0o100644 << 16),
-                .u32("local header offset", UInt32(truncatingIfNeeded: e.localHeaderOffset)),
-            ]
-            let descriptor: [F] = [
-                .u32("signature", ZipSignature.dataDescriptor), .u32("crc32", e.crc32),
-                .u32("compressed size", UInt32(truncatingIfNeeded: e.compressedSize)), .u32("size", size),
-            ]
+            let canonical = CanonicalHeader.Entry(
+                name: name, method: e.method, crc32: e.crc32,
+                compressedSize: UInt32(truncatingIfNeeded: e.compressedSize),
+                size: UInt32(truncatingIfNeeded: e.uncompressedSize),
+                localHeaderOffset: UInt32(truncatingIfNeeded: e.localHeaderOffset))
+            let dos = (date: dosDate, time: dosTime)
+            let local = CanonicalHeader.localHeader(canonical, dos: dos, extraLength: extraLength)
+            let central = CanonicalHeader.centralRecord(canonical, dos: dos, extraLength: extraLength)
+            let descriptor = CanonicalHeader.dataDescriptor(canonical)
             var problems: [String] = []
             if let p = CanonicalHeader.difference(
                 "local header", fixed: local, name: name, extra: extra, actual: localHeaders[e.index] ?? [])
@@ -480,131 +465,5 @@ private struct NameIndex {
             }
             return nil
         }
-    }
-}
-
-/// The MS-DOS date and time zip headers carry (2-second resolution, UTC here).
-enum ZipDate {
-    /// 1980-01-01T00:00:00Z and 2108-01-01T00:00:00Z: what a DOS date can hold.
-    static let range: Range<TimeInterval> = 315_532_800..<4_354_819_200
-
-    static func contains(_ date: Date) -> Bool { range.contains(date.timeIntervalSince1970) }
-
-    /// The header's (date, time) fields, or nil for a time outside `range`.
-    static func dos(_ date: Date) -> (date: UInt16, time: UInt16)? {
-        guard contains(date) else { return nil }
-        var t = time_t(date.timeIntervalSince1970)
-        var tm = tm()
-        gmtime_r(&t, &tm)
-        let day = (Int(tm.tm_year) + 1900 - 1980) << 9 | Int(tm.tm_mon + 1) << 5 | Int(tm.tm_mday)
-        let time = Int(tm.tm_hour) << 11 | Int(tm.tm_min) << 5 | Int(tm.tm_sec) / 2
-        return (UInt16(day), UInt16(time))
-    }
-}
-
-/// The canonical form of a bundle's zip headers, field by field, so a header
-/// that differs is reported by the field that differs and both values
-/// (docs/bundle-format.md lists the same fields, byte for byte).
-enum CanonicalHeader {
-    enum Field {
-        case u16(String, UInt16)
-        case u32(String, UInt32)
-
-        var name: String {
-            switch self {
-            case .u16(let name, _), .u32(let name, _): name
-            }
-        }
-        var width: Int {
-            switch self {
-            case .u16: 2
-            case .u32: 4
-            }
-        }
-        var value: UInt32 {
-            switch self {
-            case .u16(_, let v): UInt32(v)
-            case .u32(_, let v): v
-            }
-        }
-    }
-
-    /// The two extra fields every entry carries: extended timestamp (0x5455,
-    /// mtime = created_at) and Info-ZIP Unix uid/gid (0x7875, both 0).
-    static func extraFields(createdAt: Date) -> [(id: UInt16, data: [UInt8])] {
-        let t = UInt32(truncatingIfNeeded: Int64(createdAt.timeIntervalSince1970))
-        return [
-            (0x5455, [0x01, UInt8(t & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t >> 16 & 0xFF), UInt8(t >> 24)]),
-            (0x7875, [0x01, 0x04, 0, 0, 0, 0, 0x04, 0, 0, 0, 0]),
-        ]
-    }
-
-    /// The first field of `actual` that is not canonical, as
-    /// "RECORD: FIELD 0x… (canonical 0x…)"; nil when every byte is canonical.
-    static func difference(
-        _ record: String, fixed: [Field], name: [UInt8]?, extra: [(id: UInt16, data: [UInt8])]?, actual: [UInt8]
-    ) -> String? {
-        if actual.isEmpty { return "\(record) missing" }
-        var offset = 0
-        var lengths: [String: Int] = [:]
-        for field in fixed {
-            guard offset + field.width <= actual.count else { return "\(record): ends before its \(field.name)" }
-            let value = actual[offset..<offset + field.width].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            offset += field.width
-            if field.name.hasSuffix(" length") { lengths[field.name] = Int(value) }
-            // Lengths follow from the name and extra fields, compared below.
-            if value != field.value, !field.name.hasSuffix(" length") || field.name == "comment length" {
-                return
-                    "\(record): \(field.name) \(hex(value, field.width)) (canonical \(hex(field.value, field.width)))"
-            }
-        }
-        guard let name, let extra else {
-            return offset == actual.count ? nil : "\(record): \(actual.count - offset) bytes more than canonical"
-        }
-        let nameLength = lengths["name length"] ?? 0
-        let extraLength = lengths["extra length"] ?? 0
-        guard offset + nameLength + extraLength <= actual.count else {
-            return "\(record): ends inside its name or extra"
-        }
-        if Array(actual[offset..<offset + nameLength]) != name { return "\(record): name differs from the canonical" }
-        offset += nameLength
-        var found: [(id: UInt16, data: [UInt8])] = []
-        var at = offset
-        while at + 4 <= offset + extraLength {
-            let id = UInt16(actual[at]) | UInt16(actual[at + 1]) << 8
-            let size = Int(actual[at + 2]) | Int(actual[at + 3]) << 8
-            let end = min(at + 4 + size, offset + extraLength)
-            found.append((id, Array(actual[at + 4..<end])))
-            at = end
-        }
-        for (i, want) in extra.enumerated() {
-            guard let got = found.first(where: { $0.id == want.id }) else {
-                return "\(record): extra field \(hex(UInt32(want.id), 2)) missing"
-            }
-            if got.data != want.data {
-                return
-                    "\(record): extra field \(hex(UInt32(want.id), 2)) is \(bytes(got.data)) (canonical \(bytes(want.data)))"
-            }
-            if found.firstIndex(where: { $0.id == want.id }) != i {
-                return "\(record): extra fields out of the canonical order"
-            }
-        }
-        if let other = found.first(where: { f in !extra.contains { $0.id == f.id } }) {
-            return "\(record): extra field \(hex(UInt32(other.id), 2)) is not canonical"
-        }
-        if at != offset + extraLength || found.count != extra.count {
-            return "\(record): extra fields malformed"
-        }
-        if offset + extraLength != actual.count { return "\(record): bytes after the extra fields" }
-        return nil
-    }
-
-    static func hex(_ value: UInt32, _ width: Int) -> String {
-        let digits = String(value, radix: 16)
-        return "0x" + String(repeating: "0", count: max(0, width * 2 - digits.count)) + digits
-    }
-
-    static func bytes(_ data: [UInt8]) -> String {
-        data.map { hex(UInt32($0), 1).dropFirst(2) }.joined()
     }
 }

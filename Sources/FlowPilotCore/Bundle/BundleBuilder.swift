@@ -59,19 +59,18 @@ public enum BundleBuilder {
     private static func write(
         _ manifestData: Data, _ files: [BundlePlan.File], to path: String, output: String, createdAt: Date
     ) throws {
-        let mtime = Int64(createdAt.timeIntervalSince1970)
         let rehash = HashPipeline()
         var streamed: [(id: Int, file: BundlePlan.File)] = []
         let buffer = ReadBuffer(size: chunkSize)
         do {
-            let writer = try ZipWriter(path: path)
-            try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), mtime: mtime, store: false) {
+            let writer = try ZipWriter(path: path, modified: createdAt)
+            try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), store: false) {
                 sink in
                 try manifestData.withUnsafeBytes { try sink($0) }
             }
             for file in files.sorted(by: { $0.archivePath.utf8.lexicographicallyPrecedes($1.archivePath.utf8) }) {
                 try writer.addFile(
-                    path: file.archivePath, size: file.size, mtime: mtime, store: BundlePath.isStored(file.archivePath)
+                    path: file.archivePath, size: file.size, store: BundlePath.isStored(file.archivePath)
                 ) { sink in
                     switch file.content {
                     case .bytes(let data): try data.withUnsafeBytes { try sink($0) }

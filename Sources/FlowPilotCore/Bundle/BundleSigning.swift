@@ -111,12 +111,11 @@ public enum BundleSigning {
         }
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         let out = try AtomicOutput(destination: output ?? bundle, overwrite: true)
-        let mtime = Int64(manifest.createdAt.timeIntervalSince1970)
         do {
             // One entry at a time from the old archive into the new one: the manifest
             // (small, needed whole to sign), the new signature, then the rest as they come.
             let reader = try ZipReader(path: bundle)
-            let writer = try ZipWriter(path: out.temporaryPath)
+            let writer = try ZipWriter(path: out.temporaryPath, modified: manifest.createdAt)
             while let entry = try reader.next() {
                 if entry.path == BundleManifest.signaturePath { continue }
                 if entry.path == BundleManifest.path {
@@ -132,14 +131,14 @@ public enum BundleSigning {
                             "signature": .string(signature.base64EncodedString()),
                         ]))
                     for (path, data) in [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)] {
-                        try writer.addFile(path: path, size: Int64(data.count), mtime: mtime, store: false) { sink in
+                        try writer.addFile(path: path, size: Int64(data.count), store: false) { sink in
                             try data.withUnsafeBytes { try sink($0) }
                         }
                     }
                     continue
                 }
                 try writer.addFile(
-                    path: entry.path, size: sizes[entry.path] ?? 0, mtime: mtime,
+                    path: entry.path, size: sizes[entry.path] ?? 0,
                     store: BundlePath.isStored(entry.path)
                 ) { sink in
                     try reader.readData { chunk in

@@ -86,7 +86,22 @@ struct HTTPSProxyTests {
         #expect(garbage.result.stderr.contains(notPEM) && garbage.result.stderr.contains("no PEM certificate"))
         let missingFromEnvironment = try warm(backend.url, environment: ["SSL_CERT_FILE": backend.dir.file("nope.pem")])
         #expect(missingFromEnvironment.result.status == 66, "\(missingFromEnvironment.result.stderr)")
-        #expect(missingFromEnvironment.result.stderr.contains("SSL_CERT_FILE"))
+        #expect(
+            missingFromEnvironment.result.stderr
+                == "fpctl: error: SSL_CERT_FILE \(backend.dir.file("nope.pem")): cannot read the file\n")
+    }
+
+    @Test("a missing SSL_CERT_FILE or SSL_CERT_DIR stops only what needs TLS: a plain http:// backend warms, as in curl")
+    func trustStoreOnlyForTLS() throws {
+        let backend = try TLSBackend()
+        for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+            let plain = try warm(backend.serve.url, environment: [variable: backend.dir.file("nope")])
+            #expect(plain.result.status == 0, "\(variable): \(plain.result.stderr)")
+            #expect(plain.rows.count == 2 && plain.rows.allSatisfy { $0.state == "warmed" }, "\(plain.result.stdout)")
+            let tls = try warm(backend.url, environment: [variable: backend.dir.file("nope")])
+            #expect(tls.result.status == 66, "\(variable): \(tls.result.stderr)")
+            #expect(tls.result.stderr.hasPrefix("fpctl: error: \(variable) \(backend.dir.file("nope")): "))
+        }
     }
 
     @Test(

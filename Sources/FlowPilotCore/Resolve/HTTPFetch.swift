@@ -17,6 +17,10 @@ enum MediaDownload {
     ) async -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
+        if let problem = transport.trustProblem, HTTPTransport.needsTLS(url) {
+            log?.record("media", status: nil)
+            return .failure(problem.description)
+        }
         let response: HTTPClientResponse
         let (client, proxy) = transport.route(url)
         do {

@@ -31,6 +31,9 @@ public struct TransportSettings: Sendable, Hashable {
 public final class HTTPTransport: Sendable {
     public let proxies: ProxyRules
     let tls: TLSConfiguration
+    /// Why the trust store named by `SSL_CERT_FILE`/`SSL_CERT_DIR` cannot be used:
+    /// only a request that needs TLS needs it, as in curl.
+    let trustProblem: FPError?
     private let clients = Mutex<[ProxyEndpoint?: HTTPClient]>([:])
 
     /// Direct connections, the system's CAs: what a library caller gets by default.
@@ -39,13 +42,16 @@ public final class HTTPTransport: Sendable {
     private static let made = Mutex<[TransportSettings: HTTPTransport]>([:])
 
     /// The transport for `settings`, made once per process. Throws a one-line
-    /// `FPError` for a CA file that is missing or holds no certificate, and for a
-    /// proxy URL that is not an http:// URL.
+    /// `FPError` for a `--cacert` file that is missing or holds no certificate,
+    /// and for a proxy URL that is not an http:// URL. A missing `SSL_CERT_FILE`
+    /// or `SSL_CERT_DIR` is kept for the first https:// request
+    /// (`requireTrust(for:)`): a plain http:// backend does not need it.
     public static func make(_ settings: TransportSettings) throws -> HTTPTransport {
         if let made = made.withLock({ $0[settings] }) { return made }
+        let (tls, problem) = try trust(settings)
         let transport = HTTPTransport(
-            tls: try trust(settings),
-            proxies: try ProxyRules(override: settings.proxy, environment: settings.environment))
+            tls: tls, proxies: try ProxyRules(override: settings.proxy, environment: settings.environment),
+            trustProblem: problem)
         return made.withLock { made in
             if let earlier = made[settings] { return earlier }
             made[settings] = transport
@@ -53,9 +59,20 @@ public final class HTTPTransport: Sendable {
         }
     }
 
-    init(tls: TLSConfiguration, proxies: ProxyRules) {
+    init(tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil) {
         self.tls = tls
         self.proxies = proxies
+        self.trustProblem = trustProblem
+    }
+
+    /// Throws the one-line error about the trust store the environment names
+    /// when `url` needs TLS and that store cannot be read.
+    public func requireTrust(for url: String) throws {
+        if let trustProblem, Self.needsTLS(url) { throw trustProblem }
+    }
+
+    static func needsTLS(_ url: String) -> Bool {
+        url.prefix(8).lowercased() == "https://"
     }
 
     /// The client for `url`, and the proxy it goes through (nil: direct).
@@ -87,25 +104,30 @@ public final class HTTPTransport: Sendable {
         return configuration
     }
 
-    private static func trust(_ settings: TransportSettings) throws -> TLSConfiguration {
+    /// The TLS configuration, and why the environment's trust store cannot be used, if it cannot.
+    private static func trust(_ settings: TransportSettings) throws -> (TLSConfiguration, FPError?) {
         var tls = TLSConfiguration.makeClientConfiguration()
+        var problem: FPError?
         if let file = settings.environment["SSL_CERT_FILE"] {
             // Read by the TLS library when the first connection is made (it may hold
             // hundreds of certificates); a file that holds none fails that connection with `tls`.
-            guard FileManager.default.isReadableFile(atPath: file) else {
-                throw FPError.inputMissing("SSL_CERT_FILE \(file): cannot read the file")
+            if FileManager.default.isReadableFile(atPath: file) {
+                tls.trustRoots = .file(file)
+            } else {
+                problem = FPError.inputMissing("SSL_CERT_FILE \(file): cannot read the file")
             }
-            tls.trustRoots = .file(file)
         } else if let directory = settings.environment["SSL_CERT_DIR"] {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
-            else { throw FPError.inputMissing("SSL_CERT_DIR \(directory): no such directory") }
-            tls.trustRoots = .file(directory)
+            if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue {
+                tls.trustRoots = .file(directory)
+            } else {
+                problem = FPError.inputMissing("SSL_CERT_DIR \(directory): no such directory")
+            }
         }
         if let file = settings.caFile {
             tls.additionalTrustRoots = [.certificates(try certificates(file, origin: "--cacert"))]
         }
-        return tls
+        return (tls, problem)
     }
 
     /// The certificates of a PEM file, or a one-line error naming the file.

@@ -127,6 +127,10 @@ public struct ResolveClient: Sendable {
 
     /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, … or Retry-After (capped at 10 s).
     private func post(_ url: String, _ body: ByteBuffer, endpoint: String) async -> Response {
+        // The trust store the environment names cannot be read: nothing is sent with another.
+        if let problem = transport.trustProblem, HTTPTransport.needsTLS(url) {
+            return .failure(.tls(problem.description))
+        }
         var attempt = 0
         while true {
             var request = HTTPClientRequest(url: url)

@@ -58,6 +58,7 @@ struct RemoteOptions: ParsableArguments {
         }
         let transport = try HTTPTransport.make(
             TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment))
+        try transport.requireTrust(for: apiURL)
         return ResolveClient(
             baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport)
     }

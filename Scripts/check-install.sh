@@ -6,14 +6,14 @@
 #   - ldd of it lists nothing from the Swift toolchain;
 #   - MANPATH=PREFIX/share/man man fpctl-warm and man 5 fpctl-bundle render;
 #   - bash completion of `fpctl bundle va` offers validate;
-#   - Scripts/package.sh twice gives the same bytes.
+#   - Scripts/package.sh twice gives the same bytes (the tarball and the .deb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "check-install: $*" >&2; exit 1; }
 
-Scripts/install-deps.sh man
+Scripts/install-deps.sh man deb
 Scripts/install.sh --prefix "$prefix" >/dev/null
 version=$(env -i "$prefix/bin/fpctl" --version) || fail "the installed fpctl does not run with an empty environment"
 [ "$version" = "$(.build/debug/fpctl --version 2>/dev/null || echo "$version")" ] || fail "version $version differs"
@@ -40,7 +40,8 @@ offered=$(bash -c '
     printf "%s\n" "${COMPREPLY[@]}"' _ "$prefix")
 grep -qx "validate" <<<"$offered" || fail "bash completion of 'fpctl bundle va' offers: $offered"
 
-first=$(Scripts/package.sh | tail -1)
-second=$(Scripts/package.sh | tail -1)
+first=$(Scripts/package.sh)
+second=$(Scripts/package.sh)
 [ "$first" = "$second" ] || fail "two packages from one commit differ: $first / $second"
-echo "install ok: fpctl $version, $(wc -l <<<"$libraries") libraries (none from the toolchain), man page, completion; package $first"
+echo "install ok: fpctl $version, $(wc -l <<<"$libraries") libraries (none from the toolchain), man page, completion; packages:
+$first"

@@ -3,7 +3,8 @@
 # build and the tests need when they are missing, lints with swift format,
 # builds (warnings are errors in the project's own targets), runs `swift test`
 # (which checks the man pages against the commands and runs their EXAMPLES), checks the
-# install and the release tarball, then runs every fuzz target briefly (after its
+# install, the release tarball and the .deb, builds the samples in Debian 12 and 13
+# roots (debootstrap, cached in /var/cache/fpctl-test) and compares the bytes, then runs every fuzz target briefly (after its
 # regression inputs) and a short fault campaign.
 # FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
@@ -16,6 +17,8 @@ swift build --build-tests
 swift test
 # The install and the release tarball (README, "Install"): a static release build.
 Scripts/check-install.sh
+# The same bundle bytes on Debian 12 and 13, and the .deb installed there (README, "Install").
+Scripts/check-debian.sh
 # Fuzzing (README, "Fuzzing"): a separate sanitizer build, then each target.
 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
 # The fault campaign, small (README, "Fault campaign" has the full run's figures).

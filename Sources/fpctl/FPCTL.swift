@@ -1,7 +1,7 @@
 import ArgumentParser
 import FlowPilotCore
 
-@main
+/// The root command; `Entry` runs it.
 struct FPCTL: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fpctl",

@@ -91,7 +91,9 @@ struct HTTPSProxyTests {
                 == "fpctl: error: SSL_CERT_FILE \(backend.dir.file("nope.pem")): cannot read the file\n")
     }
 
-    @Test("a missing SSL_CERT_FILE or SSL_CERT_DIR stops only what needs TLS: a plain http:// backend warms, as in curl")
+    @Test(
+        "a missing SSL_CERT_FILE or SSL_CERT_DIR stops only what needs TLS: a plain http:// backend warms, as in curl"
+    )
     func trustStoreOnlyForTLS() throws {
         let backend = try TLSBackend()
         for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {

@@ -1,0 +1,35 @@
+import FlowPilotCore
+import Foundation
+
+/// The process's entry: checks that the system gives what the Swift runtime
+/// reads, then runs `FPCTL`.
+///
+/// In a root without /proc (a bare chroot, some build sandboxes) the Swift
+/// runtime cannot work as it should: `CommandLine` reads the arguments from
+/// `/proc/self/cmdline` and sees none (so `fpctl bundle validate x` printed the
+/// top-level help and exited 0, and a validation gate passed), and Dispatch's
+/// thread pool reads `/proc/TID/stat` and traps when it cannot (SIGILL, in
+/// about one run in fifteen on Debian 13). So fpctl refuses to start there,
+/// with one line and status 1, before it parses anything.
+@main
+enum Entry {
+    /// Linux only: Darwin has no /proc and its runtime does not need one.
+    static var procIsMounted: Bool {
+        #if os(Linux)
+            access("/proc/self/stat", R_OK) == 0
+        #else
+            true
+        #endif
+    }
+
+    static func main() async {
+        guard procIsMounted, !CommandLine.arguments.isEmpty else {
+            FileHandle.standardError.write(
+                Data(
+                    "fpctl: error: /proc is not mounted: fpctl cannot read its arguments or run its threads without it (mount -t proc proc /proc)\n"
+                        .utf8))
+            exit(ExitStatus.failure.rawValue)
+        }
+        await FPCTL.main()
+    }
+}

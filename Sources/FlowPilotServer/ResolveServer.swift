@@ -112,6 +112,8 @@ public final class ResolveServer: Sendable {
 
     /// A resolve through the router: the requests the fast path passes on.
     private func routed(_ route: ResolveRoute, _ request: Request) async -> Response {
+        stats.began()
+        defer { stats.ended() }
         let current = currentFaults
         let body = try? await request.body.collect(upTo: Self.maxBodyBytes)
         let reply = resolve(

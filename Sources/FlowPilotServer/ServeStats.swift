@@ -9,6 +9,10 @@ final class ServeStats: Sendable {
         let total: Int
         let routes: [String: Int]
         let keys: [String: Int]
+        /// Resolves being answered now, and the most at once since the last
+        /// reset: what a client's concurrency reaches (docs/serve.md).
+        let inFlight: Int
+        let peakInFlight: Int
     }
 
     private struct Key: Hashable {
@@ -29,6 +33,24 @@ final class ServeStats: Sendable {
     private let batches = Atomic<Int>(0)
     private let media = Atomic<Int>(0)
     private let keys = Mutex<[Key: Int]>([:])
+    private let inFlight = Atomic<Int>(0)
+    private let peakInFlight = Atomic<Int>(0)
+
+    /// A resolve began being answered; `ended()` when its answer is handed on.
+    func began() {
+        let now = inFlight.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+        var peak = peakInFlight.load(ordering: .sequentiallyConsistent)
+        while now > peak {
+            let (exchanged, original) = peakInFlight.compareExchange(
+                expected: peak, desired: now, ordering: .sequentiallyConsistent)
+            if exchanged { break }
+            peak = original
+        }
+    }
+
+    func ended() {
+        inFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+    }
 
     @discardableResult
     private func counter<R>(_ route: Route, _ body: (borrowing Atomic<Int>) -> R) -> R {
@@ -58,11 +80,15 @@ final class ServeStats: Sendable {
         for (key, n) in self.keys.withLock({ $0 }) {
             keys[key.app + "/" + key.placement + "/" + key.user, default: 0] += n
         }
-        return Snapshot(total: routes.values.reduce(0, +), routes: routes, keys: keys)
+        return Snapshot(
+            total: routes.values.reduce(0, +), routes: routes, keys: keys,
+            inFlight: inFlight.load(ordering: .sequentiallyConsistent),
+            peakInFlight: peakInFlight.load(ordering: .sequentiallyConsistent))
     }
 
     func reset() {
         for route in Route.allCases { counter(route) { $0.store(0, ordering: .sequentiallyConsistent) } }
         keys.withLock { $0 = [:] }
+        peakInFlight.store(inFlight.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
     }
 }

@@ -65,7 +65,7 @@ public enum BundlePipeline {
         var assets: [String: (name: String, data: Data)] = [:]
         var findings: [Finding] = []
         for url in urls.sorted() {
-            switch await MediaDownload.fetch(url, transport: client.transport, limit: limit) {
+            switch await MediaDownload.fetch(url, transport: client.transport, limit: limit, pacer: client.pacer) {
             case .success(let bytes):
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
                 assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)

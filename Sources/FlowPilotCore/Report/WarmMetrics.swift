@@ -31,6 +31,14 @@ public final class WarmMetrics: Sendable {
             "requests", "total",
             "HTTP requests by endpoint (resolve, resolve-batch, media) and status (error: no response).")
     }
+    private static var rateLimit: MetricNameDescriptor {
+        metric("rate_limit", "requests_per_second", "The run's --rate, in requests per second (absent without one).")
+    }
+    private static var rateWait: MetricNameDescriptor {
+        metric(
+            "rate_wait", "seconds",
+            "Time requests waited for their turn (--rate, Retry-After pauses), added up over requests.")
+    }
     private static var lastRun: MetricNameDescriptor {
         metric("last_run_timestamp", "seconds", "When the last warm run ended, in seconds since 1970.")
     }
@@ -61,14 +69,21 @@ public final class WarmMetrics: Sendable {
         duration.record(.milliseconds(outcome.milliseconds))
     }
 
-    /// The whole text, once the run is over: `requests` from the run's `RequestLog`.
-    public func text(requests: [RequestLog.Key: Int], endedAt: Date, success: Bool) -> [UInt8] {
+    /// The whole text, once the run is over: `requests` from the run's
+    /// `RequestLog`, the rate limit and waits from its `RequestPacer`.
+    public func text(requests: [RequestLog.Key: Int], pacer: RequestPacer, endedAt: Date, success: Bool) -> [UInt8] {
         for (key, count) in requests {
             let counter = registry.makeCounter(
                 descriptor: Self.requests, labels: [("endpoint", key.endpoint), ("status", key.status)])
             counter.reset()
             counter.increment(by: Int64(count))
         }
+        if let rate = pacer.rate {
+            registry.makeGauge(descriptor: Self.rateLimit, labels: []).set(to: rate.perSecond)
+        }
+        let waited = pacer.waited.components
+        registry.makeGauge(descriptor: Self.rateWait, labels: []).set(
+            to: Double(waited.seconds) + Double(waited.attoseconds) / 1e18)
         registry.makeGauge(descriptor: Self.lastRun, labels: []).set(to: endedAt.timeIntervalSince1970)
         registry.makeGauge(descriptor: Self.lastSuccess, labels: []).set(to: success ? 1 : 0)
         var text = registry.emitToBuffer()

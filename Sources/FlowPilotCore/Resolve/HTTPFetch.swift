@@ -10,10 +10,11 @@ enum MediaDownload {
         case failure(String)
     }
 
-    /// `log` counts the request under `media`: its status, or `error` when no response came.
+    /// `log` counts the request under `media`: its status, or `error` when no
+    /// response came; `pacer` gives it its slot among the run's requests.
     static func fetch(
         _ url: String, transport: HTTPTransport, limit: Int64, timeout: TimeAmount = .seconds(30),
-        log: RequestLog? = nil
+        log: RequestLog? = nil, pacer: RequestPacer? = nil
     ) async -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")
@@ -21,6 +22,7 @@ enum MediaDownload {
             log?.record("media", status: nil)
             return .failure(problem.description)
         }
+        await pacer?.admit()
         let response: HTTPClientResponse
         let (client, proxy) = transport.route(url)
         do {

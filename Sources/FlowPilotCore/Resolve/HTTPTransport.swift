@@ -11,14 +11,20 @@ public struct TransportSettings: Sendable, Hashable {
     public var caFile: String?
     /// `--proxy`: a proxy URL that overrides the proxy variables.
     public var proxy: String?
+    /// HTTP/1.1 connections kept per host: the requests that can be in flight
+    /// to one host at once (HTTP/2 multiplexes within the server's stream limit).
+    public var connectionsPerHost: Int
     public private(set) var environment: [String: String]
 
     /// The variables read: the trust store's (as OpenSSL and curl read them) and the proxies'.
     public static let variables = ["SSL_CERT_FILE", "SSL_CERT_DIR"] + ProxyRules.variables
 
-    public init(caFile: String? = nil, proxy: String? = nil, environment: [String: String] = [:]) {
+    public init(
+        caFile: String? = nil, proxy: String? = nil, connectionsPerHost: Int = 8, environment: [String: String] = [:]
+    ) {
         self.caFile = caFile
         self.proxy = proxy
+        self.connectionsPerHost = max(1, connectionsPerHost)
         self.environment = environment.filter { Self.variables.contains($0.key) && !$0.value.isEmpty }
     }
 }
@@ -34,6 +40,8 @@ public final class HTTPTransport: Sendable {
     /// Why the trust store named by `SSL_CERT_FILE`/`SSL_CERT_DIR` cannot be used:
     /// only a request that needs TLS needs it, as in curl.
     let trustProblem: FPError?
+    /// HTTP/1.1 connections per host (`TransportSettings.connectionsPerHost`).
+    let connectionsPerHost: Int
     private let clients = Mutex<[ProxyEndpoint?: HTTPClient]>([:])
 
     /// Direct connections, the system's CAs: what a library caller gets by default.
@@ -51,7 +59,7 @@ public final class HTTPTransport: Sendable {
         let (tls, problem) = try trust(settings)
         let transport = HTTPTransport(
             tls: tls, proxies: try ProxyRules(override: settings.proxy, environment: settings.environment),
-            trustProblem: problem)
+            trustProblem: problem, connectionsPerHost: settings.connectionsPerHost)
         return made.withLock { made in
             if let earlier = made[settings] { return earlier }
             made[settings] = transport
@@ -59,10 +67,11 @@ public final class HTTPTransport: Sendable {
         }
     }
 
-    init(tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil) {
+    init(tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil, connectionsPerHost: Int = 8) {
         self.tls = tls
         self.proxies = proxies
         self.trustProblem = trustProblem
+        self.connectionsPerHost = connectionsPerHost
     }
 
     /// Throws the one-line error about the trust store the environment names
@@ -89,10 +98,15 @@ public final class HTTPTransport: Sendable {
     }
 
     /// Fails fast on a refused connection instead of retrying until the deadline:
-    /// an unreachable backend is an outcome (`unreachable`), not a hang.
+    /// an unreachable backend is an outcome (`unreachable`), not a hang. HTTP/2
+    /// where the server offers it by ALPN (one connection, as many streams as
+    /// the server allows), else up to `connectionsPerHost` HTTP/1.1 connections.
     private func configuration(_ proxy: ProxyEndpoint?) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = tls
+        configuration.httpVersion = .automatic
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(3), read: .seconds(30))
         if let proxy {

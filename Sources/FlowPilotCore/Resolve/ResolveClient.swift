@@ -23,6 +23,9 @@ public struct ResolveClient: Sendable {
     public let transport: HTTPTransport
     /// Every request this client makes, counted by endpoint and status.
     public let requests: RequestLog
+    /// Paces every request (retries and media included) and spreads a
+    /// `Retry-After` to all of them.
+    public let pacer: RequestPacer
     /// Flows validated so far, shared by this client's copies.
     let flows = FlowMemo()
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
@@ -30,9 +33,10 @@ public struct ResolveClient: Sendable {
 
     public init(
         baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
-        transport: HTTPTransport = .direct, requests: RequestLog = RequestLog()
+        transport: HTTPTransport = .direct, requests: RequestLog = RequestLog(), pacer: RequestPacer = RequestPacer()
     ) {
         self.requests = requests
+        self.pacer = pacer
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.appID = appID
         self.apiKey = apiKey
@@ -125,7 +129,9 @@ public struct ResolveClient: Sendable {
         case failure(ResolveFailure)
     }
 
-    /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, … or Retry-After (capped at 10 s).
+    /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, …,
+    /// or the answer's Retry-After (capped at 10 s), which holds back every
+    /// request of the run (`RequestPacer.pause`), not only this one.
     private func post(_ url: String, _ body: ByteBuffer, endpoint: String) async -> Response {
         // The trust store the environment names cannot be read: nothing is sent with another.
         if let problem = transport.trustProblem, HTTPTransport.needsTLS(url) {
@@ -133,6 +139,7 @@ public struct ResolveClient: Sendable {
         }
         var attempt = 0
         while true {
+            await pacer.admit()
             var request = HTTPClientRequest(url: url)
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -140,6 +147,7 @@ public struct ResolveClient: Sendable {
             if let apiKey { request.headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
             request.body = .bytes(body)
             var retryAfter: Double?
+            var paused = false
             var outcome: Response
             let (client, proxy) = transport.route(url)
             do {
@@ -147,6 +155,11 @@ public struct ResolveClient: Sendable {
                 let status = Int(response.status.code)
                 requests.record(endpoint, status: status)
                 retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
+                // The backend asks for a pause: every request of the run waits, retried or not.
+                if let retryAfter, status == 429 || status == 503 {
+                    pacer.pause(seconds: min(10, retryAfter))
+                    paused = true
+                }
                 let bytes = try await response.body.collect(upTo: 16 << 20)
                 let json = try? JSONValue.parse(Data(bytes.readableBytesView))
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
@@ -158,8 +171,11 @@ public struct ResolveClient: Sendable {
             }
             if attempt >= retries || Task.isCancelled { return outcome }
             attempt += 1
-            let delay = min(10, retryAfter ?? 0.2 * pow(2, Double(attempt - 1)))
-            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            // After a pause the pacer holds the next attempt back; else this request backs off.
+            if !paused {
+                let delay = min(10, retryAfter ?? 0.2 * pow(2, Double(attempt - 1)))
+                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            }
         }
     }
 }

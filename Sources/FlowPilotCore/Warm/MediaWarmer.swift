@@ -10,6 +10,7 @@ final class MediaWarmer: Sendable {
     let store: CacheStore
     let transport: HTTPTransport
     let log: RequestLog
+    let pacer: RequestPacer
     private let limiter: AsyncLimiter
     private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
     /// URLs known to be in the cache: found there or stored by this run. A run
@@ -18,10 +19,11 @@ final class MediaWarmer: Sendable {
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
 
-    init(store: CacheStore, transport: HTTPTransport, log: RequestLog, concurrency: Int) {
+    init(store: CacheStore, transport: HTTPTransport, log: RequestLog, pacer: RequestPacer, concurrency: Int) {
         self.store = store
         self.transport = transport
         self.log = log
+        self.pacer = pacer
         self.limiter = AsyncLimiter(limit: concurrency)
     }
 
@@ -92,7 +94,8 @@ final class MediaWarmer: Sendable {
     /// A plain GET; nil on any failure.
     private func download(_ url: String) async -> Data? {
         let fetched = await MediaDownload.fetch(
-            url, transport: transport, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log)
+            url, transport: transport, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log,
+            pacer: pacer)
         if case .success(let data) = fetched { return data }
         return nil
     }

@@ -16,7 +16,8 @@ public final class Warmer: Sendable {
         self.bundle = bundle
         self.config = config
         self.media = MediaWarmer(
-            store: store, transport: client.transport, log: client.requests, concurrency: config.mediaConcurrency)
+            store: store, transport: client.transport, log: client.requests, pacer: client.pacer,
+            concurrency: config.mediaConcurrency)
         self.live = LiveResolver(client: client, store: store, media: media, config: config)
     }
 
@@ -90,6 +91,8 @@ public final class Warmer: Sendable {
 
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
     public var requests: RequestLog { live.client.requests }
+    /// The run's request pacing: its rate limit and the time requests waited for it.
+    public var pacer: RequestPacer { live.client.pacer }
 
     /// Live requests made so far, and how many got no answer from the backend at all.
     public var requestCounts: (requests: Int, unavailable: Int) {

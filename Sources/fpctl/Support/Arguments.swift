@@ -81,3 +81,9 @@ struct LatencyArgument: ExpressibleByArgument {
         milliseconds = values
     }
 }
+
+/// `--rate N`, `N/s` or `N/m`: a request budget above 0.
+extension RequestPacer.Rate: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+    public static var defaultCompletionKind: CompletionKind { .default }
+}

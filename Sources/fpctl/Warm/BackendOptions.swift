@@ -52,15 +52,19 @@ struct RemoteOptions: ParsableArguments {
         try apiKeyFile.map(APIKey.read(file:)) ?? APIKey.fromEnvironment()
     }
 
-    func client(retries: Int = 2) throws -> ResolveClient {
+    /// `connections`: HTTP/1.1 connections per host, the requests that can be in flight at once.
+    func client(retries: Int = 2, connections: Int = 8, rate: RequestPacer.Rate? = nil) throws -> ResolveClient {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
         let transport = try HTTPTransport.make(
-            TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment))
+            TransportSettings(
+                caFile: caFile, proxy: proxy, connectionsPerHost: connections,
+                environment: ProcessInfo.processInfo.environment))
         try transport.requireTrust(for: apiURL)
         return ResolveClient(
-            baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport)
+            baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport,
+            pacer: RequestPacer(rate: rate))
     }
 }
 
@@ -82,8 +86,12 @@ struct BackendOptions: ParsableArguments {
 
     func identity() throws -> Identity { try remote.identity() }
 
-    func makeWarmer(media: MediaStrategy) throws -> Warmer {
-        let client = try remote.client(retries: retries)
+    /// `concurrency` identities at once, each with its one batch request, and
+    /// `mediaConcurrency` downloads: the connections per host are their sum.
+    func makeWarmer(
+        media: MediaStrategy, concurrency: Int = 8, mediaConcurrency: Int = 8, rate: RequestPacer.Rate? = nil
+    ) throws -> Warmer {
+        let client = try remote.client(retries: retries, connections: concurrency + mediaConcurrency, rate: rate)
         let store = try cache.open(create: true)
         let loaded = try bundle.map { try LoadedBundle.open($0) }
         var config = WarmConfiguration()
@@ -91,6 +99,7 @@ struct BackendOptions: ParsableArguments {
         config.resolveTimeout = timeout.duration
         config.media = media
         config.batch = !noBatch
+        config.mediaConcurrency = mediaConcurrency
         if environment.defaultTTL == 0 {
             Console.warn(
                 "environment \(environment.rawValue) defaults to a 0 s TTL: flows the backend sends without "

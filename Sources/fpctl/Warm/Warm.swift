@@ -44,7 +44,22 @@ struct Warm: AsyncParsableCommand {
     @OptionGroup var backend: BackendOptions
     @Option(help: "JSON Lines identities file, or - for standard input.") var identities: String?
     @Option(help: "Images to warm.") var media: MediaStrategy = .firstScreen
-    @Option(help: "Identities warmed at once.") var concurrency = 8
+    @Option(
+        help: """
+            Identities warmed at once, each with its one batch request in flight (HTTP/1.1: as many \
+            connections per host; HTTP/2: streams, within the server's limit).
+            """)
+    var concurrency = 8
+    @Option(
+        name: .customLong("media-concurrency"),
+        help: "Image and font downloads at once, the image cache's concurrency cap, apart from --concurrency.")
+    var mediaConcurrency = 8
+    @Option(
+        help: """
+            Requests per second across the whole run, retries and media included: N, N/s or N/m. \
+            A Retry-After from the backend holds back every request, with or without it.
+            """)
+    var rate: RequestPacer.Rate?
     @Option(help: "Only shard K of N (e.g. 2/4), a stable split of the identities.") var shard: Shard?
     @Option(help: "How long to wait for resolves that outlived their timeout.")
     var grace = DurationArgument("10s", seconds: 10)
@@ -65,6 +80,7 @@ struct Warm: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
+        guard mediaConcurrency > 0 else { throw ValidationError("--media-concurrency must be at least 1") }
         if let runID, runID.isEmpty { throw ValidationError("--run-id must not be empty") }
     }
 
@@ -80,7 +96,11 @@ struct Warm: AsyncParsableCommand {
         let (warm, single, file, metricsOutput) = try reportingErrors {
             // The metrics file's directory is checked before the cache is touched.
             let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
-            let run = WarmRun(warmer: try backend.makeWarmer(media: media), options: options)
+            // One batch request per identity; without batches, one request per placement.
+            let perIdentity = backend.noBatch ? options.placements.count : 1
+            let warmer = try backend.makeWarmer(
+                media: media, concurrency: concurrency * perIdentity, mediaConcurrency: mediaConcurrency, rate: rate)
+            let run = WarmRun(warmer: warmer, options: options)
             return (run, try backend.identity(), try identities.map(IdentityLines.init(path:)), metricsOutput)
         }
         let startedAt = Date()
@@ -111,7 +131,7 @@ struct Warm: AsyncParsableCommand {
             startedAt: startedAt, endedAt: Date())
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         progress.clear()
-        Console.note(Self.summaryLine(result))
+        Console.note(Self.summaryLine(result, pacer: warm.warmer.pacer))
         let status = result.exitStatus(failOn: failOn)
         if status == .unavailable, let unavailable {
             Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
@@ -119,7 +139,8 @@ struct Warm: AsyncParsableCommand {
         if let metrics, let metricsOutput {
             try reportingErrors {
                 let text = metrics.text(
-                    requests: warm.warmer.requests.snapshot, endedAt: run.endedAt, success: status == .success)
+                    requests: warm.warmer.requests.snapshot, pacer: warm.warmer.pacer, endedAt: run.endedAt,
+                    success: status == .success)
                 do { try Data(text).write(to: URL(fileURLWithPath: metricsOutput.temporaryPath)) } catch {
                     throw FPError.cannotWrite("\(metricsOutput.destination): \(error.localizedDescription)")
                 }
@@ -129,8 +150,9 @@ struct Warm: AsyncParsableCommand {
         if status != .success { throw ExitCode(status) }
     }
 
-    /// `warmed 3, no flow 0, failed 1 in 0.42s`, and the late resolves if any.
-    static func summaryLine(_ summary: WarmRun.Summary) -> String {
+    /// `warmed 3, no flow 0, failed 1 in 0.42s`, the late resolves if any, and
+    /// the rate limit with the time requests waited for their slots.
+    static func summaryLine(_ summary: WarmRun.Summary, pacer: RequestPacer) -> String {
         let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
         let counts = summary.counts
         var line =
@@ -138,6 +160,12 @@ struct Warm: AsyncParsableCommand {
         if summary.lateLanded + summary.latePending > 0 {
             line +=
                 "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
+        }
+        let waited = pacer.waited
+        if pacer.rate != nil || waited > .zero {
+            let seconds = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+            line +=
+                "; rate limit \(pacer.rate?.description ?? "none"), requests waited \(String(format: "%.2f", seconds))s in all for their turn"
         }
         return line
     }

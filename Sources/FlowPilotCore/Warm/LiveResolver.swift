@@ -56,7 +56,7 @@ final class LiveResolver: Sendable {
                             } else {
                                 await self.resolveOne(key.placement, identity)
                             }
-                        return self.landing(key.placement, identity, result)
+                        return await self.landing(key.placement, identity, result)
                     }
                     return (key, work)
                 })
@@ -67,7 +67,9 @@ final class LiveResolver: Sendable {
     /// The live resolve of one placement, joined or started.
     func start(_ placement: String, for identity: Identity) -> Task<LiveResult, Never> {
         let key = Key(placement: placement, fingerprint: identity.fingerprint)
-        return pool.task(for: key) { self.landing(placement, identity, await self.resolveOne(placement, identity)) }
+        return pool.task(for: key) {
+            await self.landing(placement, identity, await self.resolveOne(placement, identity))
+        }
     }
 
     /// The task's result within the resolveTimeout; a timeout leaves it running
@@ -134,12 +136,15 @@ final class LiveResolver: Sendable {
     /// A validated flow lands in the cache, its fonts start downloading; then
     /// the result goes on to whoever waits. A flow that cannot be written is a
     /// failure (`cache-write`): nothing was warmed.
-    private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) -> LiveResult {
+    private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) async -> LiveResult {
         guard case .flow(let document, let ttl) = result else { return result }
         do {
-            let entry = try store.storeFlow(
-                placement: placement, identity: identity, document: document,
-                ttlSeconds: ttl ?? config.environment.defaultTTL, tier: .network, pointAlias: false)
+            let ttlSeconds = ttl ?? config.environment.defaultTTL
+            let entry = try await BlockingIO.run {
+                try self.store.storeFlow(
+                    placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds,
+                    tier: .network, pointAlias: false)
+            }
             aliases.stored(entry)
         } catch {
             return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))

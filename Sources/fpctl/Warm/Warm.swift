@@ -162,7 +162,7 @@ struct Warm: AsyncParsableCommand {
                 "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
         }
         let waited = pacer.waited
-        if pacer.rate != nil || waited > .zero {
+        if pacer.rate != nil || waited >= .milliseconds(5) {
             let seconds = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
             line +=
                 "; rate limit \(pacer.rate?.description ?? "none"), requests waited \(String(format: "%.2f", seconds))s in all for their turn"

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A `fpctl warm --format json` output read back as warm writes it: the first
@@ -53,6 +54,12 @@ public struct WarmOutputFile: Sendable {
             "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(JSONOutput.schemaVersion)"
             + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
         return afterRows ? "\n]," + members : "{" + members
+    }
+
+    /// A file cut short standing for `run`, the run that resumed it (`WarmReport`).
+    init(path: String, run: WarmRunInfo) {
+        self.path = path
+        self.run = run
     }
 
     /// Reads the run from the file's last line. A missing file is `inputMissing`;
@@ -115,8 +122,81 @@ public struct WarmOutputFile: Sendable {
         }
     }
 
+    /// What a warm output held when it ended, complete or cut short by a kill:
+    /// its whole rows, the run when its last line is there, and a digest that
+    /// names exactly those rows (`WarmRunInfo.ResumedFrom`).
+    public struct WholeRows: Sendable {
+        public let path: String
+        public let rows: Int
+        /// SHA-256 of line 1 and every whole row, each with a newline and
+        /// without the comma between rows: the same for a file whether it was
+        /// killed just after a row, mid-row, or ended normally.
+        public let sha256: String
+        /// The run, from the last line; nil when the file was cut short.
+        public let run: WarmRunInfo?
+    }
+
+    /// Streams the whole rows of a warm output, complete or cut short (its last
+    /// line missing, its last row maybe half written: that one is left out).
+    /// Anything that is not a warm output is `invalid` naming the file; a
+    /// missing file is `inputMissing`.
+    public static func wholeRows(path: String, _ body: (Row) throws -> Void) throws -> WholeRows {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw FPError.inputMissing("\(path): no such warm output")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        var lines = LineBuffer()
+        var lineNumber = 0
+        var count = 0
+        func take(_ line: ArraySlice<UInt8>) throws {
+            let row = line.last == UInt8(ascii: ",") ? line.dropLast() : line
+            try body(try Self.row(Data(row), at: "\(path):\(lineNumber)"))
+            hasher.update(data: Array(row) + [0x0A])
+            count += 1
+        }
+        while true {
+            guard let line = lines.nextLine() else {
+                if let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                    lines.append(chunk)
+                    continue
+                }
+                let rest = lines.remainder()
+                if lineNumber == 0 {
+                    // Killed before its first row: nothing, or line 1 alone.
+                    guard rest == nil || rest.map(Array.init) == Self.firstLine else {
+                        throw invalid(path, "not a `fpctl warm --format json` output (line 1 is not {\"rows\":[)")
+                    }
+                    hasher.update(data: Self.firstLine + [0x0A])
+                } else if let rest, (try? Self.row(Data(rest), at: path)) != nil {
+                    // Cut short just after a row (no newline yet): it counts; half a row does not.
+                    lineNumber += 1
+                    try take(rest)
+                }
+                break
+            }
+            lineNumber += 1
+            if lineNumber == 1 {
+                guard Array(line) == Self.firstLine else {
+                    throw invalid(path, "not a `fpctl warm --format json` output (line 1 is not {\"rows\":[)")
+                }
+                hasher.update(data: Self.firstLine + [0x0A])
+                continue
+            }
+            if line.starts(with: Self.lastLinePrefix) {
+                let complete = try WarmOutputFile(path: path)
+                return WholeRows(path: path, rows: count, sha256: Digest.hex(hasher.finalize()), run: complete.run)
+            }
+            try take(line)
+        }
+        return WholeRows(path: path, rows: count, sha256: Digest.hex(hasher.finalize()), run: nil)
+    }
+
     private func row(_ line: Data, _ lineNumber: Int) throws -> Row {
-        let at = "\(path):\(lineNumber)"
+        try Self.row(line, at: "\(path):\(lineNumber)")
+    }
+
+    private static func row(_ line: Data, at: String) throws -> Row {
         guard let json = try? JSONValue.parse(line), let placement = json["placement"]?.stringValue,
             let fingerprint = json["fingerprint"]?.stringValue, let userID = json["user_id"]?.stringValue,
             let state = json["state"]?.stringValue.flatMap(PrefetchOutcome.State.init(rawValue:)),

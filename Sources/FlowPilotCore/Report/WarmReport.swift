@@ -14,28 +14,83 @@ public enum WarmReport {
     }
 
     public static func summarize(_ paths: [String]) throws -> Result {
-        let files = try paths.map(WarmOutputFile.init(path:))
-        try checkRuns(files)
+        let (files, resumed) = try load(paths)
+        try checkRuns(files, resumed: resumed)
         var summary = OutcomeSummary()
         var rows = 0
-        for file in files {
-            try file.forEachRow { row in
+        for (index, file) in files.enumerated() {
+            let earlier = resumed[index]
+            func count(_ row: WarmOutputFile.Row) throws {
                 if let shard = file.run.shard, !shard.contains(fingerprint: row.fingerprint) {
                     throw misplaced(row, in: file, among: files)
                 }
+                // A resumed attempt's failed rows were tried again by the run that resumed it.
+                if earlier != nil, row.state == .failed { return }
                 summary.add(
                     placement: row.placement, state: row.state, deliverySource: row.deliverySource,
                     errorCode: row.errorCode, mediaWarmed: row.mediaWarmed, milliseconds: row.milliseconds)
                 rows += 1
             }
+            if earlier?.cutShort == true {
+                _ = try WarmOutputFile.wholeRows(path: file.path, count)
+            } else {
+                try file.forEachRow(count)
+            }
         }
         return Result(summary: summary, runs: files.map(\.run), rows: rows)
     }
 
+    /// An input another input resumed (`warm --resume`): which one, and whether
+    /// it was cut short (no last line, so no run of its own).
+    struct Resumed {
+        let by: Int
+        let cutShort: Bool
+    }
+
+    /// Every input, with the inputs other inputs resumed. A file cut short is
+    /// accepted only as the earlier attempt of another input, which names its
+    /// whole rows by their digest; it then stands for that input's run.
+    static func load(_ paths: [String]) throws -> ([WarmOutputFile], [Int: Resumed]) {
+        var files: [WarmOutputFile?] = []
+        var failures: [Int: Error] = [:]
+        for (i, path) in paths.enumerated() {
+            do { files.append(try WarmOutputFile(path: path)) } catch let error as FPError {
+                guard case .invalid = error else { throw error }
+                files.append(nil)
+                failures[i] = error
+            }
+        }
+        var resumed: [Int: Resumed] = [:]
+        let resumers = files.enumerated().compactMap { i, file in file?.run.resumedFrom.map { (i, $0) } }
+        if !resumers.isEmpty {
+            for (i, path) in paths.enumerated() {
+                guard let whole = try? WarmOutputFile.wholeRows(path: path, { _ in }) else { continue }
+                guard let (by, _) = resumers.first(where: { $0.0 != i && $0.1.sha256 == whole.sha256 }) else {
+                    continue
+                }
+                resumed[i] = Resumed(by: by, cutShort: files[i] == nil)
+                if files[i] == nil, let resumer = files[by] {
+                    files[i] = WarmOutputFile(path: path, run: resumer.run)
+                }
+            }
+        }
+        for (i, error) in failures.sorted(by: { $0.key < $1.key }) where files[i] == nil { throw error }
+        return (files.compactMap { $0 }, resumed)
+    }
+
     /// Outputs sharing a run id must be distinct shards of one split.
-    static func checkRuns(_ files: [WarmOutputFile]) throws {
+    /// An attempt and the run that resumed it share their run id and shard, and
+    /// count once between them (`summarize` skips the attempt's failed rows).
+    static func checkRuns(_ files: [WarmOutputFile], resumed: [Int: Resumed] = [:]) throws {
+        /// The first attempt of the chain of resumptions `index` belongs to.
+        func chain(_ index: Int) -> Int {
+            var first = index
+            while let earlier = resumed.first(where: { $0.value.by == first })?.key { first = earlier }
+            return first
+        }
         for (i, file) in files.enumerated() {
-            for earlier in files[..<i] where earlier.run.runID == file.run.runID {
+            for (j, earlier) in files[..<i].enumerated() where earlier.run.runID == file.run.runID {
+                if chain(i) == chain(j) { continue }
                 let run = file.run.runID
                 guard let shard = file.run.shard, let earlierShard = earlier.run.shard else {
                     throw overlap(file, earlier, "both hold rows of run \(run), and one of them is the whole run")

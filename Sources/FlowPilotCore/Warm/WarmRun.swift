@@ -12,6 +12,8 @@ public struct WarmRun: Sendable {
         public var shard: Shard?
         /// How long to wait at the end for late resolves and fonts.
         public var grace: Duration = .seconds(10)
+        /// An earlier attempt whose warmed and no-flow pairs are not tried again.
+        public var resume: WarmResume?
 
         /// `placements` de-duplicated, first occurrences kept in order.
         public init(placements: [String]) {
@@ -128,11 +130,13 @@ public struct WarmRun: Sendable {
                 let fingerprint = identity.fingerprint
                 if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { continue }
                 if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { continue }
+                let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
+                if keys.isEmpty { continue }
                 if running >= options.concurrency, let done = try await group.next() {
                     running -= 1
                     record(done)
                 }
-                group.addTask { await warmer.prefetch(placements, for: identity) }
+                group.addTask { await warmer.prefetch(keys, for: identity) }
                 running += 1
             }
             for try await done in group { record(done) }

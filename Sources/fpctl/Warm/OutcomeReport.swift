@@ -26,7 +26,11 @@ final class OutcomeReport {
         self.showRows = rows
         guard rows else { return }
         switch format {
-        case .json: out.write(WarmOutputFile.header)
+        case .json:
+            // Written at once, and each identity's rows as it finishes
+            // (`identityDone`): what a killed run leaves is what --resume reads.
+            out.write(WarmOutputFile.header)
+            out.flush()
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
         case .table: out.write(line(Self.columns.map { $0.uppercased() }))
         }
@@ -50,6 +54,12 @@ final class OutcomeReport {
             out.write(WarmOutputFile.row(o))
         }
         count += 1
+    }
+
+    /// An identity's rows are all added: in JSON they reach the file now, so a
+    /// killed run loses at most the identities in flight.
+    func identityDone() {
+        if format == .json && showRows { out.flush() }
     }
 
     /// The summary after the rows (see the type's comment for when).

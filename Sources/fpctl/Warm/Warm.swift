@@ -28,8 +28,12 @@ struct Warm: AsyncParsableCommand {
             node_exporter's textfile collector.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
             69 no request reached the backend (unreachable, tls or proxy errors;
-            one line on stderr says why), 64 bad options,
+            one line on stderr says why), 64 bad options, 65 invalid input
+            (an identities line, --resume's file), 66 a missing input,
             73 the metrics file cannot be written.
+            Retry 1, 3 and 69 (with --resume PREVIOUS.json, only what that
+            attempt did not warm is tried again); 64, 65, 66 and 73 fail the
+            same way every time (docs/fleet.md has an Indexed Job that acts on it).
             Example, one of 4 shards (a Kubernetes Indexed Job sets
             JOB_COMPLETION_INDEX to 0..3; docs/fleet.md has the Job and a GitHub
             Actions matrix), then the summary of all four:
@@ -76,6 +80,13 @@ struct Warm: AsyncParsableCommand {
         name: .customLong("metrics-file"),
         help: "Write the run's metrics here in the Prometheus text format, atomically, when it ends.")
     var metricsFile: String?
+    @Option(
+        help: """
+            The JSON output of an earlier attempt of this run, killed or failed: its warmed and no-flow \
+            pairs are not tried again, its failed ones are. The new output names it, so fpctl report \
+            merges the two.
+            """)
+    var resume: String?
     @OptionGroup var output: FormatOption
 
     func validate() throws {
@@ -93,6 +104,7 @@ struct Warm: AsyncParsableCommand {
         options.concurrency = concurrency
         options.shard = shard
         options.grace = grace.duration
+        options.resume = try reportingErrors { try resume.map { try resumed($0, options.placements) } }
         let (warm, single, file, metricsOutput) = try reportingErrors {
             // The metrics file's directory is checked before the cache is touched.
             let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
@@ -116,6 +128,7 @@ struct Warm: AsyncParsableCommand {
                 placementSummary.add(outcome)
                 metrics?.record(outcome)
             }
+            report.identityDone()
             progress.update(counts)
         }
         let result = try await reportingErrorsAsync {
@@ -126,9 +139,11 @@ struct Warm: AsyncParsableCommand {
             }
             return try await warm.run(one, onIdentity: record)
         }
+        let previous = options.resume?.previous
         let run = WarmRunInfo(
-            runID: runID ?? UUID().uuidString.lowercased(), shard: shard, placements: options.placements,
-            startedAt: startedAt, endedAt: Date())
+            runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: shard,
+            placements: options.placements, startedAt: startedAt, endedAt: Date(),
+            resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         progress.clear()
         Console.note(Self.summaryLine(result, pacer: warm.warmer.pacer))
@@ -148,6 +163,21 @@ struct Warm: AsyncParsableCommand {
             }
         }
         if status != .success { throw ExitCode(status) }
+    }
+
+    /// The earlier attempt `--resume` names, checked against this run's
+    /// placements, shard and `--run-id`.
+    func resumed(_ path: String, _ placements: [String]) throws -> WarmResume {
+        let resume = try WarmResume.read(path, placements: placements, shard: shard)
+        if let earlier = resume.previous.run?.runID, let runID, earlier != runID {
+            throw FPError.invalid([
+                .error("resume-input", path, "cannot be resumed: its run is \(earlier), not --run-id \(runID)")
+            ])
+        }
+        Console.note(
+            "resuming \(path): \(resume.kept) pairs warmed or without a flow there, \(resume.retried) failed ones tried again"
+        )
+        return resume
     }
 
     /// `warmed 3, no flow 0, failed 1 in 0.42s`, the late resolves if any, and

@@ -1,0 +1,70 @@
+import Foundation
+
+/// What a resumed warm (`fpctl warm --resume PREVIOUS.json`) takes from an
+/// earlier attempt's JSON output, killed or ended: the (identity, placement)
+/// pairs it warmed or found no flow for, which are not tried again; its failed
+/// pairs and the pairs it never reached are. docs/fleet.md, "Resuming".
+public struct WarmResume: Sendable {
+    /// The attempt's whole rows and their digest, which the resumed run's
+    /// output names (`WarmRunInfo.resumedFrom`) so `report` can merge the two.
+    public let previous: WarmOutputFile.WholeRows
+    /// Pairs not tried again, and failed pairs that will be.
+    public let kept: Int
+    public let retried: Int
+    private let done: Set<Pair>
+    private let placements: [String]
+
+    private struct Pair: Hashable {
+        let identity: WarmRun.FingerprintKey
+        let placement: Int
+    }
+
+    /// Reads `path`, which must be a warm output of these `placements` and this
+    /// `shard`: rows of another placement or shard, or a run that names other
+    /// placements or another shard, are `invalid` (rule `resume-input`), as is
+    /// a file that is not a warm output at all. A missing file is `inputMissing`.
+    public static func read(_ path: String, placements: [String], shard: Shard?) throws -> WarmResume {
+        let index = Dictionary(placements.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        var done = Set<Pair>()
+        var retried = 0
+        let whole = try WarmOutputFile.wholeRows(path: path) { row in
+            guard let placement = index[row.placement] else {
+                throw refused(path, "it holds rows of placement \(row.placement), which this run does not warm")
+            }
+            if let shard, !shard.contains(fingerprint: row.fingerprint) {
+                let home = Shard.index(of: row.fingerprint, among: shard.count)
+                throw refused(path, "it holds rows of shard \(home)/\(shard.count), not of this run's \(shard)")
+            }
+            if row.state == .failed {
+                retried += 1
+            } else {
+                done.insert(Pair(identity: WarmRun.FingerprintKey(row.fingerprint), placement: placement))
+            }
+        }
+        if let run = whole.run {
+            guard Set(run.placements) == Set(placements) else {
+                throw refused(
+                    path,
+                    "its run warmed \(run.placements.joined(separator: ", ")), not \(placements.joined(separator: ", "))"
+                )
+            }
+            guard run.shard == shard else {
+                throw refused(
+                    path, "its run is shard \(run.shard?.description ?? "none"), not \(shard?.description ?? "none")")
+            }
+        }
+        return WarmResume(previous: whole, kept: done.count, retried: retried, done: done, placements: placements)
+    }
+
+    /// The placements still to warm for the identity with this fingerprint, in order.
+    func remaining(fingerprint: String) -> [String] {
+        let identity = WarmRun.FingerprintKey(fingerprint)
+        return placements.enumerated().compactMap { i, placement in
+            done.contains(Pair(identity: identity, placement: i)) ? nil : placement
+        }
+    }
+
+    private static func refused(_ path: String, _ message: String) -> FPError {
+        .invalid([.error("resume-input", path, "cannot be resumed: \(message)")])
+    }
+}

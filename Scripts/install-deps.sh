@@ -3,6 +3,7 @@
 # libarchive-dev (the archive reader), libdeflate-dev (a fast CRC-32),
 # zlib1g-dev (the bundle writer's deflate),
 # libarchive-tools (bsdtar), unzip, mandoc, python3 (independent zip reader and fixture maker), curl (serve tests),
+# strace (the order of syncs and publishes),
 # prometheus (its promtool checks the metrics warm writes), and for the HTTPS
 # and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
 # forward proxy) and openssl (the test's CA and certificates).
@@ -17,6 +18,7 @@ command -v unzip >/dev/null || need+=(unzip)
 command -v mandoc >/dev/null || need+=(mandoc)
 command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
+command -v strace >/dev/null || need+=(strace)  # DurabilityTests: the order of syncs and publishes
 command -v promtool >/dev/null || need+=(prometheus)  # promtool checks warm's --metrics-file
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v tinyproxy >/dev/null || need+=(tinyproxy)
@@ -29,6 +31,9 @@ for extra in "$@"; do
       command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
       command -v debootstrap >/dev/null || need+=(debootstrap)
       command -v lintian >/dev/null || need+=(lintian)
+      ;;
+    powercut)  # Tests/powercut: the LazyFS file system on FUSE (Debian's python3 and libfuse2 come with it)
+      [ -f /usr/lib/python3/dist-packages/fusepy.py ] || need+=(python3-fusepy)
       ;;
     man)
       command -v man >/dev/null || need+=(man-db)

@@ -5,7 +5,7 @@
 # (which checks the man pages against the commands and runs their EXAMPLES), checks the
 # install, the release tarball and the .deb, builds the samples in Debian 12 and 13
 # roots (debootstrap, cached in /var/cache/fpctl-test) and compares the bytes, then runs every fuzz target briefly (after its
-# regression inputs) and a short fault campaign.
+# regression inputs), power cuts on a FUSE file system and a short fault campaign.
 # FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +21,9 @@ Scripts/check-install.sh
 Scripts/check-debian.sh
 # Fuzzing (README, "Fuzzing"): a separate sanitizer build, then each target.
 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
+# Power cuts during warm, put and bundle build on a FUSE file system that drops
+# whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
+Scripts/install-deps.sh powercut
+/usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
 # The fault campaign, small (README, "Fault campaign" has the full run's figures).
 python3 Benchmarks/fault_campaign.py --fpctl .build/debug/fpctl --identities 1000 --kills 5

@@ -3,7 +3,9 @@ import Foundation
 
 /// Extracts a bundle that has passed validation, writing only inside the target
 /// directory: everything lands in a hidden staging directory first and is moved
-/// into place at the end, so a failure leaves the target as it was.
+/// into place at the end, so a failure leaves the target as it was. Every file
+/// and directory is synced before the move and the target after it, so what
+/// `extract` reported survives a power cut.
 public enum BundleExtractor {
     public struct Result: Sendable {
         public let directory: String
@@ -22,7 +24,10 @@ public enum BundleExtractor {
         defer { try? FileManager.default.removeItem(at: staging) }
         let expected = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.sha256 ?? "") })
         let (files, bytes) = try writeEntries(of: bundle, into: staging, expected: expected, directory: directory)
+        try syncDirectories(under: staging)
         try moveIntoPlace(from: staging, to: directory)
+        try sync(directory: directory)
+        try sync(directory: URL(fileURLWithPath: directory).deletingLastPathComponent().path)
         return Result(directory: directory, files: files, bytes: bytes, digest: digest)
     }
 
@@ -90,7 +95,7 @@ public enum BundleExtractor {
         try FileManager.default.createDirectory(
             at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         let fd = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FPError.cannotWrite("\(target.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw FPError.cannotWrite("\(target.path): \(Errno.describe(errno))") }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var hasher = SHA256()
         var size: Int64 = 0
@@ -100,8 +105,28 @@ public enum BundleExtractor {
             size += Int64(chunk.count)
             return true
         }
+        guard Platform.syncData(fd) else { throw FPError.cannotWrite("\(target.path): \(Errno.describe(errno))") }
         try handle.close()
         return (Digest.hex(hasher.finalize()), size)
+    }
+
+    /// Syncs `staging` and every directory under it, so the names in them are durable.
+    private static func syncDirectories(under staging: URL) throws {
+        var directories = [staging.path]
+        if let walker = FileManager.default.enumerator(atPath: staging.path) {
+            while let rel = walker.nextObject() as? String {
+                if (walker.fileAttributes?[.type] as? FileAttributeType) == .typeDirectory {
+                    directories.append("\(staging.path)/\(rel)")
+                }
+            }
+        }
+        for path in directories { try sync(directory: path) }
+    }
+
+    private static func sync(directory: String) throws {
+        guard Platform.syncDirectory(directory) else {
+            throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+        }
     }
 
     /// Top-level items from `staging` into `directory`, replacing same-named ones.

@@ -7,6 +7,11 @@ import Foundation
 /// `O_TMPFILE` (macOS; `Platform`), a named `.tmp-<pid>-…` file from `mkstemp` and
 /// `rename` are used; readers skip such names and `cache verify` reports those of
 /// dead processes.
+///
+/// Durable too: the bytes are synced before the file gets its name, and the
+/// directory (and any directory made for it, in its parent) after, so a file
+/// that `publish` returned for survives a power cut, and a name never points at
+/// bytes that did not reach the disk (docs/cache-format.md, "Writing").
 enum AtomicFile {
     static let tempPrefix = ".tmp-"
 
@@ -29,6 +34,7 @@ enum AtomicFile {
             try writeAll(fd, data, path: target)
             fchmod(fd, 0o644)
             if let mtime { setTimes(fd: fd, mtime: mtime) }
+            guard Platform.syncData(fd) else { throw CacheError.io("\(target): \(Errno.describe(errno))") }
             if let tempName {
                 guard rename(tempName, target) == 0 else {
                     throw CacheError.io("\(target): \(Errno.describe(errno))")
@@ -42,18 +48,37 @@ enum AtomicFile {
             if let tempName { unlink(tempName) }
             throw error
         }
+        try syncDirectory(directory)
+    }
+
+    /// Syncs a directory whose entries changed (a file published or removed in it).
+    static func syncDirectory(_ path: String) throws {
+        guard Platform.syncDirectory(path) else { throw CacheError.io("\(path): \(Errno.describe(errno))") }
     }
 
     /// `mkdir -p`, one system call when the directory exists (the common case).
+    /// A directory it makes is synced into its parent, so what is published in
+    /// it stays reachable after a power cut.
     static func makeDirectory(_ path: String) throws {
-        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        if mkdir(path, 0o755) == 0 {
+            try syncParent(of: path)
+            return
+        }
+        if errno == EEXIST { return }
         guard errno == ENOENT, path.contains("/") else {
             throw CacheError.io("\(path): \(Errno.describe(errno))")
         }
         try makeDirectory((path as NSString).deletingLastPathComponent)
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+        if mkdir(path, 0o755) == 0 {
+            try syncParent(of: path)
+        } else if errno != EEXIST {
             throw CacheError.io("\(path): \(Errno.describe(errno))")
         }
+    }
+
+    private static func syncParent(of path: String) throws {
+        let parent = (path as NSString).deletingLastPathComponent
+        try syncDirectory(parent.isEmpty ? "." : parent)
     }
 
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {

@@ -43,8 +43,9 @@ public final class CacheStore: Sendable {
         let fm = FileManager.default
         if !fm.fileExists(atPath: root, isDirectory: &isDir) {
             guard create else { throw CacheError.missing("\(root): no such cache directory") }
-            do { try fm.createDirectory(atPath: root, withIntermediateDirectories: true) } catch {
-                throw CacheError.io("\(root): cannot create: \(error.localizedDescription)")
+            // Synced into its parent (AtomicFile.makeDirectory), like every directory the cache makes.
+            do { try AtomicFile.makeDirectory(root) } catch {
+                throw CacheError.io("\(root): cannot create (\(error))")
             }
         } else if !isDir.boolValue {
             throw CacheError.notACache("\(root): not a directory")

@@ -1,7 +1,9 @@
 import Foundation
 
 /// An output file that appears whole or not at all: bytes go to a hidden
-/// temporary file in the destination's directory, which `commit` moves into place.
+/// temporary file in the destination's directory, which `commit` syncs to
+/// stable storage, moves into place and then syncs the directory, so an output
+/// fpctl said it wrote survives a power cut (git's `core.fsync`, Go's renameio).
 /// Dropped without `commit`, it removes the temporary file.
 public final class AtomicOutput {
     public let destination: String
@@ -23,7 +25,7 @@ public final class AtomicOutput {
         let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw FPError.cannotWrite(
-                "\(destination): cannot create a file in \(dir): \(String(cString: strerror(errno)))")
+                "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
         }
         close(fd)
         self.overwrite = overwrite
@@ -36,20 +38,31 @@ public final class AtomicOutput {
     public func commit() throws {
         // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
         chmod(temporaryPath, 0o644)
+        let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0, Platform.syncData(fd) else {
+            let reason = Errno.describe(errno)
+            if fd >= 0 { close(fd) }
+            throw FPError.cannotWrite("\(destination): \(reason)")
+        }
+        close(fd)
         if overwrite {
             guard rename(temporaryPath, destination) == 0 else {
-                throw FPError.cannotWrite("\(destination): \(String(cString: strerror(errno)))")
+                throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
             }
         } else {
             guard link(temporaryPath, destination) == 0 else {
                 let reason =
                     errno == EEXIST
-                    ? "already exists (use --overwrite to replace it)" : String(cString: strerror(errno))
+                    ? "already exists (use --overwrite to replace it)" : Errno.describe(errno)
                 throw FPError.cannotWrite("\(destination): \(reason)")
             }
             unlink(temporaryPath)
         }
         committed = true
+        let dir = (destination as NSString).deletingLastPathComponent
+        guard Platform.syncDirectory(dir.isEmpty ? "." : dir) else {
+            throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+        }
     }
 
     deinit {

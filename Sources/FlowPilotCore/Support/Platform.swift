@@ -34,6 +34,28 @@ enum Platform {
         #endif
     }
 
+    /// Puts a file's data and metadata on stable storage: `fsync` on Linux;
+    /// on Darwin `F_FULLFSYNC`, since its `fsync` stops at the drive's cache
+    /// (falling back to `fsync` where a filesystem refuses it). False with errno set.
+    static func syncData(_ fd: Int32) -> Bool {
+        #if canImport(Darwin)
+            if fcntl(fd, F_FULLFSYNC) == 0 { return true }
+        #endif
+        while fsync(fd) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return true
+    }
+
+    /// Puts a directory's entries (names made, renamed or removed in it) on
+    /// stable storage. False with errno set.
+    static func syncDirectory(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return syncData(fd)
+    }
+
     /// A new, uniquely named file from `template` (ending in `XXXXXX`, as for
     /// `mkstemp`), open for writing; its path, or nil with errno set.
     static func makeTemporary(_ template: String) -> (fd: Int32, path: String)? {

@@ -145,6 +145,7 @@ struct Warm: AsyncParsableCommand {
             placements: options.placements, startedAt: startedAt, endedAt: Date(),
             resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
+        StandardOutputSync.sync()
         progress.clear()
         Console.note(Self.summaryLine(result, pacer: warm.warmer.pacer))
         let status = result.exitStatus(failOn: failOn)

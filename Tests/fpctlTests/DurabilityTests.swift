@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+/// What reaches the kernel, in order, for every command that publishes files:
+/// the bytes synced before the name appears, the directory synced after, and
+/// only then the line that reports it (docs/cache-format.md, "Writing").
+@Suite("outputs and cache entries are synced before fpctl reports them (strace)")
+struct DurabilityTests {
+    let tmp: TemporaryDirectory
+
+    init() throws { tmp = try TemporaryDirectory() }
+
+    @Test("bundle build: the bundle's bytes, then its name, then its directory, then the digest line")
+    func bundleBuild() throws {
+        let output = tmp.file("demo.fpbundle")
+        let trace = try SyscallTrace(["bundle", "build", Paths.sample("demo"), "-o", output], in: tmp)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
+        #expect(trace.unsyncedPublishes(under: tmp.path) == [])
+        let published = try #require(trace.publishes(under: output).last)
+        let reported = try #require(trace.firstOutput(containing: "demo.fpbundle"))
+        let directorySynced = try #require(trace.directorySync(of: output, after: published.index))
+        #expect(directorySynced < reported)
+    }
+
+    @Test("bundle extract: every file and directory synced before the move, the target after it")
+    func bundleExtract() throws {
+        let bundle = try tmp.buildSample("demo")
+        let target = tmp.file("out")
+        let trace = try SyscallTrace(["bundle", "extract", bundle, "--output", target], in: tmp)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
+        #expect(trace.publishes(under: target).count >= 3)
+        #expect(trace.unsyncedPublishes(under: target) == [])
+    }
+
+    @Test("cache put: every entry and alias synced with its directory before 'wrote N entries'")
+    func cachePut() throws {
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        let input = tmp.file("in.jsonl")
+        try (0..<5).map {
+            #"{"placement":"paywall","user_id":"u\#($0)","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
+        }.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
+        let cache = tmp.file("cache")
+        let trace = try SyscallTrace(["cache", "put", "--cache-dir", cache, "--input", input], in: tmp)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
+        let entries = trace.publishes(under: cache + "/flows/")
+        #expect(entries.count == 5)
+        #expect(trace.publishes(under: cache + "/aliases/").count == 5)
+        #expect(trace.unsyncedPublishes(under: cache) == [])
+        let reported = try #require(trace.firstOutput(containing: "wrote 5 entries"))
+        for entry in entries {
+            #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < reported)
+        }
+    }
+
+    @Test("warm: each identity's entries are synced before its row is printed; the metrics file before the run ends")
+    func warm() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let ids = tmp.file("ids.jsonl")
+        try (0..<6).map { #"{"user_id":"user-\#($0)"}"# }.joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let cache = tmp.file("cache")
+        let metrics = tmp.file("warm.prom")
+        let trace = try SyscallTrace(
+            [
+                "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
+                "--identities", ids, "--format", "json", "--metrics-file", metrics,
+            ], in: tmp)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
+        #expect(trace.unsyncedPublishes(under: tmp.path) == [])
+        #expect(!trace.publishes(under: metrics).isEmpty)
+        let entries = trace.publishes(under: cache + "/flows/")
+        #expect(entries.count == 12)
+        for entry in entries {
+            let user = try #require(entry.target.split(separator: "/").dropLast().last?.split(separator: "~").last)
+            let row = try #require(trace.firstOutput(containing: "\"user_id\":\"\(user)\""), "no row for \(user)")
+            #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < row, "\(entry.target)")
+        }
+    }
+}

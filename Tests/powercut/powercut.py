@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""Power cuts during `fpctl warm`, `fpctl cache put` and `fpctl bundle build`.
+
+Each run works on a LazyFS mount (lazyfs.py: an in-memory FUSE file system
+that forgets what was never synced). The command is killed with SIGKILL at a
+random moment of its run (or after it ended), the file system is unmounted,
+the power cut drops every unsynced byte and name, and it is mounted again.
+Then, from what the command had printed before the cut (kept on the real
+disk, as a scheduler's log would be):
+
+  warm:  every row it printed as warmed from the network names an entry that
+         `cache list` shows; `cache verify` finds nothing but the temporary
+         files of the killed writer;
+  put:   if it said "wrote N entries", all N are listed; verify as above;
+  build: if it printed the bundle's digest, the file validates and
+         `bundle validate` gives that digest; if not, the name is absent or holds a
+         bundle that validates (never a torn one).
+
+Prints one line per command (cuts, outputs and entries checked, lost or
+damaged) and exits 1 if any reported output or entry was lost or damaged.
+Run as root (FUSE); needs python3-fusepy (Scripts/install-deps.sh powercut).
+
+Usage: Tests/powercut/powercut.py --fpctl .build/debug/fpctl [--cuts 10] [--seed N]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lazyfs import LazyFS, mount  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED_AFTER_KILL = {"cache-temp-debris"}
+
+
+class Mount:
+    def __init__(self, path: Path):
+        self.path = path
+        self.fs = LazyFS()
+        self.thread = None
+
+    def up(self):
+        self.thread = mount(self.fs, str(self.path))
+        deadline = time.time() + 10
+        while not os.path.ismount(self.path):
+            if time.time() > deadline or not self.thread.is_alive():
+                sys.exit("powercut: the FUSE file system did not mount (is /dev/fuse there, and are we root?)")
+            time.sleep(0.02)
+
+    def down(self):
+        for _ in range(100):
+            if subprocess.run(["umount", str(self.path)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        else:
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+        self.thread.join(10)
+
+    def cut(self, rng):
+        self.down()
+        self.fs.power_cut(rng)
+        self.up()
+
+
+def run_cut(cmd, stdout_path: Path, stderr_path: Path, after: float):
+    """Starts cmd, kills it after `after` seconds (if still running); True if it was killed."""
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            proc.wait(after)
+            return False
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True
+
+
+def fpctl_json(fpctl, *args):
+    done = subprocess.run([fpctl, *args, "--format", "json"], capture_output=True, text=True)
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def verify_findings(fpctl, cache: Path):
+    """The rules `cache verify` reports, other than the killed writer's temporary files."""
+    if not (cache / "fpcache.json").exists():
+        return []
+    _, doc = fpctl_json(fpctl, "cache", "verify", "--cache-dir", str(cache))
+    return [f"{f.get('rule')}: {f.get('path')}" for f in doc.get("findings", [])
+            if f.get("rule") not in ALLOWED_AFTER_KILL]
+
+
+def listed(fpctl, cache: Path):
+    if not (cache / "fpcache.json").exists():
+        return set()
+    _, doc = fpctl_json(fpctl, "cache", "list", "--cache-dir", str(cache))
+    return {(r["placement"], r["fingerprint"]) for r in doc.get("rows", [])}
+
+
+def warm_rows(path: Path):
+    """The whole rows of a (possibly cut short) warm JSON output."""
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        line = line.rstrip(",")
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "placement" in row:
+                rows.append(row)
+    return rows
+
+
+class Campaign:
+    def __init__(self, args, work: Path, mnt: Mount):
+        self.fpctl, self.args, self.work, self.mnt = args.fpctl, args, work, mnt
+        self.rng = random.Random(args.seed)
+        self.results = {}
+
+    def tally(self, name, cuts=0, checked=0, lost=0, problems=()):
+        r = self.results.setdefault(name, {"cuts": 0, "killed": 0, "checked": 0, "lost": 0, "problems": []})
+        r["cuts"] += cuts
+        r["checked"] += checked
+        r["lost"] += lost
+        r["problems"].extend(problems)
+        return r
+
+    def timed(self, cmd):
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True)
+        if done.returncode != 0:
+            sys.exit(f"powercut: {' '.join(map(str, cmd))} failed uncut: {done.stderr.decode()[-400:]}")
+        return time.perf_counter() - start
+
+    def cut_during(self, name, cmd, duration):
+        """Runs cmd, cuts the power at a random moment; returns (stdout, stderr) paths."""
+        out, err = self.work / f"{name}.out", self.work / f"{name}.err"
+        # warm reports as it goes; put and build only at the end, so half of their cuts come after it.
+        after = self.rng.uniform(0, duration * (1.1 if name == "warm" else 2.0))
+        killed = run_cut(cmd, out, err, after)
+        if self.args.verbose:
+            print(f"{name}: cut after {after:.3f}s of {duration:.3f}s, {'killed' if killed else 'done'}; "
+                  f"stderr: {err.read_text(errors='replace')[-200:].strip()}", file=sys.stderr)
+        self.mnt.cut(self.rng)
+        r = self.tally(name, cuts=1)
+        r["killed"] += killed
+        return out, err
+
+    def warm(self, url, trial):
+        ids = self.work / "ids.jsonl"
+        ids.write_text("".join(json.dumps({"user_id": f"u{trial}-{i}"}) + "\n" for i in range(self.args.identities)))
+        cache = self.mnt.path / f"warm-{trial}"
+
+        def cmd(cache):
+            return [self.fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo",
+                    "--identities", str(ids), "--cache-dir", str(cache), "--format", "json", "--concurrency", "4"]
+        if trial == 0:
+            self.warm_time = self.timed(cmd(self.mnt.path / "warm-uncut"))
+        out, _ = self.cut_during("warm", cmd(cache), self.warm_time)
+        reported = {(r["placement"], r["fingerprint"]) for r in warm_rows(out)
+                    if r.get("state") == "warmed" and r.get("delivery_source") == "network"}
+        present = listed(self.fpctl, cache)
+        problems = [f"warm {trial}: reported entry {p}/{f[:8]} lost" for p, f in sorted(reported - present)]
+        problems += [f"warm {trial}: {f}" for f in verify_findings(self.fpctl, cache)]
+        self.tally("warm", checked=len(reported), lost=len(reported - present), problems=problems)
+
+    def put(self, trial):
+        flow = ROOT / "bundles/demo/flows/paywall.json"
+        n = self.args.identities
+        lines = self.work / "put.jsonl"
+        lines.write_text("".join(json.dumps({"placement": "paywall", "user_id": f"p{trial}-{i}", "attributes": {},
+                                             "ttl_seconds": 300, "flow_file": str(flow)}) + "\n" for i in range(n)))
+        cache = self.mnt.path / f"put-{trial}"
+        cmd = [self.fpctl, "cache", "put", "--cache-dir", str(cache), "--input", str(lines)]
+        if trial == 0:
+            self.put_time = self.timed([self.fpctl, "cache", "put", "--cache-dir", str(self.mnt.path / "put-uncut"),
+                                        "--input", str(lines)])
+        _, err = self.cut_during("put", cmd, self.put_time)
+        reported = f"wrote {n} entries" in err.read_text(errors="replace")
+        present = listed(self.fpctl, cache)
+        lost = n - len(present) if reported else 0
+        problems = [f"put {trial}: said it wrote {n}, {len(present)} listed"] if lost else []
+        problems += [f"put {trial}: {f}" for f in verify_findings(self.fpctl, cache)]
+        self.tally("put", checked=n if reported else 0, lost=lost, problems=problems)
+
+    def build(self, trial):
+        source = ROOT / "bundles" / ("travel" if trial % 2 else "demo")
+        outdir = self.mnt.path / f"build-{trial}"
+        outdir.mkdir()
+        self.mnt.fs.make_durable(f"/build-{trial}")
+        output = outdir / "out.fpbundle"
+        cmd = [self.fpctl, "bundle", "build", str(source), "-o", str(output)]
+        if trial == 0:
+            self.build_time = self.timed([self.fpctl, "bundle", "build", str(source), "-o",
+                                          str(self.mnt.path / "uncut.fpbundle")])
+        out, _ = self.cut_during("build", cmd, self.build_time)
+        printed = out.read_text(errors="replace").split()
+        digest = printed[0] if printed and len(printed[0]) == 64 else None
+        problems = []
+        if output.exists():
+            code, doc = fpctl_json(self.fpctl, "bundle", "validate", str(output))
+            actual = (doc.get("files") or [{}])[0].get("digest")
+            if code != 0:
+                problems.append(f"build {trial}: {output.name} is there but does not validate"
+                                + (" (it was reported)" if digest else ""))
+            elif digest and actual != digest:
+                problems.append(f"build {trial}: {output.name} has digest {actual[:12]}, reported {digest[:12]}")
+        elif digest:
+            problems.append(f"build {trial}: reported {output.name} is gone")
+        self.tally("build", checked=1 if digest else 0, lost=1 if digest and problems else 0, problems=problems)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fpctl", required=True)
+    ap.add_argument("--cuts", type=int, default=10, help="power cuts per command")
+    ap.add_argument("--identities", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--verbose", action="store_true", help="a line per cut on standard error")
+    args = ap.parse_args()
+    args.fpctl = str(Path(args.fpctl).resolve())
+    if os.geteuid() != 0:
+        sys.exit("powercut: needs root (FUSE mounts)")
+    work = Path(tempfile.mkdtemp(prefix="fpctl-powercut-"))
+    mnt = Mount(work / "mnt")
+    mnt.path.mkdir()
+    serve = subprocess.Popen([args.fpctl, "serve", str(ROOT / "bundles/demo"), "--port", "0", "-q",
+                              "--rewrite-asset-urls"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = serve.stdout.readline().strip()
+        if not url.startswith("http://"):
+            sys.exit("powercut: fpctl serve did not start")
+        mnt.up()
+        campaign = Campaign(args, work, mnt)
+        for trial in range(args.cuts):
+            campaign.warm(url, trial)
+            campaign.put(trial)
+            campaign.build(trial)
+        failed = False
+        print(f"power cuts (seed {args.seed}, LazyFS: unsynced bytes torn or dropped, unsynced names dropped "
+              f"or kept by chance):")
+        for name, r in campaign.results.items():
+            what = {"warm": "reported entries", "put": "reported entries", "build": "reported bundles"}[name]
+            print(f"  {name:5} {r['cuts']:4} cuts ({r['killed']} mid-run), {r['checked']:5} {what} checked, "
+                  f"{r['lost']} lost or damaged, {len(r['problems'])} problems")
+            for p in r["problems"][:20]:
+                print(f"    {p}")
+            failed |= bool(r["problems"])
+        sys.exit(1 if failed else 0)
+    finally:
+        serve.kill()
+        if mnt.thread is not None and os.path.ismount(mnt.path):
+            mnt.down()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -61,6 +61,11 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let server = try reportingErrors {
+            // Checked before anything starts: an empty address would bind nowhere after "serving app …".
+            guard !host.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw FPError.usage("--host: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0")
+            }
+            guard (0...65535).contains(port) else { throw FPError.usage("--port \(port): use 0 to 65535") }
             var options = ResolveServer.Options()
             options.host = host
             options.port = port

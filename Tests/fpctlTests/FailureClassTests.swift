@@ -56,3 +56,66 @@ struct FailureClassTests {
             "the API key is never printed")
     }
 }
+
+/// When no request reaches the backend, every command that talks to it exits 69,
+/// as warm does: resolve and ready (with no flow to offer), pull and diff.
+@Suite("nothing reached the backend: resolve, ready, bundle pull and bundle diff exit 69")
+struct UnavailableStatusTests {
+    /// A port nobody listens on, and a proxy nobody listens on in front of a live server.
+    static let backends: [[String]] = [
+        ["--api-url", "http://127.0.0.1:9"],
+        ["--api-url", "http://example.invalid", "--proxy", "http://127.0.0.1:9"],
+    ]
+
+    @Test("each command, each way of not getting there", arguments: backends)
+    func unavailable(_ backend: [String]) throws {
+        let tmp = try TemporaryDirectory()
+        let bundle = try tmp.buildSample("demo")
+        let cache = tmp.file("cache")
+        let commands: [[String]] = [
+            ["resolve", "paywall", "--user-id", "a", "--cache-dir", cache],
+            ["resolve", "paywall", "--user-id", "a", "--cache-dir", cache, "--format", "json"],
+            ["ready", "paywall", "--user-id", "a", "--cache-dir", cache],
+            ["bundle", "pull", "paywall", "onboarding", "-o", tmp.file("pulled")],
+            ["bundle", "diff", bundle],
+        ]
+        for command in commands {
+            let r = try fpctl(command + backend + ["--app-id", "demo"])
+            #expect(r.status == 69, "\(command): \(r.status) \(r.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: tmp.file("pulled")), "pull wrote a source anyway")
+        }
+        // A flow from another tier still answers: resolve with the bundle exits 0.
+        let fallback = try fpctl(
+            ["resolve", "paywall", "--user-id", "a", "--cache-dir", cache, "--bundle", bundle, "--app-id", "demo"]
+                + backend)
+        #expect(fallback.status == 0, "\(fallback.stderr)")
+    }
+
+    @Test("resolve --format json: each tier tried, its outcome and why, then the result")
+    func jsonTrace() throws {
+        let tmp = try TemporaryDirectory()
+        let bundle = try tmp.buildSample("demo")
+        let r = try fpctl(
+            "resolve", "paywall", "--user-id", "alice", "--cache-dir", tmp.file("cache"), "--bundle", bundle,
+            "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--format", "json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        #expect(doc["placement"] as? String == "paywall")
+        #expect(doc["user_id"] as? String == "alice")
+        let tiers = try #require(doc["tiers"] as? [[String: Any]])
+        #expect(tiers.map { $0["tier"] as? Int } == [0, 1, 2, 3])
+        #expect(tiers.map { $0["outcome"] as? String } == ["miss", "failed", "miss", "served"])
+        #expect(tiers.map { $0["source"] as? String } == ["cache", "live_resolve", "stale_cache", "bundled_default"])
+        #expect((tiers[1]["error"] as? [String: Any])?["code"] as? String == "unreachable")
+        #expect((tiers[0]["reason"] as? String) == "no entry for this identity")
+        let result = try #require(doc["result"] as? [String: Any])
+        #expect(result["state"] as? String == "warmed")
+        #expect(result["delivery_source"] as? String == "bundled_default")
+        #expect(result["tier"] as? Int == 3)
+        #expect(result["flow_id"] as? String == "flow_paywall")
+        #expect(doc["schema_version"] as? Int == 1)
+        let csv = try fpctl(
+            "resolve", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--format", "csv")
+        #expect(csv.status == 64)
+    }
+}

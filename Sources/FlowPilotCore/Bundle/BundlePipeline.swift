@@ -45,13 +45,19 @@ public enum BundlePipeline {
     {
         var findings: [Finding] = []
         var flows: [String: FlowDocument] = [:]
+        var unavailable: [ResolveFailure] = []
         for key in placements {
             switch await client.resolve(key, identity) {
             case .flow(let doc, _): flows[key] = doc
             case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
             case .failed(let failure):
                 findings.append(.error("pull-failed", key, "\(failure.code): \(failure.message)"))
+                if failure.isUnavailable { unavailable.append(failure) }
             }
+        }
+        // No request got an answer: the backend is not there, which is not the bundle's fault.
+        if let first = unavailable.first, unavailable.count == placements.count {
+            throw FPError.unavailable("no request reached the backend: \(first.code): \(first.message)")
         }
         if findings.hasErrors { throw FPError.invalid(findings) }
         return flows
@@ -95,6 +101,12 @@ public enum BundlePipeline {
         public let bundled: String?
         public let backend: String?
         public let changedMedia: [String]
+        /// A failed row whose request got no answer at all (`ResolveFailure.isUnavailable`).
+        public var unavailable = false
+
+        enum CodingKeys: String, CodingKey {
+            case placement, status, bundled, backend, changedMedia
+        }
     }
 
     /// Per placement, whether the bundled flow is what the backend resolves now:
@@ -125,7 +137,9 @@ public enum BundlePipeline {
             case (let b?, .failed(let failure)):
                 let reason = "\(failure.code): \(failure.message)"
                 rows.append(
-                    DiffRow(placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: []))
+                    DiffRow(
+                        placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: [],
+                        unavailable: failure.isUnavailable))
             case (let b?, .flow(let doc, _)):
                 let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(
                     doc.allImages + doc.fonts.map(\.url)

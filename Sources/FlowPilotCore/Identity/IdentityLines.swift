@@ -12,15 +12,13 @@ public struct IdentityLines: AsyncSequence, Sendable {
     /// Names the input in error messages.
     let name: String
 
-    /// `-` reads standard input; a missing file is `FPError.inputMissing`.
+    /// `-` reads standard input; a missing file, a directory or one that cannot
+    /// be read is `FPError.inputMissing`. A pipe is read like a file.
     public init(path: String) throws {
         if path == "-" {
             (handle, name) = (FileHandle.standardInput, "-")
         } else {
-            guard let handle = FileHandle(forReadingAtPath: path) else {
-                throw FPError.inputMissing("\(path): no such identities file")
-            }
-            (self.handle, name) = (handle, path)
+            (handle, name) = (try InputFile.handle(path, "identities file", kind: .stream), path)
         }
     }
 
@@ -46,7 +44,12 @@ public struct IdentityLines: AsyncSequence, Sendable {
                 }
                 if atEnd { return nil }
                 let handle = self.handle
-                let chunk = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: 1 << 16) }
+                let name = self.name
+                let chunk = try await NIOThreadPool.singleton.runIfActive {
+                    do { return try handle.read(upToCount: 1 << 16) } catch {
+                        throw InputFile.readFailure(name, "identities file", error)
+                    }
+                }
                 if let chunk, !chunk.isEmpty { lines.append(chunk) } else { atEnd = true }
             }
         }

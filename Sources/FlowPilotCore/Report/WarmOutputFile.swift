@@ -66,9 +66,7 @@ public struct WarmOutputFile: Sendable {
     /// anything that is not a complete warm output is `invalid`, naming the file.
     public init(path: String) throws {
         self.path = path
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw FPError.inputMissing("\(path): no such warm output")
-        }
+        let handle = try InputFile.handle(path, "warm output")
         defer { try? handle.close() }
         let size = try handle.seekToEnd()
         let tailSize = min(size, UInt64(Self.maxLastLine))
@@ -90,9 +88,7 @@ public struct WarmOutputFile: Sendable {
 
     /// Every row, in file order.
     public func forEachRow(_ body: (Row) throws -> Void) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw FPError.inputMissing("\(path): no such warm output")
-        }
+        let handle = try InputFile.handle(path, "warm output")
         defer { try? handle.close() }
         var lines = LineBuffer()
         var lineNumber = 0
@@ -141,9 +137,7 @@ public struct WarmOutputFile: Sendable {
     /// Anything that is not a warm output is `invalid` naming the file; a
     /// missing file is `inputMissing`.
     public static func wholeRows(path: String, _ body: (Row) throws -> Void) throws -> WholeRows {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw FPError.inputMissing("\(path): no such warm output")
-        }
+        let handle = try InputFile.handle(path, "warm output")
         defer { try? handle.close() }
         var hasher = SHA256()
         var lines = LineBuffer()

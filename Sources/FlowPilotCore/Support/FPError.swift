@@ -8,11 +8,13 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
     case cannotWrite(String)
     /// `usage`: arguments that parse but do not make sense together.
     case usage(String)
+    /// `unavailable`: no request reached the backend (unreachable, TLS, proxy).
+    case unavailable(String)
 
     public var description: String {
         switch self {
         case .invalid(let findings): findings.filter { $0.severity == .error }.map(\.line).joined(separator: "\n")
-        case .inputMissing(let m), .cannotWrite(let m), .usage(let m): m
+        case .inputMissing(let m), .cannotWrite(let m), .usage(let m), .unavailable(let m): m
         }
     }
 
@@ -22,6 +24,7 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
         case .inputMissing: .inputMissing
         case .cannotWrite: .cannotWrite
         case .usage: .usage
+        case .unavailable: .unavailable
         }
     }
 }

@@ -9,7 +9,8 @@ final class RandomAccessFile {
 
     init(path: String) throws {
         self.path = path
-        fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer (pread ignores the flag).
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { throw FPError.inputMissing("\(path): no such file") }
             throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")

@@ -60,12 +60,27 @@ public final class Warmer: Sendable {
     /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the
     /// flow warm. The bundled default and stale copies do not count.
     public func isReady(_ placement: String, for identity: Identity) async -> Bool {
+        if case .ready = await readiness(placement, for: identity) { return true }
+        return false
+    }
+
+    /// isPlacementReady with the reason when not: the live resolve's failure
+    /// (nil when the backend answered that it has no flow).
+    public enum Readiness: Sendable {
+        case ready
+        case notReady(ResolveFailure?)
+    }
+
+    public func readiness(_ placement: String, for identity: Identity) async -> Readiness {
         if case (_, .serve?) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date())
         {
-            return true
+            return .ready
         }
-        if case .success(.flow) = await live.wait(live.start(placement, for: identity)) { return true }
-        return false
+        switch await live.wait(live.start(placement, for: identity)) {
+        case .success(.flow): return .ready
+        case .success(.failed(let failure)), .failure(let failure): return .notReady(failure)
+        case .success: return .notReady(nil)
+        }
     }
 
     /// One placement through the chain, saying what each tier found (`fpctl resolve`).

@@ -12,7 +12,8 @@ struct BundlePull: AsyncParsableCommand {
             by URL, so bundle build gives a fully offline bundle.
             Rerunning into the same directory rewrites only what changed.
             Exit status: 65 a placement has no flow, or media failed to download or
-            are over --max-media-size (unless --allow-missing-media).
+            are over --max-media-size (unless --allow-missing-media); 69 no request
+            reached the backend (unreachable, TLS, proxy).
             """
     )
 
@@ -49,7 +50,8 @@ struct BundleDiff: AsyncParsableCommand {
             Per placement: in_sync (same flow id, version, content hash and media),
             changed, missing_on_backend, missing_in_bundle (for --placement keys the
             bundle lacks), or failed.
-            Exit status: 0 in sync, 3 not, so CI can fail a release with stale defaults.
+            Exit status: 0 in sync, 3 not, so CI can fail a release with stale defaults;
+            69 no request reached the backend (unreachable, TLS, proxy).
             """
     )
 
@@ -84,6 +86,10 @@ struct BundleDiff: AsyncParsableCommand {
                                 $0.changedMedia.joined(separator: " "),
                             ]
                         })))
+        }
+        if let failed = rows.first, rows.allSatisfy(\.unavailable) {
+            Console.error("no request reached the backend: \(failed.backend ?? "")")
+            throw ExitCode(.unavailable)
         }
         if !inSync { throw ExitCode(.partial) }
     }

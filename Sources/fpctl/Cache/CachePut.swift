@@ -21,9 +21,10 @@ struct CachePut: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let store = try cache.open(create: true)
+            // The input first: a path that cannot be read must not leave a new, empty cache behind.
             let handle =
-                input == "-" ? FileHandle.standardInput : try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
+                input == "-" ? FileHandle.standardInput : try InputFile.handle(input, "put input", kind: .stream)
+            let store = try cache.open(create: true)
             var flowFiles: [String: FlowDocument] = [:]
             var imageFiles: [String: Data] = [:]
             var count = 0

@@ -106,14 +106,15 @@ struct Warm: AsyncParsableCommand {
         options.grace = grace.duration
         options.resume = try reportingErrors { try resume.map { try resumed($0, options.placements) } }
         let (warm, single, file, metricsOutput) = try reportingErrors {
-            // The metrics file's directory is checked before the cache is touched.
+            // The identities and the metrics file's directory are checked before the cache is touched.
+            let file = try identities.map(IdentityLines.init(path:))
             let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
             // One batch request per identity; without batches, one request per placement.
             let perIdentity = backend.noBatch ? options.placements.count : 1
             let warmer = try backend.makeWarmer(
                 media: media, concurrency: concurrency * perIdentity, mediaConcurrency: mediaConcurrency, rate: rate)
             let run = WarmRun(warmer: warmer, options: options)
-            return (run, try backend.identity(), try identities.map(IdentityLines.init(path:)), metricsOutput)
+            return (run, try backend.identity(), file, metricsOutput)
         }
         let startedAt = Date()
         let report = OutcomeReport(format: output.format, rows: !summary)

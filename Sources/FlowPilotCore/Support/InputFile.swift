@@ -1,0 +1,59 @@
+import Foundation
+
+/// Opening a file the user named as input: one line naming the path and the
+/// problem (`FPError.inputMissing`, exit 66) whether it is missing, a
+/// directory, unreadable, or a FIFO where a seekable file is needed — never a
+/// raw Foundation error, and never a hang on a FIFO nobody writes to.
+public enum InputFile {
+    /// What may stand behind the path.
+    public enum Kind: Sendable {
+        /// A regular file only (it is sought in, or read twice).
+        case regular
+        /// Also a pipe or a character device, read once from start to end
+        /// (`--identities <(…)`, `/dev/stdin`).
+        case stream
+    }
+
+    /// An open descriptor for `path`, which the caller closes; `what` names the
+    /// input in messages ("identities file", "warm output").
+    public static func open(_ path: String, _ what: String, kind: Kind = .regular) throws -> Int32 {
+        // O_NONBLOCK so that opening a FIFO never waits for a writer; cleared below for streams.
+        let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { throw FPError.inputMissing("\(path): no such \(what)") }
+            throw FPError.inputMissing("\(path): cannot read the \(what): \(Errno.describe(code))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            close(fd)
+            throw FPError.inputMissing("\(path): cannot read the \(what): \(Errno.describe(code))")
+        }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG:
+            break
+        case S_IFDIR:
+            close(fd)
+            throw FPError.inputMissing("\(path): is a directory; the \(what) must be a file")
+        case S_IFIFO where kind == .stream, S_IFCHR where kind == .stream:
+            break
+        default:
+            close(fd)
+            throw FPError.inputMissing("\(path): not a regular file; the \(what) must be one")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
+    }
+
+    /// `open` as a FileHandle that closes the descriptor when it goes.
+    public static func handle(_ path: String, _ what: String, kind: Kind = .regular) throws -> FileHandle {
+        FileHandle(fileDescriptor: try open(path, what, kind: kind), closeOnDealloc: true)
+    }
+
+    /// A read that failed after the open (EIO, a device gone): the same one line.
+    public static func readFailure(_ path: String, _ what: String, _ error: Error) -> FPError {
+        let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription
+        return .inputMissing("\(path): cannot read the \(what): \(reason ?? "\(error)")")
+    }
+}

@@ -99,6 +99,26 @@ struct BundleBuildTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
     }
 
+    @Test("15,000 screens with one id (14,999 duplicates): the first 20 findings of each rule, then how many more")
+    func boundedFindings() throws {
+        let tmp = try TemporaryDirectory()
+        let src = tmp.file("src")
+        try copySample("demo", to: src, reversed: false, mtime: "2020-01-01")
+        let flowPath = "\(src)/flows/paywall.json"
+        var flow = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: flowPath))) as? [String: Any])
+        let screens = try #require(flow["screens"] as? [[String: Any]])
+        flow["screens"] = Array(repeating: screens[0], count: 15_000)
+        try JSONSerialization.data(withJSONObject: flow).write(to: URL(fileURLWithPath: flowPath))
+        let build = try fpctl("bundle", "build", src, "-o", tmp.file("dup.fpbundle"))
+        #expect(build.status == 65)
+        let lines = build.stderr.split(separator: "\n")
+        let duplicates = lines.filter { $0.contains("flow-duplicate-screen") }
+        #expect(duplicates.count == 21, "\(lines.count) lines")
+        #expect(duplicates.last == "fpctl: error: flow-duplicate-screen: flows/paywall.json: … and 14,979 more")
+        #expect(lines.count < 100)
+    }
+
     @Test("a missing source directory is exit 66, an unwritable output exit 73")
     func missingInputAndUnwritableOutput() throws {
         let tmp = try TemporaryDirectory()

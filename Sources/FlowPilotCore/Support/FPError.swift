@@ -13,7 +13,8 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
 
     public var description: String {
         switch self {
-        case .invalid(let findings): findings.filter { $0.severity == .error }.map(\.line).joined(separator: "\n")
+        case .invalid(let findings):
+            findings.filter { $0.severity == .error }.bounded().map(\.line).joined(separator: "\n")
         case .inputMissing(let m), .cannotWrite(let m), .usage(let m), .unavailable(let m): m
         }
     }

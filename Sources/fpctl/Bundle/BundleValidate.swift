@@ -78,7 +78,7 @@ struct BundleValidate: ParsableCommand {
                     Console.error(error)
                     continue
                 }
-                for f in r.findings { Console.out("\(r.file): \(f.line)\n") }
+                for f in r.findings.bounded() { Console.out("\(r.file): \(f.line)\n") }
                 if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
             }
         }

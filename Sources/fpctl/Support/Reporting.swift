@@ -50,7 +50,7 @@ func reportingErrorsAsync<T>(_ body: () async throws -> T) async throws -> T {
 private func report(_ error: FPError) -> ExitCode {
     switch error {
     case .invalid(let findings):
-        for finding in findings where finding.severity == .error { Console.error(finding.line) }
+        for finding in findings.filter({ $0.severity == .error }).bounded() { Console.error(finding.line) }
     default:
         Console.error(error.description)
     }

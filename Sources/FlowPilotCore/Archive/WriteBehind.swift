@@ -7,7 +7,9 @@ import Foundation
 /// again for stored media, happens beside it. At most `bufferCount` buffers
 /// exist, so memory stays bounded and a slow disk slows the producer instead
 /// of growing a queue. The first failed write is kept and reported by the
-/// next `append` or by `finish`.
+/// next `append` or by `finish`. Each block written is handed to the disk at
+/// once (`Platform.startWriteback`), so the sync that publishes the bundle
+/// (`AtomicOutput.commit`) waits for the last blocks only, not all of them.
 final class WriteBehind: @unchecked Sendable {
     static let bufferSize = 1 << 20
     static let bufferCount = 4
@@ -24,6 +26,8 @@ final class WriteBehind: @unchecked Sendable {
     private var filled = 0
     private var allocated: [UnsafeMutableRawBufferPointer] = []
     private var finished = false
+    // The writer thread's own: where the next block goes.
+    private var written = 0
 
     /// Creates (or truncates) `path` for writing.
     init(path: String) throws {
@@ -83,10 +87,13 @@ final class WriteBehind: @unchecked Sendable {
         let fd = self.fd
         let block = Block(buffer: buffer)
         queue.async {
-            if self.lock.withLock({ self.failure }) == nil,
-                let error = Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: block.buffer[0..<count]))
-            {
-                self.lock.withLock { self.failure = error }
+            if self.lock.withLock({ self.failure }) == nil {
+                if let error = Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: block.buffer[0..<count])) {
+                    self.lock.withLock { self.failure = error }
+                } else {
+                    Platform.startWriteback(fd, offset: self.written, count: count)
+                    self.written += count
+                }
             }
             self.lock.withLock { self.spare.append(block.buffer) }
             self.free.signal()

@@ -107,6 +107,89 @@ struct ManPageTests {
         }
     }
 
+    @Test(
+        "fpctl-bundle(5) and fpctl-cache(5) as groff and mandoc render them: every code span of the docs whole, every table with the docs' columns"
+    )
+    func formatPagesRender() throws {
+        for (name, doc) in [("fpctl-bundle", "docs/bundle-format.md"), ("fpctl-cache", "docs/cache-format.md")] {
+            let markdown = try String(
+                contentsOfFile: Paths.packageRoot.appendingPathComponent(doc).path, encoding: .utf8)
+            let page = "\(Self.man)/man5/\(name).5"
+            // Wide enough that no table cell wraps, so a formula or pattern reads whole.
+            let renderers = [
+                ("groff", try tool("groff"), ["-k", "-t", "-man", "-Tutf8", "-rLL=250n", page]),
+                ("mandoc", try tool("mandoc"), ["-Tutf8", "-Owidth=250", page]),
+            ]
+            let (spans, columns) = Self.markdownFacts(markdown)
+            #expect(spans.contains("^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$") || name != "fpctl-bundle")
+            for (renderer, executable, arguments) in renderers {
+                let rendered = try run(executable, arguments)
+                #expect(rendered.status == 0, "\(renderer) \(name)(5): \(rendered.stderr)")
+                let text = Self.plain(rendered.stdout)
+                let flat = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                for span in spans {
+                    #expect(flat.contains(span), "\(renderer) \(name)(5) does not show `\(span)` from \(doc)")
+                }
+                #expect(Self.tableColumns(text) == columns, "\(renderer) \(name)(5): table columns differ from \(doc)")
+            }
+        }
+    }
+
+    /// Text without overstrikes (bold `X\bX`, underline `_\bX`).
+    static func plain(_ text: String) -> String {
+        var out: [Character] = []
+        for ch in text {
+            if ch == "\u{8}" {
+                _ = out.popLast()
+            } else {
+                out.append(ch)
+            }
+        }
+        return String(out)
+    }
+
+    /// A Markdown document's code spans (whitespace collapsed, `\|` read as `|`,
+    /// none from code blocks) and the number of columns of each table, in order.
+    static func markdownFacts(_ markdown: String) -> (spans: [String], columns: [Int]) {
+        var spans: [String] = []
+        var columns: [Int] = []
+        var inBlock = false
+        var inTable = false
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") { inBlock.toggle() }
+            if inBlock || line.hasPrefix("    ") { continue }
+            let isRow = line.hasPrefix("|")
+            if isRow && !inTable {
+                columns.append(
+                    line.replacingOccurrences(of: "\\|", with: "").trimmingCharacters(in: .whitespaces)
+                        .dropFirst().dropLast().split(separator: "|", omittingEmptySubsequences: false).count)
+            }
+            inTable = isRow
+            for match in line.matches(of: /`([^`]+)`/) {
+                let span = String(match.1).replacingOccurrences(of: "\\|", with: "|")
+                spans.append(span.split(whereSeparator: \.isWhitespace).joined(separator: " "))
+            }
+        }
+        return (spans, columns)
+    }
+
+    /// The number of columns of each boxed table in rendered text, in order: a
+    /// border is a line of `+`/`-` or of box-drawing characters, and its
+    /// junctions less one are the columns; a table is a run of borders and rows.
+    static func tableColumns(_ text: String) -> [Int] {
+        let junctions = Set("+┌┬┐├┼┤└┴┘")
+        let borders = junctions.union("-─")
+        var columns: [Int] = []
+        var inTable = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let border = !trimmed.isEmpty && trimmed.allSatisfy { borders.contains($0) }
+            if border && !inTable { columns.append(trimmed.filter { junctions.contains($0) }.count - 1) }
+            inTable = border || (inTable && (trimmed.hasPrefix("|") || trimmed.hasPrefix("│")))
+        }
+        return columns
+    }
+
     @Test("mandoc -Tlint -W style finds nothing in any page")
     func lintClean() throws {
         let pages =

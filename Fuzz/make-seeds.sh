@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 root=$(cd .. && pwd)
 out=$PWD/Corpus
 rm -rf "$out"
-mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,fastpath,proxy}
+mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,fastpath,proxy,media}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -105,4 +105,6 @@ printf 'POST /apps/demo/placements/resolve-batch HTTP/1.1\r\nHost: x\r\nAuthoriz
 printf 'POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nAuthorization: Bearer no\r\nContent-Length: 0\r\n\r\n' \
     >"$out/fastpath/pipelined"
 printf 'GET /_admin/stats HTTP/1.1\r\nHost: x\r\n\r\n' >"$out/fastpath/get"
+# Media files for the structure check (media-corrupt).
+python3 make-media-seeds.py "$out/media" "$root/bundles/demo/assets/badge.png"
 ls "$out"/* | wc -l

@@ -3,7 +3,7 @@
 #
 # Builds the libFuzzer targets in Fuzz/ (libFuzzer + AddressSanitizer) and runs
 # TARGET (default: all of them, one after another) for SECONDS each (default 60).
-# Targets: json bundle flow rules identities cache keys units fastpath proxy.
+# Targets: json bundle flow rules identities cache keys units fastpath proxy media.
 #
 # Each run mutates the committed seeds (Fuzz/Corpus/TARGET, never written to)
 # into a working corpus under Fuzz/.build/corpus/TARGET that grows across runs.
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../Fuzz"
 
-all=(json bundle flow rules identities cache keys units fastpath proxy)
+all=(json bundle flow rules identities cache keys units fastpath proxy media)
 which=${1:-all}
 seconds=${2:-60}
 case "$which" in
@@ -36,7 +36,7 @@ binary() {
     case "$1" in
     json) echo FuzzJSON ;; bundle) echo FuzzBundle ;; flow) echo FuzzFlow ;; rules) echo FuzzRules ;;
     identities) echo FuzzIdentities ;; cache) echo FuzzCache ;; keys) echo FuzzKeys ;; units) echo FuzzUnits ;;
-    fastpath) echo FuzzFastPath ;; proxy) echo FuzzProxy ;;
+    fastpath) echo FuzzFastPath ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;;
     esac
 }
 

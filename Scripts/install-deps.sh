@@ -16,6 +16,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v unzip >/dev/null || need+=(unzip)
 command -v mandoc >/dev/null || need+=(mandoc)
+command -v groff >/dev/null || need+=(groff-base)  # ManPageTests renders the section-5 pages with it too
 command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
 command -v strace >/dev/null || need+=(strace)  # DurabilityTests: the order of syncs and publishes

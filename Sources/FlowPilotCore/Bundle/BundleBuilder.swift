@@ -122,6 +122,8 @@ public enum BundleBuilder {
         let sha256: String
         let head: [UInt8]
         let stamp: FileStamp?
+        /// What `MediaStructure` found wrong, for a media or font file.
+        var structureProblem: String?
     }
 
     static func hashFile(_ url: URL, buffer: ReadBuffer) throws -> FileDigest {
@@ -131,13 +133,17 @@ public enum BundleBuilder {
         var hasher = SHA256()
         var size: Int64 = 0
         var head: [UInt8] = []
+        var structure = MediaStructure(path: url.path)
         try buffer.forEachBlock(of: fd, path: url.path) { block in
             if head.count < MediaType.headSize { head += block.prefix(MediaType.headSize - head.count) }
             hasher.update(bufferPointer: block)
+            structure?.update(block)
             size += Int64(block.count)
         }
         let stamp = before.flatMap { FileStamp(fd: fd) == $0 ? $0 : nil }
-        return FileDigest(size: size, sha256: Digest.hex(hasher.finalize()), head: head, stamp: stamp)
+        return FileDigest(
+            size: size, sha256: Digest.hex(hasher.finalize()), head: head, stamp: stamp,
+            structureProblem: structure?.finish())
     }
 
     /// Hashes files on every core (one read buffer per slice); a file that

@@ -159,7 +159,11 @@ struct BundlePlan {
             findings.append(.error("source-missing-file", rel, "asset file not found (bundle.json#/assets)"))
             return nil
         }
-        if let mismatch = MediaType.mismatch(path: rel, head: digest.head) { findings.append(mismatch) }
+        if let mismatch = MediaType.mismatch(path: rel, head: digest.head) {
+            findings.append(mismatch)
+        } else if let corrupt = digest.structureProblem {
+            findings.append(.error("media-corrupt", rel, corrupt))
+        }
         let (size, sha) = (digest.size, digest.sha256)
         let archivePath = "\(folder)/\(sha).\(BundlePath.normalizedExtension(rel))"
         let file = File(archivePath: archivePath, size: size, sha256: sha, content: .file(fileURL, stamp: digest.stamp))

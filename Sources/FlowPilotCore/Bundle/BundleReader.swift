@@ -311,6 +311,8 @@ private struct ContentPass {
         var hasher = SHA256()
         var crc = CRC32()
         var head: [UInt8] = []
+        var structure =
+            entry.name.hasPrefix("media/") || entry.name.hasPrefix("fonts/") ? MediaStructure(path: entry.name) : nil
         var problem: Finding?
         let ratioCap = BundleLimits.maxCompressionRatio * max(entry.compressedSize, 1)
         do {
@@ -334,6 +336,7 @@ private struct ContentPass {
                 crc.update(chunk)
                 if keepBytes { body?.append(contentsOf: chunk) } else { hasher.update(bufferPointer: chunk) }
                 if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
+                structure?.update(chunk)
                 return true
             }
         } catch {
@@ -364,6 +367,8 @@ private struct ContentPass {
             let mismatch = MediaType.mismatch(path: entry.name, head: head)
         {
             result.findings.append(mismatch)
+        } else if let corrupt = structure?.finish() {
+            result.findings.append(.error("media-corrupt", entry.name, corrupt))
         }
         return (count, body)
     }

@@ -274,6 +274,13 @@ write_zip("media-not-an-image.fpbundle", with_manifest(replace(BASE, png, b"root
           "media-type-mismatch")
 ttf = next(n for n, _ in BASE if n.startswith("fonts/") and n.endswith(".ttf"))
 write_zip("font-is-a-png.fpbundle", with_manifest(replace(BASE, ttf, BASE_MAP[png])), "media-type-mismatch")
+# --- media that start right and are not whole (media-corrupt) --------------
+whole = BASE_MAP[png]
+write_zip("png-cut-to-a-third.fpbundle", with_manifest(replace(BASE, png, whole[: len(whole) // 3])), "media-corrupt")
+flipped = bytearray(whole)
+flipped[len(whole) // 2] ^= 0x01
+write_zip("png-bad-crc.fpbundle", with_manifest(replace(BASE, png, bytes(flipped))), "media-corrupt")
+write_zip("font-cut-short.fpbundle", with_manifest(replace(BASE, ttf, BASE_MAP[ttf][:4096])), "media-corrupt")
 
 # --- found by the bundle fuzzer (Fuzz/Regressions/bundle) -------------------
 # A byte of a stored image changed in transit: the CRC-32 in both headers no

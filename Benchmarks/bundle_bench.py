@@ -26,9 +26,11 @@ import hashlib
 import json
 import os
 import random
+import struct
 import shutil
 import statistics
 import subprocess
+import zlib
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,13 @@ from release_fpctl import release_fpctl
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "Benchmarks" / "work"
+
+
+def png(idat: bytes) -> bytes:
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 64, 64, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int):
@@ -50,8 +59,9 @@ def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int)
     for i in range(images):
         url = f"https://cdn.example.com/bench/img{i:04d}.png"
         path = f"assets/img{i:04d}.png"
-        # A PNG signature, then incompressible bytes: media are checked to be what their name says.
-        (directory / path).write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(rng.randint(20_000, 200_000)))
+        # A whole PNG (media are checked to be what their name says, and whole) whose
+        # IDAT is incompressible bytes, as compressed image data is.
+        (directory / path).write_bytes(png(os.urandom(rng.randint(20_000, 200_000))))
         assets[url] = path
         image_urls.append(url)
     font_refs = []
@@ -60,7 +70,10 @@ def make_source(directory: Path, flows: int, images: int, fonts: int, seed: int)
         path = f"assets/font{i}.ttf"
         # Fonts deflate (not in the stored list): make them compress like real ones, about 2:1.
         chunk = os.urandom(1024)
-        data = b"\x00\x01\x00\x00" + b"".join(chunk if j % 2 else os.urandom(1024) for j in range(200))  # a TrueType signature
+        body = b"".join(chunk if j % 2 else os.urandom(1024) for j in range(200))
+        # A TrueType table directory with one table, the body, which lies within the file.
+        data = b"\x00\x01\x00\x00" + struct.pack(">HHHH", 1, 16, 0, 0) + b"glyf" + struct.pack(">III", 0, 28, len(body))
+        data += body
         (directory / path).write_bytes(data)
         assets[url] = path
         font_refs.append({"name": f"Font{i}", "url": url, "sha256": hashlib.sha256(data).hexdigest()})

@@ -146,6 +146,10 @@ public struct MediaStructure: Sendable {
 
     private mutating func expect(_ count: Int) { need = count }
 
+    private static func crc(_ value: UInt32, _ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { UInt32(libdeflate_crc32(value, $0.baseAddress, $0.count)) }
+    }
+
     private mutating func fail(_ message: String) {
         if problem == nil { problem = message }
     }
@@ -213,6 +217,7 @@ public struct MediaStructure: Sendable {
     private mutating func parseStart(_ h: [UInt8]) {
         switch type {
         case .png:
+            guard h == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] else { return fail("no PNG signature") }
             (state, need) = (.pngChunkHeader, 8)
         case .jpeg:
             guard h == [0xFF, 0xD8] else { return fail("no SOI marker") }
@@ -242,13 +247,14 @@ public struct MediaStructure: Sendable {
 
     private mutating func pngChunk(_ h: [UInt8]) {
         let length = Self.be32(h, 0)
-        let type = String(decoding: h[4..<8], as: UTF8.self)
-        guard length <= Int(Int32.max) else { return fail("chunk \(type) claims \(length) bytes") }
+        // Letters only, so a type is safe to print in a message.
         guard h[4..<8].allSatisfy({ (0x41...0x5A).contains($0 & 0xDF) }) else {
             return fail("a chunk at byte \(offset - 8) has no valid type")
         }
+        let type = String(decoding: h[4..<8], as: UTF8.self)
+        guard length <= Int(Int32.max) else { return fail("chunk \(type) claims \(length) bytes") }
         if offset == 16 && type != "IHDR" { return fail("the first chunk is \(type), not IHDR") }
-        crc = UInt32(h[4..<8].withUnsafeBytes { libdeflate_crc32(0, $0.baseAddress, 4) })
+        crc = Self.crc(0, Array(h[4..<8]))
         (skip, crcing, state, need) = (length, true, .pngCRC(type: type), 4)
     }
 

@@ -42,6 +42,14 @@ struct MediaStructureTests {
             for chunk in [1, 7, 4096, bytes.count] {
                 #expect(Self.check(path, bytes, chunk: chunk) == nil, "\(path) in chunks of \(chunk)")
             }
+            // The CRC-32 the zip check takes from here is the bytes' own, whole or cut.
+            for cut in [bytes.count, bytes.count / 2, 3] {
+                var structure = MediaStructure(path: path)!
+                structure.update(Array(bytes[..<cut]))
+                var crc = CRC32()
+                Array(bytes[..<cut]).withUnsafeBytes { crc.update($0) }
+                #expect(structure.fileCRC == crc.value, "\(path) cut to \(cut)")
+            }
         }
     }
 

@@ -333,10 +333,10 @@ private struct ContentPass {
                         "limit-json-size", entry.name, "JSON documents hold at most \(BundleLimits.maxJSONBytes) bytes")
                 }
                 if problem != nil { return false }
-                crc.update(chunk)
+                // A media entry's CRC-32 comes from its structure check, which reads every byte anyway.
+                if structure != nil { structure?.update(chunk) } else { crc.update(chunk) }
                 if keepBytes { body?.append(contentsOf: chunk) } else { hasher.update(bufferPointer: chunk) }
                 if head.count < MediaType.headSize { head += chunk.prefix(MediaType.headSize - head.count) }
-                structure?.update(chunk)
                 return true
             }
         } catch {
@@ -353,12 +353,13 @@ private struct ContentPass {
             )
             return nil
         }
+        let crcValue = structure?.fileCRC ?? crc.value
         // The readers leave the CRC-32 to this check (ZipReader's checksCRC).
-        if crc.value != entry.crc32 {
+        if crcValue != entry.crc32 {
             result.findings.append(
                 .error(
                     "zip-corrupt", entry.name,
-                    "bad CRC-32: the data's is \(CanonicalHeader.hex(crc.value, 4)), its headers say \(CanonicalHeader.hex(entry.crc32, 4))"
+                    "bad CRC-32: the data's is \(CanonicalHeader.hex(crcValue, 4)), its headers say \(CanonicalHeader.hex(entry.crc32, 4))"
                 ))
             return nil
         }

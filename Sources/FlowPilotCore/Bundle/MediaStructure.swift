@@ -1,4 +1,5 @@
 import CDeflate
+import CZlib
 
 /// Whether a media or font file is whole, checked as its bytes stream past
 /// (rule `media-corrupt`, at `bundle build` and `bundle validate`): the bundled
@@ -26,10 +27,8 @@ public struct MediaStructure: Sendable {
     /// Bytes gathered for the next header the parser reads.
     private var pending: [UInt8] = []
     private var need = 0
-    /// Bytes to pass over (into the CRC when `crcing`).
+    /// Bytes to pass over.
     private var skip = 0
-    private var crcing = false
-    private var crc: UInt32 = 0
     private var state = State.start
     private var problem: String?
     /// The largest end of a table or a declared length, checked at `finish`.
@@ -76,44 +75,56 @@ public struct MediaStructure: Sendable {
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         var i = 0
         while i < bytes.count && problem == nil {
+            let from = i
             if skip > 0 {
                 let n = min(skip, bytes.count - i)
-                if crcing, let base = bytes.baseAddress {
-                    crc = UInt32(libdeflate_crc32(UInt32(crc), base + i, n))
-                }
                 skip -= n
                 i += n
-                offset += n
+                take(bytes, from, i)
+                if skip == 0 { dataEndCRC = fileCRC }
                 continue
             }
             if case .jpegEntropy = state {
+                // The scan counts `offset` itself.
                 i += scanEntropy(UnsafeRawBufferPointer(rebasing: bytes[i...]))
+                fileCRC = Self.crc(fileCRC, UnsafeRawBufferPointer(rebasing: bytes[from..<i]))
                 continue
             }
             if isDone {
                 // Only JPEG tolerates bytes after its end; the others were told at `finish`.
-                if type == .jpeg {
-                    offset += bytes.count - i
-                } else {
-                    fail("bytes after the end of the \(type.rawValue)")
-                }
-                return
+                if type != .jpeg { fail("bytes after the end of the \(type.rawValue)") }
+                break
             }
-            if case .noCheck = state {
-                offset += bytes.count - i
-                return
-            }
+            if case .noCheck = state { break }
             let n = min(need - pending.count, bytes.count - i)
             pending += UnsafeRawBufferPointer(rebasing: bytes[i..<(i + n)])
             i += n
-            offset += n
+            take(bytes, from, i)
             if pending.count == need {
                 let header = pending
                 pending = []
                 parse(header)
             }
         }
+        // The rest of the file after a problem, or after what the check reads: counted, and in the CRC.
+        if i < bytes.count { take(bytes, i, bytes.count) }
     }
+
+    /// Bytes `from..<to` of `bytes` were read: counted, and into the file's CRC.
+    private mutating func take(_ bytes: UnsafeRawBufferPointer, _ from: Int, _ to: Int) {
+        offset += to - from
+        fileCRC = Self.crc(fileCRC, UnsafeRawBufferPointer(rebasing: bytes[from..<to]))
+    }
+
+    /// The CRC-32 of every byte fed so far (the zip CRC of the whole file once
+    /// it is all fed): a reader takes it instead of passing over the bytes a
+    /// second time. A PNG chunk's CRC is worked out from it (`crc32_combine`).
+    public private(set) var fileCRC: UInt32 = 0
+    /// `fileCRC` after a PNG chunk's header, and after its data.
+    private var headerEndCRC: UInt32 = 0
+    private var dataEndCRC: UInt32 = 0
+    private var chunkTypeCRC: UInt32 = 0
+    private var chunkLength = 0
 
     public mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
@@ -146,8 +157,9 @@ public struct MediaStructure: Sendable {
 
     private mutating func expect(_ count: Int) { need = count }
 
-    private static func crc(_ value: UInt32, _ bytes: [UInt8]) -> UInt32 {
-        bytes.withUnsafeBytes { UInt32(libdeflate_crc32(value, $0.baseAddress, $0.count)) }
+    private static func crc(_ value: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return value }
+        return UInt32(libdeflate_crc32(value, base, bytes.count))
     }
 
     private mutating func fail(_ message: String) {
@@ -169,7 +181,10 @@ public struct MediaStructure: Sendable {
         case .start: parseStart(h)
         case .pngChunkHeader: pngChunk(h)
         case .pngCRC(let type):
-            crcing = false
+            // CRC(data) from the file's CRC before and after it; then CRC(type + data).
+            let shifted = UInt32(crc32_combine(uLong(headerEndCRC), 0, off_t(chunkLength)))
+            let data = dataEndCRC ^ shifted
+            let crc = UInt32(crc32_combine(uLong(chunkTypeCRC), uLong(data), off_t(chunkLength)))
             if UInt32(Self.be32(h, 0)) != crc { return fail("chunk \(type) has a wrong CRC-32") }
             if type == "IEND" { state = .pngDone } else { (state, need) = (.pngChunkHeader, 8) }
         case .jpegMarker: jpegMarker(h[0])
@@ -254,8 +269,9 @@ public struct MediaStructure: Sendable {
         let type = String(decoding: h[4..<8], as: UTF8.self)
         guard length <= Int(Int32.max) else { return fail("chunk \(type) claims \(length) bytes") }
         if offset == 16 && type != "IHDR" { return fail("the first chunk is \(type), not IHDR") }
-        crc = Self.crc(0, Array(h[4..<8]))
-        (skip, crcing, state, need) = (length, true, .pngCRC(type: type), 4)
+        chunkTypeCRC = h[4..<8].withUnsafeBytes { Self.crc(0, $0) }
+        (headerEndCRC, dataEndCRC, chunkLength) = (fileCRC, fileCRC, length)
+        (skip, state, need) = (length, .pngCRC(type: type), 4)
     }
 
     private mutating func jpegMarker(_ byte: UInt8) {

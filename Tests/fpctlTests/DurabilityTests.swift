@@ -34,6 +34,28 @@ struct DurabilityTests {
         #expect(trace.unsyncedPublishes(under: target) == [])
     }
 
+    @Test("bundle pull: every file of the source synced, and every directory it made, before it says so")
+    func bundlePull() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let source = tmp.file("pulled/src")
+        let trace = try SyscallTrace(
+            ["bundle", "pull", "paywall", "onboarding", "-o", source, "--api-url", server.url, "--app-id", "demo"],
+            in: tmp)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        let published = trace.publishes(under: source)
+        #expect(published.count >= 5, "bundle.json, two flows and their media")
+        #expect(trace.unsyncedPublishes(under: source) == [])
+        // The folders pull made are in their parents for good: each parent synced after.
+        for made in [tmp.file("pulled"), source, source + "/flows", source + "/assets"] {
+            let parent = (made as NSString).deletingLastPathComponent
+            let synced = trace.events.contains {
+                if case .sync(_, let path) = $0 { return path == parent }
+                return false
+            }
+            #expect(synced, "\(made) was not synced into its parent")
+        }
+    }
+
     @Test("cache put: every entry and alias synced with its directory before 'wrote N entries'")
     func cachePut() throws {
         let flow = Paths.sample("demo") + "/flows/paywall.json"

@@ -164,9 +164,13 @@ private struct SourceWriter {
 
     init(directory: String) { self.directory = directory }
 
+    /// The source's folders, each directory made synced into its parent
+    /// (`AtomicFile.makeDirectory`), so the files published in them stay reachable.
     func prepare() throws {
         for folder in ["flows", "assets"] {
-            try FileManager.default.createDirectory(atPath: "\(directory)/\(folder)", withIntermediateDirectories: true)
+            do { try AtomicFile.makeDirectory("\(directory)/\(folder)") } catch {
+                throw FPError.cannotWrite("\(directory): cannot create (\(error))")
+            }
         }
     }
 

@@ -66,12 +66,14 @@ enum Platform {
     #endif
 
     /// Puts a directory's entries (names made, renamed or removed in it) on
-    /// stable storage. False with errno set.
+    /// stable storage. False with errno set. A file system that cannot sync a
+    /// directory at all (EINVAL, ENOTSUP), or a directory that may be written
+    /// but not opened (EACCES), counts as synced, as PostgreSQL's fsync_fname has it.
     static func syncDirectory(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return errno == EACCES }
         defer { close(fd) }
-        return syncData(fd)
+        return syncData(fd) || errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP
     }
 
     /// A new, uniquely named file from `template` (ending in `XXXXXX`, as for

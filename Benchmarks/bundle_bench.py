@@ -8,6 +8,8 @@ with its reference:
   build     fpctl bundle build      vs  bsdtar --format zip -cf      (goal <= 0.15x)
   validate  fpctl bundle validate   vs  bsdtar -xOf | openssl sha256 (goal <= 1.0x)
   memory    peak RSS of validate on this bundle and on one 3x larger (goal < 64 MiB)
+  preview   fpctl bundle preview    vs  bsdtar -xOf | base64         (goal < 2 s; the
+            page <= 1.4x the bytes of the bundle's media and fonts)
 
 The sources are written before the larger one is generated, so they are older
 than FileStamp's racy window when built, as a CI checkout is; a source written
@@ -150,6 +152,14 @@ def main():
         args.runs,
         ([fpctl, "bundle", "validate", str(bundle)], False, None),
         (f"bsdtar -xOf {bundle} | openssl dgst -sha256", True, None))
+    page = WORK / "preview.html"
+    preview, ref_preview = paired_medians(
+        args.runs,
+        ([fpctl, "bundle", "preview", str(bundle), "-o", str(page), "--overwrite"], False, None),
+        (f"bsdtar -xOf {bundle} | base64 > /dev/null", True, None))
+    kinds = json.loads(subprocess.run([fpctl, "bundle", "inspect", str(bundle), "--format", "json"], check=True,
+                                      capture_output=True, text=True).stdout)["kinds"]
+    assets = sum(kinds.get(k, {}).get("bytes", 0) for k in ("media", "fonts"))
     subprocess.run([fpctl, "bundle", "build", str(big_src), "-o", str(big_bundle), "--overwrite"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rss = peak_rss_mib([fpctl, "bundle", "validate", str(bundle)])
@@ -162,6 +172,9 @@ def main():
     print(f"validate  fpctl {validate:.3f}s  bsdtar|openssl {ref_validate:.3f}s  ratio {validate / ref_validate:.3f}x  (goal <= 1.0x)")
     print(f"memory    validate peak RSS {rss:.1f} MiB ({mb(bundle.stat().st_size)}), {big_rss:.1f} MiB "
           f"({mb(big_bundle.stat().st_size)})  (goal < 64 MiB)")
+    print(f"preview   fpctl {preview:.3f}s (goal < 2 s)  bsdtar|base64 {ref_preview:.3f}s  ratio "
+          f"{preview / ref_preview:.3f}x; page {mb(page.stat().st_size)} = {page.stat().st_size / assets:.3f}x "
+          f"the {mb(assets)} of media and fonts (goal <= 1.4x)")
     if not args.keep:
         shutil.rmtree(WORK)
 

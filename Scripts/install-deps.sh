@@ -6,7 +6,8 @@
 # strace (the order of syncs and publishes),
 # prometheus (its promtool checks the metrics warm writes), and for the HTTPS
 # and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
-# forward proxy) and openssl (the test's CA and certificates).
+# forward proxy) and openssl (the test's CA and certificates); chromium (the
+# preview page in a real browser).
 set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
@@ -24,6 +25,7 @@ command -v promtool >/dev/null || need+=(prometheus)  # promtool checks warm's -
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v tinyproxy >/dev/null || need+=(tinyproxy)
 command -v openssl >/dev/null || need+=(openssl)
+command -v chromium >/dev/null || need+=(chromium)  # BundlePreviewTests look at the preview page with it, headless
 for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;

@@ -29,6 +29,10 @@ struct GoldenTests {
         Case(
             name: "bundle-inspect-json", arguments: ["bundle", "inspect", "travel.fpbundle", "--format", "json"],
             status: 0),
+        Case(name: "bundle-preview-demo", arguments: ["bundle", "preview", "demo.fpbundle"], status: 0),
+        Case(
+            name: "bundle-preview-compare", arguments: ["bundle", "preview", "demo.fpbundle", "travel.fpbundle"],
+            status: 0),
         Case(
             name: "bundle-validate-text", arguments: ["bundle", "validate", "demo.fpbundle", "tampered.fpbundle"],
             status: 65),

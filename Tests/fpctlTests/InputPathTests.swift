@@ -32,6 +32,7 @@ struct InputPathTests {
         ["cache", "put", "--cache-dir", "CACHE", "--input", "PATH"],
         ["bundle", "validate", "PATH"],
         ["bundle", "inspect", "PATH"],
+        ["bundle", "preview", "PATH"],
     ]
 
     @Test("a directory", arguments: commands)

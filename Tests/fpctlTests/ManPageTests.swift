@@ -12,6 +12,7 @@ struct ManPageTests {
     /// earlier ones write: demo.fpbundle, signing.key, shard-1.json).
     static let pages = [
         "fpctl", "fpctl-bundle", "fpctl-bundle-build", "fpctl-bundle-validate", "fpctl-bundle-inspect",
+        "fpctl-bundle-preview",
         "fpctl-bundle-extract", "fpctl-bundle-keygen", "fpctl-bundle-sign", "fpctl-bundle-pull", "fpctl-bundle-diff",
         "fpctl-warm", "fpctl-report", "fpctl-resolve", "fpctl-ready", "fpctl-cache", "fpctl-cache-info",
         "fpctl-cache-list", "fpctl-cache-verify", "fpctl-cache-prune", "fpctl-cache-put", "fpctl-cache-clear",
@@ -232,9 +233,11 @@ struct ManPageTests {
                             .map { $0.hasPrefix("bundles/") ? work.file($0) : $0 })
                     #expect(serve.stop() == 0, "\(name): \(command)")
                 } else {
+                    // `… # exit 73`: an example of a refusal, with the status it documents.
+                    let expected = line.components(separatedBy: "# exit ").dropFirst().first.flatMap { Int32($0) } ?? 0
                     let result = try run(
                         "/bin/sh", ["-c", line], environment: environment, currentDirectory: work.path)
-                    #expect(result.status == 0, "\(name): \(command)\n\(result.stderr)")
+                    #expect(result.status == expected, "\(name): \(command)\n\(result.stderr)")
                 }
                 ran += 1
             }

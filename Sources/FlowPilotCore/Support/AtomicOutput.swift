@@ -33,6 +33,25 @@ public final class AtomicOutput {
 
     private let overwrite: Bool
 
+    /// Writes `data` to `destination` whole (a temporary file, synced, then moved
+    /// into place), or leaves nothing behind.
+    public static func write(_ data: Data, to destination: String, overwrite: Bool) throws {
+        let out = try AtomicOutput(destination: destination, overwrite: overwrite)
+        let fd = open(out.temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
+        defer { close(fd) }
+        var done = 0
+        while done < data.count {
+            let n = data.withUnsafeBytes { buf in
+                Foundation.write(fd, buf.baseAddress.map { $0 + done }, data.count - done)
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
+            done += n
+        }
+        try out.commit()
+    }
+
     /// Moves the finished file into place. Without `overwrite` this fails, rather
     /// than replaces, when the destination appeared in the meantime.
     public func commit() throws {

@@ -1,0 +1,114 @@
+import FlowPilotCore
+import Foundation
+
+/// `bundle preview` as one self-contained HTML page: no script, a
+/// Content-Security-Policy that loads nothing but `data:` images and fonts and
+/// inline styles, every string from a flow escaped, no URL from a flow made live,
+/// each image's and font's bytes once (a CSS class per file), and the same bytes
+/// for the same bundle.
+enum PreviewPage {
+    static let contentSecurityPolicy =
+        "default-src 'none'; img-src data:; font-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+    /// One bundle: its findings, then every placement's screens.
+    static func render(_ preview: BundlePreview) -> Data {
+        var page = HTMLBuffer()
+        let styles = AssetStyles([preview])
+        page.head(title: "fpctl bundle preview: \(preview.appID)", styles: styles)
+        page.bundleHeader(preview, heading: "Bundled default: \(preview.appID)")
+        for (index, placement) in preview.placements.enumerated() {
+            page.raw("<section class=\"placement\" id=\"p\(index)\">\n<h2>")
+            page.text(placement.key)
+            page.raw("</h2>\n")
+            page.placement(placement, anchor: "p\(index)", styles: styles, side: 0)
+            page.raw("</section>\n")
+        }
+        page.raw("</body>\n</html>\n")
+        return page.data
+    }
+
+    /// Two bundles, placement by placement, changed placements first.
+    static func render(_ comparison: BundleComparison) -> Data {
+        var page = HTMLBuffer()
+        let styles = AssetStyles([comparison.old, comparison.new])
+        page.head(
+            title: "fpctl bundle preview: \(comparison.old.appID) → \(comparison.new.appID)", styles: styles)
+        page.raw("<div class=\"sides\">\n<div class=\"side\">\n")
+        page.bundleHeader(comparison.old, heading: "Old: \(comparison.old.appID)")
+        page.raw("</div>\n<div class=\"side\">\n")
+        page.bundleHeader(comparison.new, heading: "New: \(comparison.new.appID)")
+        page.raw("</div>\n</div>\n")
+        page.changeTable(comparison.rows)
+        for (index, row) in comparison.rows.enumerated() {
+            page.raw("<section class=\"placement change-\(row.change.rawValue)\" id=\"p\(index)\">\n<h2>")
+            page.text(row.key)
+            page.raw(" <span class=\"badge \(row.change.rawValue)\">\(row.change.rawValue)</span></h2>\n")
+            page.raw("<div class=\"sides\">\n")
+            for (side, placement) in [row.old, row.new].enumerated() {
+                page.raw("<div class=\"side\">\n")
+                if let placement {
+                    page.placement(placement, anchor: "\(side == 0 ? "o" : "n")\(index)", styles: styles, side: side)
+                } else {
+                    page.raw("<p class=\"absent\">not in the \(side == 0 ? "old" : "new") bundle</p>\n")
+                }
+                page.raw("</div>\n")
+            }
+            page.raw("</div>\n</section>\n")
+        }
+        page.raw("</body>\n</html>\n")
+        return page.data
+    }
+}
+
+/// The CSS class of every image and font file, and the style sheet that carries
+/// their bytes, once each.
+struct AssetStyles {
+    /// Per bundle: bundle path -> class.
+    private var classes: [[String: String]] = []
+    private(set) var css: [UInt8] = []
+
+    init(_ previews: [BundlePreview]) {
+        var index = 0
+        for (side, preview) in previews.enumerated() {
+            var mine: [String: String] = [:]
+            for path in preview.assets.keys.sorted() {
+                guard let asset = preview.assets[path] else { continue }
+                // Two bundles share a file's class when its path and bytes match.
+                if let earlier = (0..<side).first(where: { previews[$0].assets[path]?.data == asset.data }),
+                    let shared = classes[earlier][path]
+                {
+                    mine[path] = shared
+                    continue
+                }
+                let name = "a\(index)"
+                index += 1
+                mine[path] = name
+                append(asset, name: name)
+            }
+            classes.append(mine)
+        }
+    }
+
+    /// The class of the file at `path` in the `side`th bundle.
+    func className(_ path: String, side: Int) -> String? { classes[side][path] }
+
+    private mutating func append(_ asset: BundlePreview.Asset, name: String) {
+        guard let type = asset.type, let mime = Self.mime[type] else { return }
+        if Self.fontTypes.contains(type) {
+            css += Array("@font-face{font-family:\"fp-\(name)\";src:url(\"data:\(mime);base64,".utf8)
+            css += asset.data.base64EncodedData()
+            css += Array("\")}\n.\(name){font-family:\"fp-\(name)\",system-ui,sans-serif}\n".utf8)
+        } else {
+            css += Array(".\(name){background-image:url(\"data:\(mime);base64,".utf8)
+            css += asset.data.base64EncodedData()
+            let size = asset.size.map { "width:min(100%,\($0.width)px);aspect-ratio:\($0.width)/\($0.height)" }
+            css += Array("\");\(size ?? "width:100%;height:160px")}\n".utf8)
+        }
+    }
+
+    private static let fontTypes: Set<MediaType> = [.ttf, .otf, .woff, .woff2]
+    private static let mime: [MediaType: String] = [
+        .png: "image/png", .jpeg: "image/jpeg", .gif: "image/gif", .webp: "image/webp",
+        .ttf: "font/ttf", .otf: "font/otf", .woff: "font/woff", .woff2: "font/woff2",
+    ]
+}

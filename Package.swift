@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "fpctl", targets: ["fpctl"]),
         .library(name: "FlowPilotCore", targets: ["FlowPilotCore"]),
         .library(name: "FlowPilotServer", targets: ["FlowPilotServer"]),
+        .library(name: "FlowPilotOutput", targets: ["FlowPilotOutput"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -79,12 +80,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // How core results look to people: renderers (the preview's HTML page), no argument parsing.
+        .target(
+            name: "FlowPilotOutput",
+            dependencies: ["FlowPilotCore"],
+            swiftSettings: strict
+        ),
         // The command line: parse, call the core, render.
         .executableTarget(
             name: "fpctl",
             dependencies: [
                 "FlowPilotCore",
                 "FlowPilotServer",
+                "FlowPilotOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -103,7 +111,7 @@ let package = Package(
         .testTarget(
             name: "fpctlTests",
             dependencies: [
-                "fpctl", "FlowPilotCore", "FlowPilotServer",
+                "fpctl", "FlowPilotCore", "FlowPilotServer", "FlowPilotOutput",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

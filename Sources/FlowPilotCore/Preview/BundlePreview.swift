@@ -130,6 +130,31 @@ public struct BundlePreview: Sendable {
             findings: report.findings, placements: placements, assets: builder.assets)
     }
 
+    /// One flow drawn as placement `p` of a bundle that maps `media` (URL -> bytes)
+    /// and `fonts` (name -> bytes): the same drawing without an archive, for
+    /// the fuzzer and unit tests.
+    static func single(flow: Data, media: [String: Data] = [:], fonts: [String: Data] = [:]) -> BundlePreview {
+        var contents = ["flows/p.json": flow]
+        func paths(_ files: [String: Data], _ dir: String, _ ext: String) -> [String: String] {
+            var paths: [String: String] = [:]
+            for (index, key) in files.keys.sorted().enumerated() {
+                paths[key] = "\(dir)/\(index).\(ext)"
+                contents[paths[key] ?? ""] = files[key]
+            }
+            return paths
+        }
+        let manifest = BundleManifest(
+            appID: "fuzz", generator: "", createdAt: Date(timeIntervalSince1970: 0),
+            placements: ["p": .init(path: "flows/p.json", flowID: "", version: "")],
+            media: paths(media, "media", "png"), fonts: paths(fonts, "fonts", "ttf"), files: [:])
+        var builder = Builder(manifest: manifest, contents: contents)
+        let placement = builder.placement(
+            key: "p", manifest.placements["p"] ?? .init(path: "", flowID: "", version: ""))
+        return BundlePreview(
+            file: "fuzz", digest: nil, appID: "fuzz", createdAt: manifest.createdAt, findings: [],
+            placements: [placement], assets: builder.assets)
+    }
+
     /// Flows, images and fonts: everything but the manifest, its signature and files it does not map.
     private static func wantedPaths(_ manifest: BundleManifest) -> Set<String> {
         Set(manifest.placements.values.map(\.path)).union(manifest.media.values).union(manifest.fonts.values)

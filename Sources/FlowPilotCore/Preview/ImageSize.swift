@@ -7,6 +7,11 @@ public struct ImageSize: Sendable, Equatable {
     public let width: Int
     public let height: Int
 
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
     public init?(_ data: Data) {
         let bytes = [UInt8](data.prefix(64 * 1024))
         guard let (w, h) = Self.png(bytes) ?? Self.gif(bytes) ?? Self.webp(bytes) ?? Self.jpeg(bytes),

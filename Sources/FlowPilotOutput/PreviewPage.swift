@@ -6,12 +6,12 @@ import Foundation
 /// inline styles, every string from a flow escaped, no URL from a flow made live,
 /// each image's and font's bytes once (a CSS class per file), and the same bytes
 /// for the same bundle.
-enum PreviewPage {
-    static let contentSecurityPolicy =
+public enum PreviewPage {
+    public static let contentSecurityPolicy =
         "default-src 'none'; img-src data:; font-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
     /// One bundle: its findings, then every placement's screens.
-    static func render(_ preview: BundlePreview) -> Data {
+    public static func render(_ preview: BundlePreview) -> Data {
         var page = HTMLBuffer()
         let styles = AssetStyles([preview])
         page.head(title: "fpctl bundle preview: \(preview.appID)", styles: styles)
@@ -28,7 +28,7 @@ enum PreviewPage {
     }
 
     /// Two bundles, placement by placement, changed placements first.
-    static func render(_ comparison: BundleComparison) -> Data {
+    public static func render(_ comparison: BundleComparison) -> Data {
         var page = HTMLBuffer()
         let styles = AssetStyles([comparison.old, comparison.new])
         page.head(

@@ -1,14 +1,14 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-// libFuzzer targets for every input fpctl reads (README, "Fuzzing").
+// libFuzzer targets for every input fpctl reads (CONTRIBUTING.md, "Fuzzing").
 // Built apart from the main package, with `swift build --sanitize=fuzzer
 // --sanitize=address` (Scripts/fuzz.sh), so the everyday build stays as it is.
 // Each target reaches internals through `@testable import`: debug builds of a
 // path dependency are compiled with testing enabled.
 let targets = [
     "FuzzJSON", "FuzzBundle", "FuzzFlow", "FuzzRules", "FuzzIdentities", "FuzzCache", "FuzzKeys", "FuzzUnits",
-    "FuzzFastPath", "FuzzProxy", "FuzzMedia",
+    "FuzzFastPath", "FuzzProxy", "FuzzMedia", "FuzzPreview",
 ]
 
 // A path dependency is known by its directory's name, whatever the clone is called.
@@ -35,6 +35,7 @@ let package = Package(
                     "FuzzSupport",
                     .product(name: "FlowPilotCore", package: root),
                     .product(name: "FlowPilotServer", package: root),
+                    .product(name: "FlowPilotOutput", package: root),
                     .product(name: "Crypto", package: "swift-crypto"),
                     .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -3,7 +3,7 @@
 #
 # Builds the libFuzzer targets in Fuzz/ (libFuzzer + AddressSanitizer) and runs
 # TARGET (default: all of them, one after another) for SECONDS each (default 60).
-# Targets: json bundle flow rules identities cache keys units fastpath proxy media.
+# Targets: json bundle flow rules identities cache keys units fastpath proxy media preview.
 #
 # Each run mutates the committed seeds (Fuzz/Corpus/TARGET, never written to)
 # into a working corpus under Fuzz/.build/corpus/TARGET that grows across runs.
@@ -11,14 +11,14 @@
 # A crash, leak, timeout or failed property stops the target and leaves its
 # input in Fuzz/.build/artifacts/TARGET/; the script then exits 1. Copy such an
 # input to Fuzz/Regressions/TARGET and add a unit test for it before fixing the
-# bug (README, "Fuzzing").
+# bug (CONTRIBUTING.md, "Fuzzing").
 #
 # Prints one line per target: executions, coverage (edges), features and
 # corpus size, from libFuzzer's final statistics.
 set -euo pipefail
 cd "$(dirname "$0")/../Fuzz"
 
-all=(json bundle flow rules identities cache keys units fastpath proxy media)
+all=(json bundle flow rules identities cache keys units fastpath proxy media preview)
 which=${1:-all}
 seconds=${2:-60}
 case "$which" in
@@ -36,7 +36,7 @@ binary() {
     case "$1" in
     json) echo FuzzJSON ;; bundle) echo FuzzBundle ;; flow) echo FuzzFlow ;; rules) echo FuzzRules ;;
     identities) echo FuzzIdentities ;; cache) echo FuzzCache ;; keys) echo FuzzKeys ;; units) echo FuzzUnits ;;
-    fastpath) echo FuzzFastPath ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;;
+    fastpath) echo FuzzFastPath ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;; preview) echo FuzzPreview ;;
     esac
 }
 

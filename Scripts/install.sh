@@ -3,8 +3,8 @@
 #
 # Builds a release fpctl with the Swift standard library and Foundation linked
 # in statically (--static-swift-stdlib), so the binary needs no Swift toolchain:
-# only the C library and Debian's libarchive with its dependencies (README,
-# "Install"). Installs
+# only the C library and Debian's libarchive with its dependencies
+# (docs/install.md). Installs
 #   PREFIX/bin/fpctl
 #   PREFIX/share/man/man1/*.1        every command's page, named as git names its own (fpctl-warm.1)
 #   PREFIX/share/man/man5/*.5        fpctl-bundle(5) and fpctl-cache(5), the two file formats

@@ -22,15 +22,15 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
 else
     swift test
 fi
-# The install and the release tarball (README, "Install"): a static release build.
+# The install and the release tarball (docs/install.md): a static release build.
 Scripts/check-install.sh
-# The same bundle bytes on Debian 12 and 13, and the .deb installed there (README, "Install").
+# The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
 Scripts/check-debian.sh
-# Fuzzing (README, "Fuzzing"): a separate sanitizer build, then each target.
+# Fuzzing (CONTRIBUTING.md, "Fuzzing"): a separate sanitizer build, then each target.
 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
 # whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
 Scripts/install-deps.sh powercut
 /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
-# The fault campaign, small (README, "Fault campaign" has the full run's figures).
-python3 Benchmarks/fault_campaign.py --fpctl .build/debug/fpctl --identities 1000 --kills 5
+# The fault campaign, small (CONTRIBUTING.md, "Fault campaign", has a full run's figures).
+python3 Tests/faults/fault_campaign.py --fpctl .build/debug/fpctl --identities 1000 --kills 5

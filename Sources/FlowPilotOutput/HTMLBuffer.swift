@@ -7,7 +7,7 @@ import Foundation
 struct HTMLBuffer {
     private(set) var bytes: [UInt8] = []
 
-    var data: Data { Data(bytes) }
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
     mutating func raw(_ markup: String) { bytes += markup.utf8 }
 
@@ -28,13 +28,54 @@ struct HTMLBuffer {
         }
     }
 
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// `data` in base64 (RFC 4648, padded), encoded straight onto the end of the page.
+    mutating func base64(_ data: Data) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: (data.count + 2) / 3 * 4))
+        Self.alphabet.withUnsafeBufferPointer { alphabet in
+            bytes.withUnsafeMutableBufferPointer { page in
+                data.withUnsafeBytes { input in
+                    guard let table = alphabet.baseAddress, let out = page.baseAddress.map({ $0 + start }),
+                        let from = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                    else { return }
+                    Self.encode(from, count: input.count, table: table, into: out)
+                }
+            }
+        }
+    }
+
+    private static func encode(
+        _ input: UnsafePointer<UInt8>, count: Int, table: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<UInt8>
+    ) {
+        var i = 0
+        var o = 0
+        while i + 3 <= count {
+            let n = Int(input[i]) << 16 | Int(input[i + 1]) << 8 | Int(input[i + 2])
+            out[o] = table[n >> 18]
+            out[o + 1] = table[n >> 12 & 63]
+            out[o + 2] = table[n >> 6 & 63]
+            out[o + 3] = table[n & 63]
+            i += 3
+            o += 4
+        }
+        guard i < count else { return }
+        let two = i + 1 < count
+        let n = Int(input[i]) << 16 | (two ? Int(input[i + 1]) << 8 : 0)
+        out[o] = table[n >> 18]
+        out[o + 1] = table[n >> 12 & 63]
+        out[o + 2] = two ? table[n >> 6 & 63] : UInt8(ascii: "=")
+        out[o + 3] = UInt8(ascii: "=")
+    }
+
     mutating func head(title: String, styles: AssetStyles) {
         raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
         raw("<meta http-equiv=\"Content-Security-Policy\" content=\"\(PreviewPage.contentSecurityPolicy)\">\n")
         raw("<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"generator\" content=\"fpctl\">\n<title>")
         text(title)
         raw("</title>\n<style>\n\(Self.pageStyle)")
-        bytes += styles.css
+        styles.write(into: &self)
         raw("</style>\n</head>\n<body>\n")
     }
 

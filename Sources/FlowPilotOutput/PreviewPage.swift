@@ -11,9 +11,9 @@ public enum PreviewPage {
         "default-src 'none'; img-src data:; font-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
     /// One bundle: its findings, then every placement's screens.
-    public static func render(_ preview: BundlePreview) -> Data {
-        var page = HTMLBuffer()
+    public static func render(_ preview: BundlePreview) -> [UInt8] {
         let styles = AssetStyles([preview])
+        var page = HTMLBuffer(capacity: styles.encodedSize + (1 << 20))
         page.head(title: "fpctl bundle preview: \(preview.appID)", styles: styles)
         page.bundleHeader(preview, heading: "Bundled default: \(preview.appID)")
         for (index, placement) in preview.placements.enumerated() {
@@ -24,13 +24,13 @@ public enum PreviewPage {
             page.raw("</section>\n")
         }
         page.raw("</body>\n</html>\n")
-        return page.data
+        return page.bytes
     }
 
     /// Two bundles, placement by placement, changed placements first.
-    public static func render(_ comparison: BundleComparison) -> Data {
-        var page = HTMLBuffer()
+    public static func render(_ comparison: BundleComparison) -> [UInt8] {
         let styles = AssetStyles([comparison.old, comparison.new])
+        var page = HTMLBuffer(capacity: styles.encodedSize + (1 << 20))
         page.head(
             title: "fpctl bundle preview: \(comparison.old.appID) → \(comparison.new.appID)", styles: styles)
         page.raw("<div class=\"sides\">\n<div class=\"side\">\n")
@@ -56,7 +56,7 @@ public enum PreviewPage {
             page.raw("</div>\n</section>\n")
         }
         page.raw("</body>\n</html>\n")
-        return page.data
+        return page.bytes
     }
 }
 
@@ -65,10 +65,10 @@ public enum PreviewPage {
 struct AssetStyles {
     /// Per bundle: bundle path -> class.
     private var classes: [[String: String]] = []
-    private(set) var css: [UInt8] = []
+    /// Each file with its class, in the style sheet's order.
+    private var sheet: [(asset: BundlePreview.Asset, name: String)] = []
 
     init(_ previews: [BundlePreview]) {
-        var index = 0
         for (side, preview) in previews.enumerated() {
             var mine: [String: String] = [:]
             for path in preview.assets.keys.sorted() {
@@ -80,10 +80,9 @@ struct AssetStyles {
                     mine[path] = shared
                     continue
                 }
-                let name = "a\(index)"
-                index += 1
+                let name = "a\(sheet.count)"
                 mine[path] = name
-                append(asset, name: name)
+                sheet.append((asset, name))
             }
             classes.append(mine)
         }
@@ -92,17 +91,23 @@ struct AssetStyles {
     /// The class of the file at `path` in the `side`th bundle.
     func className(_ path: String, side: Int) -> String? { classes[side][path] }
 
-    private mutating func append(_ asset: BundlePreview.Asset, name: String) {
-        guard let type = asset.type, let mime = Self.mime[type] else { return }
-        if Self.fontTypes.contains(type) {
-            css += Array("@font-face{font-family:\"fp-\(name)\";src:url(\"data:\(mime);base64,".utf8)
-            css += asset.data.base64EncodedData()
-            css += Array("\")}\n.\(name){font-family:\"fp-\(name)\",system-ui,sans-serif}\n".utf8)
-        } else {
-            css += Array(".\(name){background-image:url(\"data:\(mime);base64,".utf8)
-            css += asset.data.base64EncodedData()
-            let size = asset.size.map { "width:min(100%,\($0.width)px);aspect-ratio:\($0.width)/\($0.height)" }
-            css += Array("\");\(size ?? "width:100%;height:160px")}\n".utf8)
+    /// Bytes the style sheet's data URLs take.
+    var encodedSize: Int { sheet.reduce(0) { $0 + ($1.asset.data.count + 2) / 3 * 4 } }
+
+    /// The rules, each file's bytes base64-encoded straight into the page.
+    func write(into page: inout HTMLBuffer) {
+        for (asset, name) in sheet {
+            guard let type = asset.type, let mime = Self.mime[type] else { continue }
+            if Self.fontTypes.contains(type) {
+                page.raw("@font-face{font-family:\"fp-\(name)\";src:url(\"data:\(mime);base64,")
+                page.base64(asset.data)
+                page.raw("\")}\n.\(name){font-family:\"fp-\(name)\",system-ui,sans-serif}\n")
+            } else {
+                page.raw(".\(name){background-image:url(\"data:\(mime);base64,")
+                page.base64(asset.data)
+                let size = asset.size.map { "width:min(100%,\($0.width)px);aspect-ratio:\($0.width)/\($0.height)" }
+                page.raw("\");\(size ?? "width:100%;height:160px")}\n")
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import FlowPilotCore
 import Foundation
 import Hummingbird
 
@@ -136,16 +137,8 @@ final class RequestLogWriter: @unchecked Sendable {
         done.signal()
     }
 
+    /// A log whose file or stderr is gone has nothing left to tell: the error is dropped.
     private func writeAll(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, base + offset, raw.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }  // stderr gone: nothing left to tell
-                offset += n
-            }
-        }
+        _ = bytes.withUnsafeBytes { FlowPilotCore.writeAll(fd, $0) }
     }
 }

@@ -65,7 +65,10 @@ struct ProxyRulesTests {
             _ = try ProxyRules(override: nil, environment: ["HTTPS_PROXY": "socks5://user:secret@proxy:1080"])
             Issue.record("a socks5 proxy was accepted")
         } catch let error as FPError {
-            #expect(error.exitStatus == .usage)
+            guard case .usage = error else {
+                Issue.record("not a usage error: \(error)")
+                return
+            }
             #expect(error.description.hasPrefix("HTTPS_PROXY: socks5:// proxies are not supported"))
             #expect(!error.description.contains("secret"))
         } catch {
@@ -79,7 +82,7 @@ struct ProxyRulesTests {
         }
         for port in ["0", "65536", "99999"] {
             do {
-                _ = try ProxyRules(override: "http://proxy.corp:\(port)", environment: [:])
+                _ = try ProxyRules(override: "http://proxy.corp:\(port)", overrideName: "--proxy", environment: [:])
                 Issue.record("port \(port) was accepted")
             } catch {
                 #expect("\(error)" == "--proxy: port \(port) is out of range (1-65535)")

@@ -214,8 +214,8 @@ struct WarmRunPartsTests {
         #expect(throws: FPError.self) { try IdentityLines(path: "\(dir)/missing.jsonl") }
     }
 
-    @Test("the run's exit status: unavailable when nothing reached the backend, partial per --fail-on, else success")
-    func exitStatus() {
+    @Test("the run's verdict: unavailable when nothing reached the backend, partial per --fail-on, else complete")
+    func verdict() {
         func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unavailable: Int = 0)
             -> WarmRun.Summary
         {
@@ -225,15 +225,15 @@ struct WarmRunPartsTests {
                 counts: counts, requests: requests, unavailable: unavailable, lateLanded: 0, latePending: 0,
                 elapsed: .zero)
         }
-        #expect(summary(failed: 2, requests: 2, unavailable: 2).exitStatus(failOn: .never) == .unavailable)
+        #expect(summary(failed: 2, requests: 2, unavailable: 2).verdict(failOn: .never) == .unavailable)
         #expect(
-            summary(warmed: 1, failed: 1, requests: 2, unavailable: 2).exitStatus(failOn: .failed) == .partial,
+            summary(warmed: 1, failed: 1, requests: 2, unavailable: 2).verdict(failOn: .failed) == .partial,
             "a flow served from a fallback tier is not 'unavailable'")
-        #expect(summary(warmed: 1, failed: 1).exitStatus(failOn: .failed) == .partial)
-        #expect(summary(warmed: 1, noFlow: 1).exitStatus(failOn: .failed) == .success)
-        #expect(summary(warmed: 1, noFlow: 1).exitStatus(failOn: .noFlow) == .partial)
-        #expect(summary(failed: 1).exitStatus(failOn: .never) == .success)
-        #expect(summary(warmed: 1, requests: 0).exitStatus(failOn: .failed) == .success)
+        #expect(summary(warmed: 1, failed: 1).verdict(failOn: .failed) == .partial)
+        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .failed) == .complete)
+        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .noFlow) == .partial)
+        #expect(summary(failed: 1).verdict(failOn: .never) == .complete)
+        #expect(summary(warmed: 1, requests: 0).verdict(failOn: .failed) == .complete)
     }
 }
 

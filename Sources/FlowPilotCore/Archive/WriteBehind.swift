@@ -88,7 +88,7 @@ final class WriteBehind: @unchecked Sendable {
         let block = Block(buffer: buffer)
         queue.async {
             if self.lock.withLock({ self.failure }) == nil {
-                if let error = Self.writeAll(fd, UnsafeRawBufferPointer(rebasing: block.buffer[0..<count])) {
+                if let error = FlowPilotCore.writeAll(fd, UnsafeRawBufferPointer(rebasing: block.buffer[0..<count])) {
                     self.lock.withLock { self.failure = error }
                 } else {
                     Platform.startWriteback(fd, offset: self.written, count: count)
@@ -104,21 +104,6 @@ final class WriteBehind: @unchecked Sendable {
     /// until the writer gives it back through `spare`.
     private struct Block: @unchecked Sendable {
         let buffer: UnsafeMutableRawBufferPointer
-    }
-
-    /// Writes all of `bytes`, or returns the errno that stopped it.
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
-        guard let base = bytes.baseAddress else { return nil }
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, base + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += n
-        }
-        return nil
     }
 
     private static func error(_ code: Int32) -> ArchiveError {

@@ -44,7 +44,7 @@ public enum BundleExtractor {
         guard isDir.boolValue else { throw FPError.cannotWrite("\(directory): exists and is not a directory") }
         let existing = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
         if !existing.isEmpty && !force {
-            throw FPError.cannotWrite("\(directory): not empty (use --force to extract into it anyway)")
+            throw FPError.directoryNotEmpty(directory)
         }
     }
 

@@ -32,8 +32,8 @@ public enum BundleSigning {
         for (path, data, mode) in [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))] {
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             guard fd >= 0 else {
-                throw FPError.cannotWrite(
-                    "\(path): \(errno == EEXIST ? "already exists" : String(cString: strerror(errno)))")
+                // keygen never replaces a key: no hint to overwrite it.
+                throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : Errno.describe(errno))")
             }
             defer { close(fd) }
             fchmod(fd, mode)

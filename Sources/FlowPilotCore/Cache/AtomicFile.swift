@@ -82,16 +82,8 @@ enum AtomicFile {
     }
 
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
-        try data.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress.map { $0 + off }, raw.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CacheError.io("\(path): \(Errno.describe(errno))")
-                }
-                off += n
-            }
+        if let code = data.withUnsafeBytes({ FlowPilotCore.writeAll(fd, $0) }) {
+            throw CacheError.io("\(path): \(Errno.describe(code))")
         }
     }
 

@@ -7,10 +7,14 @@ import Synchronization
 /// What decides how fpctl reaches a backend: the CAs it trusts and the proxy it
 /// goes through. `environment` keeps only the variables in `variables`.
 public struct TransportSettings: Sendable, Hashable {
-    /// `--cacert`: a PEM file of CA certificates trusted besides the system's.
+    /// A PEM file of CA certificates trusted besides the system's.
     public var caFile: String?
-    /// `--proxy`: a proxy URL that overrides the proxy variables.
+    /// A proxy URL that overrides the proxy variables.
     public var proxy: String?
+    /// What messages call `caFile` and `proxy`: where the caller got them
+    /// (the command line names its flags, `--cacert` and `--proxy`).
+    public var caFileName = "CA file"
+    public var proxyName = "proxy"
     /// HTTP/1.1 connections kept per host: the requests that can be in flight
     /// to one host at once (HTTP/2 multiplexes within the server's stream limit).
     public var connectionsPerHost: Int
@@ -58,7 +62,9 @@ public final class HTTPTransport: Sendable {
         if let made = made.withLock({ $0[settings] }) { return made }
         let (tls, problem) = try trust(settings)
         let transport = HTTPTransport(
-            tls: tls, proxies: try ProxyRules(override: settings.proxy, environment: settings.environment),
+            tls: tls,
+            proxies: try ProxyRules(
+                override: settings.proxy, overrideName: settings.proxyName, environment: settings.environment),
             trustProblem: problem, connectionsPerHost: settings.connectionsPerHost)
         return made.withLock { made in
             if let earlier = made[settings] { return earlier }
@@ -139,7 +145,7 @@ public final class HTTPTransport: Sendable {
             }
         }
         if let file = settings.caFile {
-            tls.additionalTrustRoots = [.certificates(try certificates(file, origin: "--cacert"))]
+            tls.additionalTrustRoots = [.certificates(try certificates(file, origin: settings.caFileName))]
         }
         return (tls, problem)
     }

@@ -160,7 +160,8 @@ public struct ProxyRules: Sendable, Hashable {
         self.noProxy = noProxy
     }
 
-    public init(override: String?, environment: [String: String]) throws {
+    /// `override` (called `overrideName` in messages) wins over the variables.
+    public init(override: String?, overrideName: String = "proxy", environment: [String: String]) throws {
         func first(_ names: String...) -> (name: String, value: String)? {
             for name in names { if let value = environment[name], !value.isEmpty { return (name, value) } }
             return nil
@@ -169,7 +170,7 @@ public struct ProxyRules: Sendable, Hashable {
             try found.map { try ProxyEndpoint(parsing: $0.value, origin: $0.name) }
         }
         if let override, !override.isEmpty {
-            let proxy = try ProxyEndpoint(parsing: override, origin: "--proxy")
+            let proxy = try ProxyEndpoint(parsing: override, origin: overrideName)
             https = proxy
             http = proxy
         } else {

@@ -5,7 +5,7 @@ import NIOPosix
 import NIOSSL
 
 /// Why a live resolve failed. Its `code` is the `error` column of a failed
-/// PrefetchOutcome; `isUnavailable` is what decides `ExitStatus.unavailable`.
+/// PrefetchOutcome; `isUnavailable` is what makes a run `WarmRun.Verdict.unavailable`.
 /// Transport errors are classified by their types (AsyncHTTPClient's and
 /// NIO's), never by their descriptions, so a dependency rewording a message
 /// cannot change an outcome or an exit status.

@@ -19,7 +19,7 @@ public final class AtomicOutput {
             throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
         }
         if !overwrite, FileManager.default.fileExists(atPath: destination) {
-            throw FPError.cannotWrite("\(destination): already exists (use --overwrite to replace it)")
+            throw FPError.outputExists(destination)
         }
         temporaryPath = "\(dir)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -33,21 +33,15 @@ public final class AtomicOutput {
 
     private let overwrite: Bool
 
-    /// Writes `data` to `destination` whole (a temporary file, synced, then moved
-    /// into place), or leaves nothing behind.
-    public static func write(_ data: Data, to destination: String, overwrite: Bool) throws {
+    /// Writes `bytes` to `destination` whole (a temporary file, synced, then
+    /// moved into place), or leaves nothing behind.
+    public static func write(_ bytes: some ContiguousBytes, to destination: String, overwrite: Bool) throws {
         let out = try AtomicOutput(destination: destination, overwrite: overwrite)
         let fd = open(out.temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
         defer { close(fd) }
-        var done = 0
-        while done < data.count {
-            let n = data.withUnsafeBytes { buf in
-                Foundation.write(fd, buf.baseAddress.map { $0 + done }, data.count - done)
-            }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
-            done += n
+        if let code = bytes.withUnsafeBytes({ writeAll(fd, $0) }) {
+            throw FPError.cannotWrite("\(destination): \(Errno.describe(code))")
         }
         try out.commit()
     }
@@ -70,10 +64,8 @@ public final class AtomicOutput {
             }
         } else {
             guard link(temporaryPath, destination) == 0 else {
-                let reason =
-                    errno == EEXIST
-                    ? "already exists (use --overwrite to replace it)" : Errno.describe(errno)
-                throw FPError.cannotWrite("\(destination): \(reason)")
+                if errno == EEXIST { throw FPError.outputExists(destination) }
+                throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
             }
             unlink(temporaryPath)
         }

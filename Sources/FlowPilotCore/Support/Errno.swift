@@ -2,8 +2,8 @@ import Foundation
 
 /// An errno as messages name it: the system's text and the symbol, so a
 /// failure such as a full disk reads the same in every locale's logs.
-enum Errno {
-    static func describe(_ code: Int32) -> String {
+public enum Errno {
+    public static func describe(_ code: Int32) -> String {
         let names: [Int32: String] = [
             EPERM: "EPERM", ENOENT: "ENOENT", EIO: "EIO", EACCES: "EACCES", EEXIST: "EEXIST", ENOTDIR: "ENOTDIR",
             EISDIR: "EISDIR", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE", EFBIG: "EFBIG", ENOSPC: "ENOSPC",

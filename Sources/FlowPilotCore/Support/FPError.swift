@@ -1,14 +1,20 @@
-/// Failures that map onto the documented exit statuses (`ExitStatus`).
+/// The kinds of failure the library reports, each with what a person needs to
+/// read. A caller decides what each means to it (the fpctl executable maps
+/// them to its exit statuses, and adds the hints that name its flags).
 public enum FPError: Error, CustomStringConvertible, Sendable {
-    /// `invalidData`: the data (bundle, cache, flow) is invalid; each finding is one line.
+    /// The data (bundle, cache, flow) is invalid; each finding is one line.
     case invalid([Finding])
-    /// `inputMissing`: an input file or directory does not exist.
+    /// An input file or directory does not exist or cannot be read.
     case inputMissing(String)
-    /// `cannotWrite`: the output cannot be written.
+    /// The output cannot be written.
     case cannotWrite(String)
-    /// `usage`: arguments that parse but do not make sense together.
+    /// The output file exists and the caller did not ask to replace it; the path.
+    case outputExists(String)
+    /// The directory to extract into has files and the caller did not ask to add to it; the path.
+    case directoryNotEmpty(String)
+    /// Arguments that parse but do not make sense together.
     case usage(String)
-    /// `unavailable`: no request reached the backend (unreachable, TLS, proxy).
+    /// No request reached the backend (unreachable, TLS, proxy).
     case unavailable(String)
 
     public var description: String {
@@ -16,16 +22,8 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
         case .invalid(let findings):
             findings.filter { $0.severity == .error }.bounded().map(\.line).joined(separator: "\n")
         case .inputMissing(let m), .cannotWrite(let m), .usage(let m), .unavailable(let m): m
-        }
-    }
-
-    public var exitStatus: ExitStatus {
-        switch self {
-        case .invalid: .invalidData
-        case .inputMissing: .inputMissing
-        case .cannotWrite: .cannotWrite
-        case .usage: .usage
-        case .unavailable: .unavailable
+        case .outputExists(let path): "\(path): already exists"
+        case .directoryNotEmpty(let path): "\(path): not empty"
         }
     }
 }

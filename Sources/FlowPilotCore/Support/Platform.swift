@@ -1,7 +1,7 @@
 import Foundation
 
 /// The Linux-only system calls fpctl makes, each with the POSIX path another
-/// system (macOS) takes instead (README, "Portability"). Nothing else in the
+/// system (macOS) takes instead (docs/decisions.md, "Portability"). Nothing else in the
 /// code tests for the platform.
 ///
 /// `FPCTL_POSIX_FALLBACK=1` makes Linux take the POSIX paths too: a switch for

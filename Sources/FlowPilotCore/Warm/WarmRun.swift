@@ -53,15 +53,24 @@ public struct WarmRun: Sendable {
         public let elapsed: Duration
 
         /// `unavailable` when no request reached the backend and nothing was
-        /// warmed; `partial` when outcomes `failOn` counts happened; else `success`.
-        public func exitStatus(failOn: FailOn) -> ExitStatus {
+        /// warmed; `partial` when outcomes `failOn` counts happened; else `complete`.
+        public func verdict(failOn: FailOn) -> Verdict {
             if requests > 0 && unavailable == requests && counts.warmed == 0 { return .unavailable }
             switch failOn {
-            case .failed: return counts.failed > 0 ? .partial : .success
-            case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : .success
-            case .never: return .success
+            case .failed: return counts.failed > 0 ? .partial : .complete
+            case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : .complete
+            case .never: return .complete
             }
         }
+    }
+
+    /// What a run amounts to, for a caller that ends on it.
+    public enum Verdict: Sendable, Equatable {
+        case complete
+        /// Outcomes the run's `FailOn` counts happened.
+        case partial
+        /// No request reached the backend and nothing was warmed.
+        case unavailable
     }
 
     /// Which outcomes make a run partial (`--fail-on`).

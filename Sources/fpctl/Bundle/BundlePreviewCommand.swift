@@ -59,7 +59,7 @@ struct BundlePreviewCommand: ParsableCommand {
                 Console.warn("\(preview.file): invalid bundle, drawn with its findings at the top")
             }
             if output == "-" {
-                FileHandle.standardOutput.write(page)
+                try StandardOutput.write(page)
             } else {
                 try AtomicOutput.write(page, to: output, overwrite: overwrite)
             }

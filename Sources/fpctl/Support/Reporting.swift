@@ -21,6 +21,16 @@ enum Console {
     }
 }
 
+/// Standard output for a large document (a preview page): written straight to
+/// the descriptor, without a copy into `Data`.
+enum StandardOutput {
+    static func write(_ bytes: [UInt8]) throws {
+        if let code = bytes.withUnsafeBytes({ writeAll(STDOUT_FILENO, $0) }) {
+            throw FPError.cannotWrite("standard output: \(Errno.describe(code))")
+        }
+    }
+}
+
 extension ExitCode {
     /// The documented status, the only way a command picks an exit code.
     init(_ status: ExitStatus) { self.init(status.rawValue) }
@@ -46,15 +56,20 @@ func reportingErrorsAsync<T>(_ body: () async throws -> T) async throws -> T {
     }
 }
 
-/// Prints an error (each finding on its own line) and gives its exit status.
+/// Prints an error (each finding on its own line, with the hint that names
+/// the flag a person can use) and gives its exit status.
 private func report(_ error: FPError) -> ExitCode {
     switch error {
     case .invalid(let findings):
         for finding in findings.filter({ $0.severity == .error }).bounded() { Console.error(finding.line) }
+    case .outputExists:
+        Console.error("\(error.description) (use --overwrite to replace it)")
+    case .directoryNotEmpty:
+        Console.error("\(error.description) (use --force to extract into it anyway)")
     default:
         Console.error(error.description)
     }
-    return ExitCode(error.exitStatus)
+    return ExitCode(ExitStatus(error))
 }
 
 /// Standard output in 64 KiB writes, for long streamed listings.

@@ -57,10 +57,11 @@ struct RemoteOptions: ParsableArguments {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
-        let transport = try HTTPTransport.make(
-            TransportSettings(
-                caFile: caFile, proxy: proxy, connectionsPerHost: connections,
-                environment: ProcessInfo.processInfo.environment))
+        var settings = TransportSettings(
+            caFile: caFile, proxy: proxy, connectionsPerHost: connections,
+            environment: ProcessInfo.processInfo.environment)
+        (settings.caFileName, settings.proxyName) = ("--cacert", "--proxy")
+        let transport = try HTTPTransport.make(settings)
         try transport.requireTrust(for: apiURL)
         return ResolveClient(
             baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport,

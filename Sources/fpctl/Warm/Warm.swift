@@ -149,7 +149,7 @@ struct Warm: AsyncParsableCommand {
         StandardOutputSync.sync()
         progress.clear()
         Console.note(Self.summaryLine(result, pacer: warm.warmer.pacer))
-        let status = result.exitStatus(failOn: failOn)
+        let status = ExitStatus(result.verdict(failOn: failOn))
         if status == .unavailable, let unavailable {
             Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fault campaign: can a killed warm, a flaky backend and a concurrent prune damage a cache?
 
-Usage: Benchmarks/fault_campaign.py [--fpctl PATH] [--identities N] [--kills K] [--seed S]
+Usage: Tests/faults/fault_campaign.py [--fpctl PATH] [--identities N] [--kills K] [--seed S]
 
 Against `fpctl serve bundles/demo` on loopback, whose faults change every second
 (latency, 503, 429 with Retry-After, truncated and invalid bodies, connections
@@ -21,7 +21,7 @@ cut mid-body, or none), with `fpctl cache prune --max-size` running in a loop:
 The server sends a 1-second TTL, so every run resolves and writes again rather
 than reading what the last one left. Prints the figures (kills, entries checked,
 damage found) and exits 1 when anything was damaged or lost, leaving its work
-directory (Benchmarks/work-faults-PID) to look at; a clean run removes it.
+directory (Tests/faults/work-faults-PID) to look at; a clean run removes it.
 """
 import argparse
 import hashlib
@@ -37,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 PLACEMENTS = ["onboarding", "paywall"]
 
 FAULTS = [
@@ -82,7 +82,7 @@ class Campaign:
         self.fpctl = args.fpctl
         self.rng = random.Random(args.seed)
         # One directory per run: two campaigns at once must not share a cache.
-        self.work = ROOT / "Benchmarks" / f"work-faults-{os.getpid()}"
+        self.work = ROOT / "Tests" / "faults" / f"work-faults-{os.getpid()}"
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self.cache = self.work / "cache"

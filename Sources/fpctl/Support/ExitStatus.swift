@@ -1,6 +1,8 @@
+import FlowPilotCore
+
 /// The exit statuses fpctl documents (fpctl(1), EXIT STATUS). Every command
 /// ends through one of these; no other number leaves the process.
-public enum ExitStatus: Int32, Sendable, CaseIterable {
+enum ExitStatus: Int32, Sendable, CaseIterable {
     /// Everything asked for was done.
     case success = 0
     /// An unexpected failure, or a negative answer (`ready`: not ready;
@@ -19,4 +21,25 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case unavailable = 69
     /// The output cannot be written.
     case cannotWrite = 73
+
+    /// The status of a failure the core reports: the one place where a kind of
+    /// failure becomes a number.
+    init(_ error: FPError) {
+        switch error {
+        case .invalid: self = .invalidData
+        case .inputMissing: self = .inputMissing
+        case .cannotWrite, .outputExists, .directoryNotEmpty: self = .cannotWrite
+        case .usage: self = .usage
+        case .unavailable: self = .unavailable
+        }
+    }
+
+    /// How a warm run ends.
+    init(_ verdict: WarmRun.Verdict) {
+        switch verdict {
+        case .complete: self = .success
+        case .partial: self = .partial
+        case .unavailable: self = .unavailable
+        }
+    }
 }

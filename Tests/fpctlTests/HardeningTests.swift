@@ -171,7 +171,7 @@ struct HardeningTests {
         defer { _ = try? run("/bin/umount", [disk]) }
         let result = try fpctl("bundle", "build", Paths.sample("demo"), "-o", "\(disk)/demo.fpbundle")
         #expect(result.status == 73)
-        #expect(result.stderr == "fpctl: error: \(disk)/demo.fpbundle: No space left on device\n")
+        #expect(result.stderr == "fpctl: error: \(disk)/demo.fpbundle: No space left on device (ENOSPC)\n")
         #expect(result.stdout.isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: disk).isEmpty, "no partial or temporary file")
     }
@@ -240,10 +240,10 @@ struct HardeningTests {
     @Test("a public key that does not parse throws instead of skipping the signature check")
     func badPublicKey() throws {
         let bundle = try tmp.buildSample("demo")
-        var options = BundleReader.Options()
+        var options = BundleValidator.Options()
         options.publicKey = Data([1, 2, 3])
-        #expect(throws: FPError.self) { try BundleReader.validate(bundle, options: options) }
+        #expect(throws: FPError.self) { try BundleValidator.validate(bundle, options: options) }
         options.publicKey = nil
-        #expect(try BundleReader.validate(bundle, options: options).isValid)
+        #expect(try BundleValidator.validate(bundle, options: options).isValid)
     }
 }

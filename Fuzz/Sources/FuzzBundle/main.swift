@@ -9,7 +9,7 @@ import FuzzSupport
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzBundle(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let path = Fuzz.writeScratch(Fuzz.bytes(start, count), suffix: ".fpbundle")
-    guard let report = try? BundleReader.validate(path, options: .init(strict: count % 2 == 0)) else {
+    guard let report = try? BundleValidator.validate(path, options: .init(strict: count % 2 == 0)) else {
         Fuzz.fail("validate threw for an existing file")
     }
     guard report.isValid else { return 0 }

@@ -32,7 +32,7 @@ final class WriteBehind: @unchecked Sendable {
     /// Creates (or truncates) `path` for writing.
     init(path: String) throws {
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ArchiveError(message: "\(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ArchiveError(message: "\(path): \(Errno.describe(errno))") }
     }
 
     deinit {
@@ -107,6 +107,6 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     private static func error(_ code: Int32) -> ArchiveError {
-        ArchiveError(message: String(cString: strerror(code)))
+        ArchiveError(message: Errno.describe(code))
     }
 }

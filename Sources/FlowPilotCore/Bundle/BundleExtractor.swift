@@ -17,7 +17,7 @@ public enum BundleExtractor {
     /// - Parameter force: extract into a directory that is not empty; same-named
     ///   top-level items in it are replaced.
     public static func extract(_ bundle: String, into directory: String, force: Bool) throws -> Result {
-        let report = try BundleReader.validate(bundle)
+        let report = try BundleValidator.validate(bundle)
         guard report.isValid, let digest = report.digest else { throw FPError.invalid(report.findings) }
         try prepare(directory, force: force)
         let staging = try makeStaging(in: directory)

@@ -105,7 +105,7 @@ public enum BundleSigning {
     /// other entry and header as before, so it stays canonical; replaces the file
     /// atomically (or writes `output`).
     public static func sign(_ bundle: String, key: KeyPair, output: String? = nil) throws -> String {
-        let report = try BundleReader.validate(bundle)
+        let report = try BundleValidator.validate(bundle)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
             throw FPError.invalid(report.findings)
         }

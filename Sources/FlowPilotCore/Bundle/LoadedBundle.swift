@@ -44,7 +44,7 @@ public struct LoadedBundle: Sendable {
     }
 
     private static func read(_ path: String) throws -> LoadedBundle {
-        let report = try BundleReader.validate(path)
+        let report = try BundleValidator.validate(path)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
             throw FPError.invalid(
                 report.findings.map { f in

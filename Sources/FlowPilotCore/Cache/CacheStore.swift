@@ -83,10 +83,10 @@ public final class CacheStore: Sendable {
     /// `clear` hold it exclusively while they delete. Readers never lock.
     func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CacheError.io("\(lockPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CacheError.io("\(lockPath): \(Errno.describe(errno))") }
         defer { close(fd) }
         while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
-            guard errno == EINTR else { throw CacheError.io("\(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw CacheError.io("\(lockPath): \(Errno.describe(errno))") }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

@@ -103,7 +103,7 @@ public struct BundlePreview: Sendable {
     /// `FPError.inputMissing` for a missing file and `FPError.invalid` (validate's
     /// findings) when the archive's structure cannot be read safely.
     public static func open(_ path: String) throws -> BundlePreview {
-        let report = try BundleReader.validate(path)
+        let report = try BundleValidator.validate(path)
         // Refused: validate's errors, each under the bundle's name.
         func refused(_ more: [Finding] = []) -> FPError {
             .invalid(

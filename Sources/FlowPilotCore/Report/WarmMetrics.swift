@@ -70,8 +70,8 @@ public final class WarmMetrics: Sendable {
     }
 
     /// The whole text, once the run is over: `requests` from the run's
-    /// `RequestLog`, the rate limit and waits from its `RequestPacer`.
-    public func text(requests: [RequestLog.Key: Int], pacer: RequestPacer, endedAt: Date, success: Bool) -> [UInt8] {
+    /// `RequestCounts`, the rate limit and waits from its `RequestPacer`.
+    public func text(requests: [RequestCounts.Key: Int], pacer: RequestPacer, endedAt: Date, success: Bool) -> [UInt8] {
         for (key, count) in requests {
             let counter = registry.makeCounter(
                 descriptor: Self.requests, labels: [("endpoint", key.endpoint), ("status", key.status)])

@@ -22,7 +22,7 @@ public struct ResolveClient: Sendable {
     /// Which client, CAs and proxy each URL goes through (docs/https.md).
     public let transport: HTTPTransport
     /// Every request this client makes, counted by endpoint and status.
-    public let requests: RequestLog
+    public let requests: RequestCounts
     /// Paces every request (retries and media included) and spreads a
     /// `Retry-After` to all of them.
     public let pacer: RequestPacer
@@ -33,7 +33,8 @@ public struct ResolveClient: Sendable {
 
     public init(
         baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
-        transport: HTTPTransport = .direct, requests: RequestLog = RequestLog(), pacer: RequestPacer = RequestPacer()
+        transport: HTTPTransport = .direct, requests: RequestCounts = RequestCounts(),
+        pacer: RequestPacer = RequestPacer()
     ) {
         self.requests = requests
         self.pacer = pacer

@@ -108,7 +108,7 @@ public enum ResolveFailure: Error, Sendable, Equatable {
             // Every address of the host refused or failed (or it has none).
             return .unreachable("cannot connect: \(text)")
         case let error as IOError where Self.unreachableErrnos.contains(error.errnoCode):
-            return .unreachable("cannot connect: \(String(cString: strerror(error.errnoCode)))")
+            return .unreachable("cannot connect: \(Errno.describe(error.errnoCode))")
         case let error as ChannelError:
             if case .connectTimeout = error { return .unreachable("connect timed out") }
             return .connection(text)

@@ -9,7 +9,7 @@ import Synchronization
 final class MediaWarmer: Sendable {
     let store: CacheStore
     let transport: HTTPTransport
-    let log: RequestLog
+    let log: RequestCounts
     let pacer: RequestPacer
     private let limiter: AsyncLimiter
     private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
@@ -19,7 +19,7 @@ final class MediaWarmer: Sendable {
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
 
-    init(store: CacheStore, transport: HTTPTransport, log: RequestLog, pacer: RequestPacer, concurrency: Int) {
+    init(store: CacheStore, transport: HTTPTransport, log: RequestCounts, pacer: RequestPacer, concurrency: Int) {
         self.store = store
         self.transport = transport
         self.log = log

@@ -105,7 +105,7 @@ public final class Warmer: Sendable {
     }
 
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
-    public var requests: RequestLog { live.client.requests }
+    public var requests: RequestCounts { live.client.requests }
     /// The run's request pacing: its rate limit and the time requests waited for it.
     public var pacer: RequestPacer { live.client.pacer }
 

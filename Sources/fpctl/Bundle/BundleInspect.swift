@@ -22,7 +22,7 @@ struct BundleInspect: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let report = try BundleReader.validate(bundle)
+            let report = try BundleValidator.validate(bundle)
             guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
                 throw FPError.invalid(report.findings)
             }

@@ -52,13 +52,13 @@ struct BundleValidate: ParsableCommand {
     func run() throws {
         var results: [FileResult] = []
         var missing = false
-        var options = BundleReader.Options(strict: strict, maxAge: maxAge?.seconds)
+        var options = BundleValidator.Options(strict: strict, maxAge: maxAge?.seconds)
         if let publicKey {
             options.publicKey = try reportingErrors { try BundleSigning.loadPublic(publicKey).rawRepresentation }
         }
         for bundle in bundles {
             do {
-                let report = try BundleReader.validate(bundle, options: options)
+                let report = try BundleValidator.validate(bundle, options: options)
                 results.append(
                     FileResult(
                         file: bundle, valid: report.isValid, digest: report.digest,

@@ -3,7 +3,7 @@ import Synchronization
 /// HTTP requests a run made, by endpoint (`resolve`, `resolve-batch`, `media`)
 /// and status (the HTTP status code, or `error` when no response came). Every
 /// attempt counts, retries included. Feeds `fpctl_warm_requests_total`.
-public final class RequestLog: Sendable {
+public final class RequestCounts: Sendable {
     public struct Key: Hashable, Sendable {
         public let endpoint: String
         public let status: String

@@ -8,7 +8,8 @@ public enum Errno {
             EPERM: "EPERM", ENOENT: "ENOENT", EIO: "EIO", EACCES: "EACCES", EEXIST: "EEXIST", ENOTDIR: "ENOTDIR",
             EISDIR: "EISDIR", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE", EFBIG: "EFBIG", ENOSPC: "ENOSPC",
             EROFS: "EROFS", EDQUOT: "EDQUOT", ENAMETOOLONG: "ENAMETOOLONG", ELOOP: "ELOOP", EXDEV: "EXDEV",
-            ENOTEMPTY: "ENOTEMPTY", EBUSY: "EBUSY",
+            ENOTEMPTY: "ENOTEMPTY", EBUSY: "EBUSY", ECONNREFUSED: "ECONNREFUSED", ENETUNREACH: "ENETUNREACH",
+            EHOSTUNREACH: "EHOSTUNREACH", EADDRNOTAVAIL: "EADDRNOTAVAIL", EAGAIN: "EAGAIN", ENXIO: "ENXIO",
         ]
         let text = String(cString: strerror(code))
         return names[code].map { "\(text) (\($0))" } ?? "\(text) (errno \(code))"

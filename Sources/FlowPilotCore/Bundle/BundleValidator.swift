@@ -25,7 +25,7 @@ public struct BundleReport: Sendable {
 /// first (ZipDirectory), then every entry decompressed block by block through
 /// libarchive, hashed, counted and stopped as soon as it breaks a limit. Nothing
 /// is extracted; only the manifest and one flow at a time are held in memory.
-public enum BundleReader {
+public enum BundleValidator {
     public struct Options: Sendable {
         /// Turn warnings (unknown component types, unreferenced assets, age) into errors.
         public var strict = false
@@ -78,7 +78,7 @@ public enum BundleReader {
 /// would give.
 private struct ContentPass {
     let directory: ZipDirectory
-    let options: BundleReader.Options
+    let options: BundleValidator.Options
     var findings: [Finding] = []
     var manifest: BundleManifest?
     var digest: String?
@@ -93,7 +93,7 @@ private struct ContentPass {
     /// Where the canonical-header findings belong in `findings`, once the manifest parsed.
     var canonicalFindingsAt: Int?
 
-    init(directory: ZipDirectory, options: BundleReader.Options) {
+    init(directory: ZipDirectory, options: BundleValidator.Options) {
         self.directory = directory
         self.options = options
     }

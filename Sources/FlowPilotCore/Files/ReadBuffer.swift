@@ -39,6 +39,6 @@ final class ReadBuffer {
 
     /// errno's failure to open or read `path`: the source is missing or unreadable (exit 66).
     private static func failure(_ path: String) -> FPError {
-        FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+        FPError.inputMissing("\(path): \(Errno.describe(errno))")
     }
 }

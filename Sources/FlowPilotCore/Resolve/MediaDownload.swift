@@ -14,7 +14,7 @@ enum MediaDownload {
     /// response came; `pacer` gives it its slot among the run's requests.
     static func fetch(
         _ url: String, transport: HTTPTransport, limit: Int64, timeout: TimeAmount = .seconds(30),
-        log: RequestLog? = nil, pacer: RequestPacer? = nil
+        log: RequestCounts? = nil, pacer: RequestPacer? = nil
     ) async -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "User-Agent", value: "fpctl/\(FPVersion.current)")

@@ -13,7 +13,7 @@ final class RandomAccessFile {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { throw FPError.inputMissing("\(path): no such file") }
-            throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+            throw FPError.inputMissing("\(path): \(Errno.describe(errno))")
         }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
@@ -36,7 +36,7 @@ final class RandomAccessFile {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw FPError.inputMissing("\(path): \(String(cString: strerror(errno)))")
+                throw FPError.inputMissing("\(path): \(Errno.describe(errno))")
             }
             if n == 0 { break }
             done += n

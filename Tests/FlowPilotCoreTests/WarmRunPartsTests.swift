@@ -1,0 +1,130 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import FlowPilotCore
+
+@Suite("shared in-flight work, shards, identities and the run's verdict")
+struct WarmRunPartsTests {
+    @Test("callers of a running key share its task; the key is started again once it finished")
+    func inflightPool() async {
+        let pool = InflightPool<String, Int>()
+        let started = Counter()
+        let gate = Gate()
+        func start(_ keys: [String]) -> [String: @Sendable () async -> Int] {
+            Dictionary(
+                uniqueKeysWithValues: keys.map { key in
+                    let work: @Sendable () async -> Int = {
+                        started.increment()
+                        await gate.wait()
+                        return key.count
+                    }
+                    return (key, work)
+                })
+        }
+        let first = pool.tasks(for: ["ab", "c"], start: start)
+        let second = pool.tasks(
+            for: ["ab", "xyz"],
+            start: { keys in
+                #expect(keys == ["xyz"], "only the key not running starts")
+                return start(keys)
+            })
+        #expect(first["ab"] == second["ab"])
+        gate.open()
+        let ab = await first["ab"]?.value
+        let xyz = await second["xyz"]?.value
+        let c = await first["c"]?.value
+        #expect(ab == 2 && xyz == 3 && c == 1)
+        #expect(started.value == 3)
+        while pool.count > 0 { await Task.yield() }
+        let third = pool.tasks(for: ["ab"], start: start)
+        #expect(third["ab"] != first["ab"], "a finished key is forgotten")
+        let again = await third["ab"]?.value
+        #expect(again == 2 && started.value == 4)
+    }
+
+    @Test("the limiter never lets more than its limit run at once")
+    func limiter() async {
+        let limiter = AsyncLimiter(limit: 3)
+        let running = Counter()
+        let peak = Counter()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    await limiter.run {
+                        peak.max(running.increment())
+                        try? await Task.sleep(for: .milliseconds(5))
+                        running.decrement()
+                    }
+                }
+            }
+        }
+        #expect(peak.value == 3)
+    }
+
+    @Test("shards parse K/N only, and split fingerprints into disjoint sets that cover them all")
+    func shards() throws {
+        for bad in ["0/2", "3/2", "1/0", "1", "a/b", "1/2/3", "/2", "-1/2"] { #expect(Shard(bad) == nil, "\(bad)") }
+        let shards = try (1...3).map { try #require(Shard("\($0)/3")) }
+        let fingerprints = (0..<300).map { Identity(userID: "u\($0)").fingerprint }
+        for fingerprint in fingerprints { #expect(shards.filter { $0.contains(fingerprint: fingerprint) }.count == 1) }
+        #expect(shards.allSatisfy { shard in fingerprints.contains { shard.contains(fingerprint: $0) } })
+    }
+
+    @Test("identities stream from JSON Lines: blank lines, CRLF and a last line without newline; errors name the line")
+    func identityLines() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fpctl-ids-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let good = "\(dir)/good.jsonl"
+        try "{\"user_id\":\"a\",\"attributes\":{\"plan\":\"pro\"}}\r\n\n  \n{\"user_id\":\"b\"}".write(
+            toFile: good, atomically: true, encoding: .utf8)
+        var users: [Identity] = []
+        for try await identity in try IdentityLines(path: good) { users.append(identity) }
+        #expect(users == [Identity(userID: "a", attributes: ["plan": .string("pro")]), Identity(userID: "b")])
+
+        let big = "\(dir)/big.jsonl"
+        try (0..<5000).map { "{\"user_id\":\"user-\($0)\"}" }.joined(separator: "\n").write(
+            toFile: big, atomically: true, encoding: .utf8)
+        var count = 0
+        for try await _ in try IdentityLines(path: big) { count += 1 }
+        #expect(count == 5000, "lines across 64 KiB chunk boundaries")
+
+        let bad = "\(dir)/bad.jsonl"
+        try "{\"user_id\":\"a\"}\n{\"user\":1}\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        await #expect(throws: FPError.self) {
+            for try await _ in try IdentityLines(path: bad) {}
+        }
+        do {
+            for try await _ in try IdentityLines(path: bad) {}
+        } catch let FPError.invalid(findings) {
+            #expect(findings.map(\.line) == ["identity: \(bad):2: each line needs a string user_id"])
+        }
+        #expect(throws: FPError.self) { try IdentityLines(path: "\(dir)/missing.jsonl") }
+    }
+
+    @Test("the run's verdict: unavailable when nothing reached the backend, partial per --fail-on, else complete")
+    func verdict() {
+        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unavailable: Int = 0)
+            -> WarmRun.Summary
+        {
+            var counts = WarmRun.Counts()
+            (counts.warmed, counts.noFlow, counts.failed) = (warmed, noFlow, failed)
+            return WarmRun.Summary(
+                counts: counts, requests: requests, unavailable: unavailable, lateLanded: 0, latePending: 0,
+                elapsed: .zero)
+        }
+        #expect(summary(failed: 2, requests: 2, unavailable: 2).verdict(failOn: .never) == .unavailable)
+        #expect(
+            summary(warmed: 1, failed: 1, requests: 2, unavailable: 2).verdict(failOn: .failed) == .partial,
+            "a flow served from a fallback tier is not 'unavailable'")
+        #expect(summary(warmed: 1, failed: 1).verdict(failOn: .failed) == .partial)
+        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .failed) == .complete)
+        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .noFlow) == .partial)
+        #expect(summary(failed: 1).verdict(failOn: .never) == .complete)
+        #expect(summary(warmed: 1, requests: 0).verdict(failOn: .failed) == .complete)
+    }
+}

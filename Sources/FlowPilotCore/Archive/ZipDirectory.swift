@@ -40,15 +40,31 @@ struct ZipDirectory {
         init(_ rule: String, at path: String = "-", _ message: String) { finding = .error(rule, path, message) }
     }
 
+    /// What the archive's format allows beyond zip itself: limits, names and
+    /// order. The caller's format (a bundle: `BundleLimits.zipPolicy`) says;
+    /// this type knows only zip.
+    struct Policy: Sendable {
+        var maxEntries: Int
+        var maxEntryBytes: Int64
+        var maxTotalBytes: Int64
+        var maxCompressionRatio: Int64
+        /// "a bundle": what the limits' messages say holds at most so much.
+        var container: String
+        /// A name the format refuses, as (rule, message).
+        var nameProblem: @Sendable (String) -> (String, String)?
+        /// Findings about the order of the entries' names.
+        var orderProblems: @Sendable ([String]) -> [Finding]
+    }
+
     /// Reads and cross-checks the structure. `entries` is empty when the file is
     /// not a readable zip; findings say why.
-    static func read(_ file: RandomAccessFile) -> (ZipDirectory?, [Finding]) {
+    static func read(_ file: RandomAccessFile, policy: Policy) -> (ZipDirectory?, [Finding]) {
         do {
             try checkStart(file)
             let (end, endOffset) = try locateEndRecord(file)
-            try checkEndRecord(end, endOffset: endOffset, fileSize: file.size)
+            try checkEndRecord(end, endOffset: endOffset, fileSize: file.size, policy: policy)
             let (entries, unexplained) = try readCentralDirectory(file, end)
-            var findings = unexplained + checkEntries(entries)
+            var findings = unexplained + checkEntries(entries, policy: policy)
             var directory = ZipDirectory(entries: entries)
             findings += directory.checkLayout(file: file, centralDirectoryOffset: Int64(end.centralDirectoryOffset))
             return (directory, findings)
@@ -101,7 +117,9 @@ struct ZipDirectory {
     }
 
     /// One disk, no zip64, within the limits, and the central directory right before the end record.
-    private static func checkEndRecord(_ end: EndRecord, endOffset: Int64, fileSize: Int64) throws(Refusal) {
+    private static func checkEndRecord(
+        _ end: EndRecord, endOffset: Int64, fileSize: Int64, policy: Policy
+    ) throws(Refusal) {
         if end.diskNumber != 0 || end.centralDirectoryDisk != 0 || end.entriesOnDisk != end.entryCount {
             throw Refusal("zip-structure", "multi-disk archives are not bundles")
         }
@@ -110,9 +128,9 @@ struct ZipDirectory {
         {
             throw Refusal("zip-zip64", "zip64 records are not used by bundles")
         }
-        if Int(end.entryCount) > BundleLimits.maxEntries {
+        if Int(end.entryCount) > policy.maxEntries {
             throw Refusal(
-                "limit-entries", "\(end.entryCount) entries; a bundle holds at most \(BundleLimits.maxEntries)")
+                "limit-entries", "\(end.entryCount) entries; \(policy.container) holds at most \(policy.maxEntries)")
         }
         if Int64(end.centralDirectoryOffset) + Int64(end.centralDirectorySize) != endOffset {
             throw Refusal(
@@ -168,26 +186,26 @@ struct ZipDirectory {
 
     /// Per-entry rules (method, path, type and mode, names, sizes, limits), then
     /// the archive's: total size, file/directory conflicts, order.
-    private static func checkEntries(_ entries: [Entry]) -> [Finding] {
+    private static func checkEntries(_ entries: [Entry], policy: Policy) -> [Finding] {
         var findings: [Finding] = []
         var names = NameIndex()
         var total: Int64 = 0
         for e in entries {
             findings += methodProblems(e)
-            if let (rule, message) = BundlePath.problem(e.name) { findings.append(.error(rule, e.name, message)) }
+            if let (rule, message) = policy.nameProblem(e.name) { findings.append(.error(rule, e.name, message)) }
             findings += modeProblems(e)
             findings += names.add(e)
-            findings += sizeProblems(e)
+            findings += sizeProblems(e, policy: policy)
             total += e.uncompressedSize
         }
-        if total > BundleLimits.maxTotalBytes {
+        if total > policy.maxTotalBytes {
             findings.append(
                 .error(
                     "limit-total-size", "-",
-                    "declares \(total) bytes in all; a bundle holds at most \(BundleLimits.maxTotalBytes)"))
+                    "declares \(total) bytes in all; \(policy.container) holds at most \(policy.maxTotalBytes)"))
         }
         findings += names.prefixConflicts(entries)
-        findings += orderProblems(entries, names: names)
+        findings += policy.orderProblems(entries.map(\.name))
         return findings
     }
 
@@ -220,7 +238,7 @@ struct ZipDirectory {
         case 0o120000:
             return [.error("zip-entry-type", e.name, "entry is a symbolic link; bundles hold regular files only")]
         case 0o040000 where e.name.hasSuffix("/"):
-            return []  // BundlePath already refuses the trailing slash.
+            return []  // the policy's name rules refuse the trailing slash.
         case 0o040000:
             return [.error("zip-entry-type", e.name, "entry is a directory; bundles hold regular files only")]
         default:
@@ -231,46 +249,23 @@ struct ZipDirectory {
     }
 
     /// Stored sizes agree; declared sizes and ratios within the limits.
-    private static func sizeProblems(_ e: Entry) -> [Finding] {
+    private static func sizeProblems(_ e: Entry, policy: Policy) -> [Finding] {
         var findings: [Finding] = []
         if e.method == 0 && e.compressedSize != e.uncompressedSize {
             findings.append(
                 .error("zip-size-mismatch", e.name, "stored entry with different compressed and uncompressed sizes"))
         }
-        if e.uncompressedSize > BundleLimits.maxEntryBytes {
+        if e.uncompressedSize > policy.maxEntryBytes {
             findings.append(
                 .error(
                     "limit-entry-size", e.name,
-                    "declares \(e.uncompressedSize) bytes; an entry holds at most \(BundleLimits.maxEntryBytes)"))
+                    "declares \(e.uncompressedSize) bytes; an entry holds at most \(policy.maxEntryBytes)"))
         }
-        if e.compressedSize > 0, e.uncompressedSize / e.compressedSize > BundleLimits.maxCompressionRatio {
+        if e.compressedSize > 0, e.uncompressedSize / e.compressedSize > policy.maxCompressionRatio {
             findings.append(
                 .error(
                     "limit-compression-ratio", e.name,
-                    "declares a compression ratio over \(BundleLimits.maxCompressionRatio)"))
-        }
-        return findings
-    }
-
-    /// manifest.json first, then manifest.sig when present, then sorted by UTF-8 bytes.
-    private static func orderProblems(_ entries: [Entry], names: NameIndex) -> [Finding] {
-        var findings: [Finding] = []
-        if let manifest = names.index(of: BundleManifest.path), manifest != 0 {
-            findings.append(
-                .error(
-                    "manifest-order", BundleManifest.path, "manifest.json is entry \(manifest); it must be the first"))
-        } else if names.index(of: BundleManifest.path) == nil {
-            findings.append(.error("manifest-missing", BundleManifest.path, "the bundle has no manifest.json"))
-        }
-        if let sig = names.index(of: BundleManifest.signaturePath), sig != 1 {
-            findings.append(
-                .error("manifest-order", BundleManifest.signaturePath, "manifest.sig must be the second entry"))
-        }
-        let rest = entries.filter { $0.name != BundleManifest.path && $0.name != BundleManifest.signaturePath }
-        if let (a, b) = zip(rest, rest.dropFirst()).first(where: { a, b in
-            !a.name.utf8.lexicographicallyPrecedes(b.name.utf8) && a.name != b.name
-        }) {
-            findings.append(.error("zip-order", b.name, "entries are not sorted by path (comes after \(a.name))"))
+                    "declares a compression ratio over \(policy.maxCompressionRatio)"))
         }
         return findings
     }

@@ -49,7 +49,7 @@ public enum BundleValidator {
         }
         let file = try RandomAccessFile(path: path)
         var report = BundleReport(file: path, digest: nil, manifest: nil, findings: [], entries: [])
-        let (directory, structural) = ZipDirectory.read(file)
+        let (directory, structural) = ZipDirectory.read(file, policy: BundleLimits.zipPolicy)
         report.findings = structural
         guard let directory, !structural.hasErrors else { return report }
         var pass = ContentPass(directory: directory, options: options)

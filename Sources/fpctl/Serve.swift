@@ -60,25 +60,7 @@ struct Serve: AsyncParsableCommand {
     var quiet = false
 
     func run() async throws {
-        let server = try reportingErrors {
-            // Checked before anything starts: an empty address would bind nowhere after "serving app …".
-            guard !host.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw FPError.usage("--host: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0")
-            }
-            guard (0...65535).contains(port) else { throw FPError.usage("--port \(port): use 0 to 65535") }
-            var options = ResolveServer.Options()
-            options.host = host
-            options.port = port
-            options.ttl = ttl
-            options.quiet = quiet
-            options.rewriteAssetURLs = rewriteAssetURLs
-            options.faults.failRate = failRate
-            options.faults.failStatus = failStatus
-            options.faults.batchDisabled = noBatch ? true : nil
-            options.faults.latencyMilliseconds = latency?.milliseconds
-            options.apiKey = try apiKeyFile.map(APIKey.read(file:))
-            return try ResolveServer(sources: sources, options: options)
-        }
+        let server = try ResolveServer(sources: sources, options: try options())
         for (app, placements) in server.summary {
             Console.note("serving app \(app): \(placements.joined(separator: ", "))")
         }
@@ -92,4 +74,24 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
+    /// The server's options, checked before anything starts: an empty address
+    /// would bind nowhere after "serving app …".
+    func options() throws -> ResolveServer.Options {
+        guard !host.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw FPError.usage("--host: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0")
+        }
+        guard (0...65535).contains(port) else { throw FPError.usage("--port \(port): use 0 to 65535") }
+        var options = ResolveServer.Options()
+        options.host = host
+        options.port = port
+        options.ttl = ttl
+        options.quiet = quiet
+        options.rewriteAssetURLs = rewriteAssetURLs
+        options.faults.failRate = failRate
+        options.faults.failStatus = failStatus
+        options.faults.batchDisabled = noBatch ? true : nil
+        options.faults.latencyMilliseconds = latency?.milliseconds
+        options.apiKey = try apiKeyFile.map(APIKey.read(file:))
+        return options
+    }
 }

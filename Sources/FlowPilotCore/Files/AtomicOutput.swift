@@ -37,13 +37,18 @@ public final class AtomicOutput {
     /// moved into place), or leaves nothing behind.
     public static func write(_ bytes: some ContiguousBytes, to destination: String, overwrite: Bool) throws {
         let out = try AtomicOutput(destination: destination, overwrite: overwrite)
-        let fd = open(out.temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        try out.write(bytes)
+        try out.commit()
+    }
+
+    /// Puts `bytes` in the temporary file, replacing what it held.
+    public func write(_ bytes: some ContiguousBytes) throws {
+        let fd = open(temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
         defer { close(fd) }
         if let code = bytes.withUnsafeBytes({ writeAll(fd, $0) }) {
             throw FPError.cannotWrite("\(destination): \(Errno.describe(code))")
         }
-        try out.commit()
     }
 
     /// Moves the finished file into place. Without `overwrite` this fails, rather

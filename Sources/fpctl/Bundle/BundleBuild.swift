@@ -36,17 +36,15 @@ struct BundleBuild: ParsableCommand {
     var overwrite = false
 
     func run() throws {
-        try reportingErrors {
-            let options = BundleBuilder.Options(
-                overwrite: overwrite,
-                sourceDateEpoch: ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"])
-            let result = try BundleBuilder.build(sourceDirectory: source, output: output, options: options)
-            for warning in result.warnings { Console.warn(warning.body) }
-            Console.out("\(result.digest)  \(result.output)\n")
-            Console.note(
-                "built \(result.output): \(result.manifest.placements.count) placements, "
-                    + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes"
-            )
-        }
+        let options = BundleBuilder.Options(
+            overwrite: overwrite,
+            sourceDateEpoch: ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"])
+        let result = try BundleBuilder.build(sourceDirectory: source, output: output, options: options)
+        for warning in result.warnings { Console.warn(warning.body) }
+        Console.out("\(result.digest)  \(result.output)\n")
+        Console.note(
+            "built \(result.output): \(result.manifest.placements.count) placements, "
+                + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes"
+        )
     }
 }

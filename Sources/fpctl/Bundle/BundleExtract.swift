@@ -24,10 +24,8 @@ struct BundleExtract: ParsableCommand {
     var force = false
 
     func run() throws {
-        try reportingErrors {
-            let result = try BundleExtractor.extract(bundle, into: output, force: force)
-            Console.out("\(result.digest)  \(result.directory)\n")
-            Console.note("extracted \(result.files) files, \(result.bytes) bytes into \(result.directory)")
-        }
+        let result = try BundleExtractor.extract(bundle, into: output, force: force)
+        Console.out("\(result.digest)  \(result.directory)\n")
+        Console.note("extracted \(result.files) files, \(result.bytes) bytes into \(result.directory)")
     }
 }

@@ -21,27 +21,25 @@ struct BundleInspect: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     func run() throws {
-        try reportingErrors {
-            let report = try BundleValidator.validate(bundle)
-            guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
-                throw FPError.invalid(report.findings)
-            }
-            let summary = BundleSummary(report: report, manifest: manifest, digest: digest)
-            switch output.format {
-            case .json: Console.out(try JSONOutput.string(summary))
-            case .csv: Console.out(summary.entryTable.csv())
-            case .table:
-                Console.out(
-                    """
-                    file        \(bundle)
-                    digest      \(digest)
-                    app_id      \(manifest.appID)
-                    created_at  \(RFC3339.string(manifest.createdAt))
-                    generator   \(manifest.generator)
+        let report = try BundleValidator.validate(bundle)
+        guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
+            throw FPError.invalid(report.findings)
+        }
+        let summary = BundleSummary(report: report, manifest: manifest, digest: digest)
+        switch output.format {
+        case .json: Console.out(try JSONOutput.string(summary))
+        case .csv: Console.out(summary.entryTable.csv())
+        case .table:
+            Console.out(
+                """
+                file        \(bundle)
+                digest      \(digest)
+                app_id      \(manifest.appID)
+                created_at  \(RFC3339.string(manifest.createdAt))
+                generator   \(manifest.generator)
 
-                    """)
-                Console.out("\n" + summary.placementTable.text() + "\n" + summary.kindTable.text())
-            }
+                """)
+            Console.out("\n" + summary.placementTable.text() + "\n" + summary.kindTable.text())
         }
     }
 }

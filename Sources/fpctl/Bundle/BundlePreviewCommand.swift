@@ -49,20 +49,18 @@ struct BundlePreviewCommand: ParsableCommand {
     }
 
     func run() throws {
-        try reportingErrors {
-            let previews = try bundles.map(BundlePreview.open)
-            let page =
-                previews.count == 2
-                ? PreviewPage.render(BundleComparison(old: previews[0], new: previews[1]))
-                : PreviewPage.render(previews[0])
-            for preview in previews where preview.findings.hasErrors {
-                Console.warn("\(preview.file): invalid bundle, drawn with its findings at the top")
-            }
-            if output == "-" {
-                try StandardOutput.write(page)
-            } else {
-                try AtomicOutput.write(page, to: output, overwrite: overwrite)
-            }
+        let previews = try bundles.map(BundlePreview.open)
+        let page =
+            previews.count == 2
+            ? PreviewPage.render(BundleComparison(old: previews[0], new: previews[1]))
+            : PreviewPage.render(previews[0])
+        for preview in previews where preview.findings.hasErrors {
+            Console.warn("\(preview.file): invalid bundle, drawn with its findings at the top")
+        }
+        if output == "-" {
+            try StandardOutput.write(page)
+        } else {
+            try AtomicOutput.write(page, to: output, overwrite: overwrite)
         }
     }
 }

@@ -26,19 +26,15 @@ struct BundlePull: AsyncParsableCommand {
     var maxMediaSize: SizeArgument?
 
     func run() async throws {
-        let (client, identity) = try reportingErrors { (try backend.client(), try backend.identity()) }
-        do {
-            let result = try await BundlePipeline.pull(
-                into: output, client: client, identity: identity, placements: placements,
-                allowMissingMedia: allowMissingMedia,
-                maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
-            for f in result.findings { Console.warn(f.body) }
-            for file in result.changedFiles { Console.out("wrote \(file)\n") }
-            for file in result.removedFiles { Console.out("removed \(file)\n") }
-            Console.note("\(output): \(result.changedFiles.count) files written, \(result.removedFiles.count) removed")
-        } catch let error as FPError {
-            try reportingErrors { throw error }
-        }
+        let (client, identity) = (try backend.client(), try backend.identity())
+        let result = try await BundlePipeline.pull(
+            into: output, client: client, identity: identity, placements: placements,
+            allowMissingMedia: allowMissingMedia,
+            maxMediaBytes: maxMediaSize?.bytes ?? 64 << 20)
+        for f in result.findings { Console.warn(f.body) }
+        for file in result.changedFiles { Console.out("wrote \(file)\n") }
+        for file in result.removedFiles { Console.out("removed \(file)\n") }
+        Console.note("\(output): \(result.changedFiles.count) files written, \(result.removedFiles.count) removed")
     }
 }
 
@@ -68,9 +64,7 @@ struct BundleDiff: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (loaded, client, identity) = try reportingErrors {
-            (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
-        }
+        let (loaded, client, identity) = (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
         let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
         let inSync = rows.allSatisfy { $0.status == .inSync }
         switch output.format {

@@ -18,12 +18,10 @@ struct BundleSign: ParsableCommand {
     @Option(name: .shortAndLong, help: "Write the signed bundle here instead.") var output: String?
 
     func run() throws {
-        try reportingErrors {
-            let pair = try BundleSigning.loadPrivate(key)
-            let digest = try BundleSigning.sign(bundle, key: pair, output: output)
-            Console.out("\(digest)  \(output ?? bundle)\n")
-            Console.note("signed with key \(pair.keyID)")
-        }
+        let pair = try BundleSigning.loadPrivate(key)
+        let digest = try BundleSigning.sign(bundle, key: pair, output: output)
+        Console.out("\(digest)  \(output ?? bundle)\n")
+        Console.note("signed with key \(pair.keyID)")
     }
 }
 
@@ -41,10 +39,8 @@ struct BundleKeygen: ParsableCommand {
     @Option(name: .shortAndLong, help: "Base path of the two key files.") var output: String
 
     func run() throws {
-        try reportingErrors {
-            let id = try BundleSigning.generate(base: output)
-            Console.out("\(id)\n")
-            Console.note("wrote \(output).key (keep it secret) and \(output).pub")
-        }
+        let id = try BundleSigning.generate(base: output)
+        Console.out("\(id)\n")
+        Console.note("wrote \(output).key (keep it secret) and \(output).pub")
     }
 }

@@ -54,7 +54,7 @@ struct BundleValidate: ParsableCommand {
         var missing = false
         var options = BundleValidator.Options(strict: strict, maxAge: maxAge?.seconds)
         if let publicKey {
-            options.publicKey = try reportingErrors { try BundleSigning.loadPublic(publicKey).rawRepresentation }
+            options.publicKey = try BundleSigning.loadPublic(publicKey).rawRepresentation
         }
         for bundle in bundles {
             do {

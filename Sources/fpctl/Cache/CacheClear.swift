@@ -29,22 +29,20 @@ struct CacheClear: ParsableCommand {
     }
 
     func run() throws {
-        try reportingErrors {
-            let store = try cache.open()
-            let scope: CacheStore.ClearScope = flows ? .flows : images ? .images : .all
-            if !force {
-                guard isatty(STDIN_FILENO) != 0 else {
-                    throw FPError.usage("cache clear needs --force when standard input is not a terminal")
-                }
-                FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
-                guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
+        let store = try cache.open()
+        let scope: CacheStore.ClearScope = flows ? .flows : images ? .images : .all
+        if !force {
+            guard isatty(STDIN_FILENO) != 0 else {
+                throw FPError.usage("cache clear needs --force when standard input is not a terminal")
             }
-            let result = try store.clear(scope)
-            for failure in result.failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
-            Console.note(
-                "cleared \(scope.rawValue): \(result.files) files, \(result.bytes) bytes"
-                    + (result.failed.isEmpty ? "" : "; could not remove \(result.failed.count)"))
-            if !result.failed.isEmpty { throw ExitCode(.cannotWrite) }
+            FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
+            guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
         }
+        let result = try store.clear(scope)
+        for failure in result.failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
+        Console.note(
+            "cleared \(scope.rawValue): \(result.files) files, \(result.bytes) bytes"
+                + (result.failed.isEmpty ? "" : "; could not remove \(result.failed.count)"))
+        if !result.failed.isEmpty { throw ExitCode(.cannotWrite) }
     }
 }

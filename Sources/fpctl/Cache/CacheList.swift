@@ -39,49 +39,47 @@ struct CacheList: ParsableCommand {
     }
 
     func run() throws {
-        try reportingErrors {
-            let store = try cache.open()
-            let scan = store.scan()
-            let now = try Now.date()
-            if images { return try listImages(store, scan, now) }
-            let entries = scan.flows
-                .filter { placement == nil || $0.placement == placement }
-                .filter { userID == nil || $0.userID == userID }
-                .filter { !fresh || $0.isFresh(at: now) }
-                .filter { !stale || !$0.isFresh(at: now) }
-                .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
-            if output.format == .json {
-                // Streamed row by row: 100,000 entries must not become one document in memory.
-                let out = BufferedOutput()
-                out.write("{\"rows\":[")
-                for (i, e) in entries.enumerated() {
-                    let row: JSONValue = .object([
-                        "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
-                        "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
-                        "version": .string(e.version),
-                        "resolved_at": .string(RFC3339.string(e.resolvedAt)),
-                        "age_seconds": .number(Double(Int(e.age(at: now)))),
-                        "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
-                        "size": .number(Double(e.size)),
-                    ])
-                    out.write(i == 0 ? "\n" : ",\n")
-                    out.write(CanonicalJSON.data(row))
-                }
-                out.write("\n],\"schema_version\":\(JSONOutput.schemaVersion)}\n")
-                out.flush()
-                return
+        let store = try cache.open()
+        let scan = store.scan()
+        let now = try Now.date()
+        if images { return try listImages(store, scan, now) }
+        let entries = scan.flows
+            .filter { placement == nil || $0.placement == placement }
+            .filter { userID == nil || $0.userID == userID }
+            .filter { !fresh || $0.isFresh(at: now) }
+            .filter { !stale || !$0.isFresh(at: now) }
+            .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
+        if output.format == .json {
+            // Streamed row by row: 100,000 entries must not become one document in memory.
+            let out = BufferedOutput()
+            out.write("{\"rows\":[")
+            for (i, e) in entries.enumerated() {
+                let row: JSONValue = .object([
+                    "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
+                    "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
+                    "version": .string(e.version),
+                    "resolved_at": .string(RFC3339.string(e.resolvedAt)),
+                    "age_seconds": .number(Double(Int(e.age(at: now)))),
+                    "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
+                    "size": .number(Double(e.size)),
+                ])
+                out.write(i == 0 ? "\n" : ",\n")
+                out.write(CanonicalJSON.data(row))
             }
-            let table = Table(
-                columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
-                rows: entries.map {
-                    [
-                        $0.placement, $0.userID ?? "-", String($0.fingerprint.prefix(12)), $0.flowID, $0.version,
-                        "\(Int($0.age(at: now)))s", "\($0.ttlSeconds)s", $0.isFresh(at: now) ? "fresh" : "stale",
-                        "\($0.size)",
-                    ]
-                })
-            Console.out(output.render(table))
+            out.write("\n],\"schema_version\":\(JSONOutput.schemaVersion)}\n")
+            out.flush()
+            return
         }
+        let table = Table(
+            columns: ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"],
+            rows: entries.map {
+                [
+                    $0.placement, $0.userID ?? "-", String($0.fingerprint.prefix(12)), $0.flowID, $0.version,
+                    "\(Int($0.age(at: now)))s", "\($0.ttlSeconds)s", $0.isFresh(at: now) ? "fresh" : "stale",
+                    "\($0.size)",
+                ]
+            })
+        Console.out(output.render(table))
     }
 
     private func listImages(_ store: CacheStore, _ scan: CacheScan, _ now: Date) throws {

@@ -50,38 +50,36 @@ struct CachePrune: ParsableCommand {
     }
 
     func run() throws {
-        try reportingErrors {
-            let store = try cache.open()
-            var o = CacheStore.PruneOptions()
-            o.expired = expired
-            o.olderThan = olderThan?.seconds
-            o.maxImageBytes = maxSize?.bytes
-            o.userID = userID
-            o.unreferenced = unreferenced
-            o.images = !flows
-            o.flows = !images
-            o.dryRun = dryRun
-            o.now = try Now.date()
-            let result = try store.prune(o)
-            let removed = result.removed
-            let bytes = removed.reduce(0) { $0 + $1.bytes }
-            let failed = result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) }
-            switch output.format {
-            case .json:
-                let document = Result(
-                    dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed, failed: failed)
-                Console.out(try JSONOutput.string(document))
-            case .csv, .table:
-                let table = Table(
-                    columns: ["kind", "path", "bytes", "reason"],
-                    rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
-                Console.out(output.render(table))
-            }
-            for failure in failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
-            Console.note(
-                "\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes"
-                    + (failed.isEmpty ? "" : "; could not remove \(failed.count)"))
-            if !failed.isEmpty { throw ExitCode(.cannotWrite) }
+        let store = try cache.open()
+        var o = CacheStore.PruneOptions()
+        o.expired = expired
+        o.olderThan = olderThan?.seconds
+        o.maxImageBytes = maxSize?.bytes
+        o.userID = userID
+        o.unreferenced = unreferenced
+        o.images = !flows
+        o.flows = !images
+        o.dryRun = dryRun
+        o.now = try Now.date()
+        let result = try store.prune(o)
+        let removed = result.removed
+        let bytes = removed.reduce(0) { $0 + $1.bytes }
+        let failed = result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) }
+        switch output.format {
+        case .json:
+            let document = Result(
+                dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed, failed: failed)
+            Console.out(try JSONOutput.string(document))
+        case .csv, .table:
+            let table = Table(
+                columns: ["kind", "path", "bytes", "reason"],
+                rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
+            Console.out(output.render(table))
         }
+        for failure in failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
+        Console.note(
+            "\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes"
+                + (failed.isEmpty ? "" : "; could not remove \(failed.count)"))
+        if !failed.isEmpty { throw ExitCode(.cannotWrite) }
     }
 }

@@ -24,24 +24,22 @@ struct CacheVerify: ParsableCommand {
     }
 
     func run() throws {
-        try reportingErrors {
-            let store = try cache.open()
-            let findings = try store.verify(repair: repair)
-            switch output.format {
-            case .json:
-                Console.out(
-                    try JSONOutput.string(Result(clean: findings.isEmpty, repaired: repair, findings: findings)))
-            case .csv:
-                Console.out(
-                    Table(
-                        columns: ["rule", "path", "message", "removed"],
-                        rows: findings.map { [$0.rule, $0.path, $0.message, String(repair)] }
-                    ).csv())
-            case .table:
-                for f in findings { Console.out((repair ? "removed: " : "") + f.line + "\n") }
-                if findings.isEmpty { Console.out("ok\n") }
-            }
-            if !findings.isEmpty { throw ExitCode(.invalidData) }
+        let store = try cache.open()
+        let findings = try store.verify(repair: repair)
+        switch output.format {
+        case .json:
+            Console.out(
+                try JSONOutput.string(Result(clean: findings.isEmpty, repaired: repair, findings: findings)))
+        case .csv:
+            Console.out(
+                Table(
+                    columns: ["rule", "path", "message", "removed"],
+                    rows: findings.map { [$0.rule, $0.path, $0.message, String(repair)] }
+                ).csv())
+        case .table:
+            for f in findings { Console.out((repair ? "removed: " : "") + f.line + "\n") }
+            if findings.isEmpty { Console.out("ok\n") }
         }
+        if !findings.isEmpty { throw ExitCode(.invalidData) }
     }
 }

@@ -1,8 +1,12 @@
+import ArgumentParser
 import FlowPilotCore
 import Foundation
 
 /// The process's entry: checks that the system gives what the Swift runtime
-/// reads, then runs `FPCTL`.
+/// reads, then runs `FPCTL`, and turns what a command throws into its exit
+/// status: a failure of the core through `report` (one line each on standard
+/// error), everything else (usage errors, help, `ExitCode`) as the argument
+/// parser does.
 ///
 /// In a root without /proc (a bare chroot, some build sandboxes) the Swift
 /// runtime cannot work as it should: `CommandLine` reads the arguments from
@@ -30,6 +34,17 @@ enum Entry {
                         .utf8))
             exit(ExitStatus.failure.rawValue)
         }
-        await FPCTL.main()
+        do {
+            var command = try FPCTL.parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as FPError {
+            exit(report(error).rawValue)
+        } catch {
+            FPCTL.exit(withError: error)
+        }
     }
 }

@@ -36,29 +36,11 @@ extension ExitCode {
     init(_ status: ExitStatus) { self.init(status.rawValue) }
 }
 
-/// Runs a command body, turning the core's errors into one line each on
-/// standard error and the documented exit status.
-@discardableResult
-func reportingErrors<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let error as FPError {
-        throw report(error)
-    }
-}
-
-@discardableResult
-func reportingErrorsAsync<T>(_ body: () async throws -> T) async throws -> T {
-    do {
-        return try await body()
-    } catch let error as FPError {
-        throw report(error)
-    }
-}
-
-/// Prints an error (each finding on its own line, with the hint that names
-/// the flag a person can use) and gives its exit status.
-private func report(_ error: FPError) -> ExitCode {
+/// Prints a failure of the core (each finding on its own line, with the hint
+/// that names the flag a person can use) and gives its exit status. `Entry`
+/// calls it for whatever a command throws: the one place where a failure
+/// becomes a status and a hint names a flag.
+func report(_ error: FPError) -> ExitStatus {
     switch error {
     case .invalid(let findings):
         for finding in findings.filter({ $0.severity == .error }).bounded() { Console.error(finding.line) }
@@ -69,7 +51,7 @@ private func report(_ error: FPError) -> ExitCode {
     default:
         Console.error(error.description)
     }
-    return ExitCode(ExitStatus(error))
+    return ExitStatus(error)
 }
 
 /// Standard output in 64 KiB writes, for long streamed listings.

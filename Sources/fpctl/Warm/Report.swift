@@ -24,7 +24,7 @@ struct Report: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     func run() throws {
-        let result = try reportingErrors { try WarmReport.summarize(files) }
+        let result = try WarmReport.summarize(files)
         switch output.format {
         case .json:
             let document: JSONValue = .object([

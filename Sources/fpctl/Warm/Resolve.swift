@@ -22,10 +22,8 @@ struct Resolve: AsyncParsableCommand {
     var format: OutputFormat = .table
 
     func run() async throws {
-        let (warmer, identity) = try reportingErrors {
-            guard format != .csv else { throw FPError.usage("--format csv: the tier trace is table or json") }
-            return (try backend.makeWarmer(media: .none), try backend.identity())
-        }
+        guard format != .csv else { throw FPError.usage("--format csv: the tier trace is table or json") }
+        let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
         let resolution = await warmer.resolve(placement, for: identity)
         let outcome = resolution.outcome
         if format == .json {
@@ -53,11 +51,9 @@ struct Resolve: AsyncParsableCommand {
                     + "version \(doc.version), \(doc.allImages.count) images, \(doc.fonts.count) fonts\n")
         }
         if let output {
-            try reportingErrors {
-                let out = try AtomicOutput(destination: output, overwrite: true)
-                try CanonicalJSON.prettyData(doc.json).write(to: URL(fileURLWithPath: out.temporaryPath))
-                try out.commit()
-            }
+            let out = try AtomicOutput(destination: output, overwrite: true)
+            try CanonicalJSON.prettyData(doc.json).write(to: URL(fileURLWithPath: out.temporaryPath))
+            try out.commit()
         }
     }
 
@@ -189,7 +185,7 @@ struct Ready: AsyncParsableCommand {
     @OptionGroup var backend: BackendOptions
 
     func run() async throws {
-        let (warmer, identity) = try reportingErrors { (try backend.makeWarmer(media: .none), try backend.identity()) }
+        let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
         switch await warmer.readiness(placement, for: identity) {
         case .ready:
             Console.out("ready\n")

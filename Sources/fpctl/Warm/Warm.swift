@@ -100,71 +100,55 @@ struct Warm: AsyncParsableCommand {
             Console.warn("caching is disabled (--no-caching): prefetch is a no-op, nothing was warmed")
             return
         }
+        let prepared = try prepare()
+        let startedAt = Date()
+        let presentation = WarmPresentation(
+            format: output.format, rows: !summary, metrics: prepared.metricsOutput != nil)
+        let result: WarmRun.Summary
+        if let file = prepared.identities {
+            result = try await prepared.run.run(file, onIdentity: presentation.record)
+        } else {
+            let one = AsyncStream<Identity> { continuation in
+                continuation.yield(prepared.single)
+                continuation.finish()
+            }
+            result = try await prepared.run.run(one, onIdentity: presentation.record)
+        }
+        let previous = prepared.run.options.resume?.previous
+        let run = WarmRunInfo(
+            runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: shard,
+            placements: prepared.run.options.placements, startedAt: startedAt, endedAt: Date(),
+            resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
+        let status = ExitStatus(result.verdict(failOn: failOn))
+        presentation.finish(run: run, result: result, warmer: prepared.run.warmer, success: status == .success)
+        try presentation.writeMetrics(to: prepared.metricsOutput, warmer: prepared.run.warmer, endedAt: run.endedAt)
+        if status != .success { throw ExitCode(status) }
+    }
+
+    /// What a run needs, checked before the cache is touched: the earlier
+    /// attempt, the identities, the metrics file's directory, the backend.
+    struct Prepared {
+        let run: WarmRun
+        let single: Identity
+        let identities: IdentityLines?
+        let metricsOutput: AtomicOutput?
+    }
+
+    func prepare() throws -> Prepared {
         var options = WarmRun.Options(placements: placements)
         options.concurrency = concurrency
         options.shard = shard
         options.grace = grace.duration
-        options.resume = try reportingErrors { try resume.map { try resumed($0, options.placements) } }
-        let (warm, single, file, metricsOutput) = try reportingErrors {
-            // The identities and the metrics file's directory are checked before the cache is touched.
-            let file = try identities.map(IdentityLines.init(path:))
-            let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
-            // One batch request per identity; without batches, one request per placement.
-            let perIdentity = backend.noBatch ? options.placements.count : 1
-            let warmer = try backend.makeWarmer(
-                media: media, concurrency: concurrency * perIdentity, mediaConcurrency: mediaConcurrency, rate: rate)
-            let run = WarmRun(warmer: warmer, options: options)
-            return (run, try backend.identity(), file, metricsOutput)
-        }
-        let startedAt = Date()
-        let report = OutcomeReport(format: output.format, rows: !summary)
-        let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
-        var placementSummary = OutcomeSummary()
-        let metrics = metricsOutput.map { _ in WarmMetrics() }
-        var unavailable: ResolveFailure?
-        let record = { (outcomes: [PrefetchOutcome], counts: WarmRun.Counts) in
-            for outcome in outcomes {
-                if unavailable == nil, let failure = outcome.failure, failure.isUnavailable { unavailable = failure }
-                report.add(outcome)
-                placementSummary.add(outcome)
-                metrics?.record(outcome)
-            }
-            report.identityDone()
-            progress.update(counts)
-        }
-        let result = try await reportingErrorsAsync {
-            if let file { return try await warm.run(file, onIdentity: record) }
-            let one = AsyncStream<Identity> { continuation in
-                continuation.yield(single)
-                continuation.finish()
-            }
-            return try await warm.run(one, onIdentity: record)
-        }
-        let previous = options.resume?.previous
-        let run = WarmRunInfo(
-            runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: shard,
-            placements: options.placements, startedAt: startedAt, endedAt: Date(),
-            resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
-        report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
-        StandardOutputSync.sync()
-        progress.clear()
-        Console.note(Self.summaryLine(result, pacer: warm.warmer.pacer))
-        let status = ExitStatus(result.verdict(failOn: failOn))
-        if status == .unavailable, let unavailable {
-            Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
-        }
-        if let metrics, let metricsOutput {
-            try reportingErrors {
-                let text = metrics.text(
-                    requests: warm.warmer.requests.snapshot, pacer: warm.warmer.pacer, endedAt: run.endedAt,
-                    success: status == .success)
-                do { try Data(text).write(to: URL(fileURLWithPath: metricsOutput.temporaryPath)) } catch {
-                    throw FPError.cannotWrite("\(metricsOutput.destination): \(error.localizedDescription)")
-                }
-                try metricsOutput.commit()
-            }
-        }
-        if status != .success { throw ExitCode(status) }
+        options.resume = try resume.map { try resumed($0, options.placements) }
+        let file = try identities.map(IdentityLines.init(path:))
+        let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
+        // One batch request per identity; without batches, one request per placement.
+        let perIdentity = backend.noBatch ? options.placements.count : 1
+        let warmer = try backend.makeWarmer(
+            media: media, concurrency: concurrency * perIdentity, mediaConcurrency: mediaConcurrency, rate: rate)
+        return Prepared(
+            run: WarmRun(warmer: warmer, options: options), single: try backend.identity(), identities: file,
+            metricsOutput: metricsOutput)
     }
 
     /// The earlier attempt `--resume` names, checked against this run's

@@ -1,0 +1,55 @@
+import FlowPilotCore
+import Foundation
+
+/// What a person or a pipeline sees of a warm while it runs and when it ends:
+/// rows and the summary on standard output, progress and the closing line on
+/// standard error, and the metrics file.
+final class WarmPresentation {
+    private let report: OutcomeReport
+    private let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
+    private var placementSummary = OutcomeSummary()
+    private let metrics: WarmMetrics?
+    /// The first failure that reached no backend, named when the run ends `unavailable`.
+    private var unavailable: ResolveFailure?
+
+    init(format: OutputFormat, rows: Bool, metrics: Bool) {
+        report = OutcomeReport(format: format, rows: rows)
+        self.metrics = metrics ? WarmMetrics() : nil
+    }
+
+    /// One identity's outcomes, as it finishes.
+    func record(_ outcomes: [PrefetchOutcome], _ counts: WarmRun.Counts) {
+        for outcome in outcomes {
+            if unavailable == nil, let failure = outcome.failure, failure.isUnavailable { unavailable = failure }
+            report.add(outcome)
+            placementSummary.add(outcome)
+            metrics?.record(outcome)
+        }
+        report.identityDone()
+        progress.update(counts)
+    }
+
+    /// The summary and the run on standard output (synced when it is a file),
+    /// then the closing line, and why nothing reached the backend if so.
+    func finish(run: WarmRunInfo, result: WarmRun.Summary, warmer: Warmer, success: Bool) {
+        report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
+        StandardOutputSync.sync()
+        progress.clear()
+        Console.note(Warm.summaryLine(result, pacer: warmer.pacer))
+        if result.verdict(failOn: .never) == .unavailable, let unavailable {
+            Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
+        }
+        succeeded = success
+    }
+
+    private var succeeded = false
+
+    /// The Prometheus metrics, written whole to `output` when there is one.
+    func writeMetrics(to output: AtomicOutput?, warmer: Warmer, endedAt: Date) throws {
+        guard let metrics, let output else { return }
+        try output.write(
+            metrics.text(
+                requests: warmer.requests.snapshot, pacer: warmer.pacer, endedAt: endedAt, success: succeeded))
+        try output.commit()
+    }
+}

@@ -66,11 +66,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // How core results look to people: tables, CSV, JSON documents and the
+        // preview's HTML page; no argument parsing.
+        .target(
+            name: "FlowPilotOutput",
+            dependencies: ["FlowPilotCore"],
+            swiftSettings: strict
+        ),
         // `fpctl serve`: a local resolve backend on Hummingbird.
         .target(
             name: "FlowPilotServer",
             dependencies: [
                 "FlowPilotCore",
+                "FlowPilotOutput",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -78,12 +86,6 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            swiftSettings: strict
-        ),
-        // How core results look to people: renderers (the preview's HTML page), no argument parsing.
-        .target(
-            name: "FlowPilotOutput",
-            dependencies: ["FlowPilotCore"],
             swiftSettings: strict
         ),
         // The command line: parse, call the core, render.
@@ -105,6 +107,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "FlowPilotOutputTests",
+            dependencies: ["FlowPilotOutput", "FlowPilotCore"],
             swiftSettings: strict
         ),
         // Runs the built fpctl binary, as a pipeline or a person would.

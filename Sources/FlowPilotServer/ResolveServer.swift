@@ -1,4 +1,5 @@
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 import Hummingbird
 import HummingbirdCore

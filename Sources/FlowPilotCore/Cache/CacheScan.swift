@@ -179,8 +179,9 @@ extension CacheStore {
         var copies: [(item: DirectoryWalker.Item, downloadedAt: Date)] = []
         for item in DirectoryWalker.list(d) ?? [] {
             if classify(d, item, scan: &scan) { continue }
-            if item.name == "url" {
-                scan.imageURLFiles.append(.init(path: "\(d)/url", size: item.size, mtime: item.mtime))
+            if item.name == CacheStore.imageURLFileName {
+                scan.imageURLFiles.append(
+                    .init(path: "\(d)/\(CacheStore.imageURLFileName)", size: item.size, mtime: item.mtime))
             } else if item.name.hasSuffix(".img"), let stamp = CacheNames.parseStamp(item.name.prefix(14)) {
                 copies.append((item, stamp))
             } else {

@@ -11,9 +11,19 @@ public struct CachedImage: Sendable {
     public let path: String
 
     public func isExpired(at now: Date, ttl: TimeInterval) -> Bool { now.timeIntervalSince(downloadedAt) >= ttl }
+
+    /// The full URL the image was stored under, from the `url` file beside it
+    /// (docs/cache-format.md); nil when that file is missing.
+    public var url: String? {
+        let sidecar = (path as NSString).deletingLastPathComponent + "/" + CacheStore.imageURLFileName
+        return FileManager.default.contents(atPath: sidecar).map { String(decoding: $0, as: UTF8.self) }
+    }
 }
 
 extension CacheStore {
+    /// The file beside an image's bytes that holds its full URL.
+    static let imageURLFileName = "url"
+
     static func urlHash(_ url: String) -> String { Digest.sha256Hex(Data(url.utf8)) }
 
     func imageDir(_ url: String) -> String { "\(imagesDir)/\(Self.urlHash(url))" }
@@ -28,11 +38,11 @@ extension CacheStore {
         let name = CacheNames.stamp(now) + ".img"
         try withLock(exclusive: false) {
             // The URL beside the bytes, so `cache list --images` can show it.
-            if !FileManager.default.fileExists(atPath: "\(dir)/url") {
-                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: "url", mtime: now)
+            if !FileManager.default.fileExists(atPath: "\(dir)/\(Self.imageURLFileName)") {
+                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: Self.imageURLFileName, mtime: now)
             }
             try AtomicFile.publish(data, directory: dir, name: name, mtime: now)
-            for item in Self.published(dir) where item.name != name && item.name != "url" {
+            for item in Self.published(dir) where item.name != name && item.name != Self.imageURLFileName {
                 unlink("\(dir)/\(item.name)")
             }
         }
@@ -100,7 +110,7 @@ extension CacheStore {
     static func removeImageDirIfEmpty(_ imagePath: String) {
         let dir = (imagePath as NSString).deletingLastPathComponent
         if !published(dir).contains(where: { $0.name.hasSuffix(".img") }) {
-            unlink("\(dir)/url")
+            unlink("\(dir)/\(Self.imageURLFileName)")
             rmdir(dir)
         }
     }

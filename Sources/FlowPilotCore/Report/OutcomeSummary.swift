@@ -83,31 +83,7 @@ public struct OutcomeSummary: Sendable {
         rows.values.reduce(into: Row(placement: "TOTAL")) { $0.merge($1) }
     }
 
-    // MARK: Rendering: the same columns in every format
-
-    public static let columns = [
-        "placement", "identities", "warmed", "network", "cache", "stale_cache", "bundled_default", "no_flow", "failed",
-        "errors", "media_warmed_pct", "p50_ms", "p95_ms", "p99_ms",
-    ]
-
-    /// Placements, then the total row.
-    public func table() -> Table {
-        Table(columns: Self.columns, rows: (placements + [total]).map(Self.cells))
-    }
-
-    private static func cells(_ row: Row) -> [String] {
-        let errors = row.failures.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return [
-            row.placement, String(row.outcomes), String(row.warmedTotal),
-            String(row.warmed[.network] ?? 0), String(row.warmed[.cache] ?? 0),
-            String(row.warmed[.staleCache] ?? 0), String(row.warmed[.bundledDefault] ?? 0),
-            String(row.noFlow), String(row.failed), errors.isEmpty ? "-" : errors,
-            row.mediaWarmedPercent.map { String(format: "%.1f", $0) } ?? "-",
-            row.latency(atPercentile: 50).map(String.init) ?? "-",
-            row.latency(atPercentile: 95).map(String.init) ?? "-",
-            row.latency(atPercentile: 99).map(String.init) ?? "-",
-        ]
-    }
+    // MARK: The warm JSON document
 
     /// `{"placements": [row…], "total": row}`, each row with the table's columns.
     public var json: JSONValue {

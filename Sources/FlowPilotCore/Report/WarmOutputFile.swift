@@ -6,6 +6,9 @@ import Foundation
 /// closes the document. The run comes from that last line (read from the end,
 /// so the rows are never held); the rows stream, a chunk at a time.
 public struct WarmOutputFile: Sendable {
+    /// The document's `schema_version`.
+    public static let schemaVersion = 1
+
     public struct Row: Sendable {
         public let userID: String
         public let fingerprint: String
@@ -51,7 +54,7 @@ public struct WarmOutputFile: Sendable {
     /// last line `report` reads first) or, without rows, as the whole document.
     public static func trailer(run: WarmRunInfo, summary: OutcomeSummary, afterRows: Bool) -> String {
         let members =
-            "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(JSONOutput.schemaVersion)"
+            "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(schemaVersion)"
             + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
         return afterRows ? "\n]," + members : "{" + members
     }
@@ -77,8 +80,8 @@ public struct WarmOutputFile: Sendable {
         else {
             throw Self.invalid(path, "not a complete `fpctl warm --format json` output (its last line has no run)")
         }
-        guard json["schema_version"]?.numberValue == Double(JSONOutput.schemaVersion) else {
-            throw Self.invalid(path, "schema_version is not \(JSONOutput.schemaVersion)")
+        guard json["schema_version"]?.numberValue == Double(Self.schemaVersion) else {
+            throw Self.invalid(path, "schema_version is not \(Self.schemaVersion)")
         }
         guard let run = json["run"].flatMap(WarmRunInfo.init(json:)) else {
             throw Self.invalid(path, "its run object lacks run_id, shard, placements, started_at or ended_at")

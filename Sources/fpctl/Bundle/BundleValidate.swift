@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 struct BundleValidate: ParsableCommand {

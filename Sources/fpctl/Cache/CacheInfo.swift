@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 struct CacheInfo: ParsableCommand {
@@ -14,66 +15,25 @@ struct CacheInfo: ParsableCommand {
     @OptionGroup var cache: CacheDirOption
     @OptionGroup var output: FormatOption
 
-    struct Placement: Encodable {
-        let placement: String
-        let entries: Int
-        let fresh: Int
-        let stale: Int
-        let bytes: Int64
-        let alias: Bool
-    }
-
-    struct Info: Encodable {
+    /// The summary as its JSON document: with `schema_version`, and the core's fields.
+    struct Document: Encodable {
         let schemaVersion = JSONOutput.schemaVersion
-        let cacheDir: String
-        let flows: Int
-        let fresh: Int
-        let stale: Int
-        let aliases: Int
-        let flowBytes: Int64
-        let images: Int
-        let expiredImages: Int
-        let imageBytes: Int64
-        let imageBudgetBytes: Int64
-        let fonts: Int
-        let fontBytes: Int64
-        let oldestResolvedAt: Date?
-        let newestResolvedAt: Date?
-        let placements: [Placement]
+        let summary: CacheSummary
+
+        func encode(to encoder: Encoder) throws {
+            try summary.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(schemaVersion, forKey: .schemaVersion)
+        }
+
+        enum Key: String, CodingKey { case schemaVersion }
     }
 
     func run() throws {
-        let store = try cache.open()
-        let scan = store.scan()
-        let now = try Now.date()
-        let fresh = scan.flows.filter { $0.isFresh(at: now) }.count
-        var byPlacement: [String: [CachedFlow]] = [:]
-        for f in scan.flows { byPlacement[f.placement, default: []].append(f) }
-        let aliased = Set(scan.aliases.map(\.placement))
-        let info = Info(
-            cacheDir: store.root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
-            aliases: scan.aliases.count, flowBytes: scan.flowBytes, images: scan.images.count,
-            expiredImages: scan.images.filter { $0.isExpired(at: now, ttl: store.budgets.imageTTL) }.count,
-            imageBytes: scan.imageBytes, imageBudgetBytes: store.budgets.imageDiskBytes,
-            fonts: scan.fonts.count, fontBytes: scan.fontBytes,
-            oldestResolvedAt: scan.flows.map(\.resolvedAt).min(),
-            newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
-            placements: byPlacement.sorted { $0.key < $1.key }.map { key, list in
-                let f = list.filter { $0.isFresh(at: now) }.count
-                return Placement(
-                    placement: key, entries: list.count, fresh: f, stale: list.count - f,
-                    bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(key))
-            })
+        let info = try cache.open().summary(at: try Now.date())
         switch output.format {
-        case .json: Console.out(try JSONOutput.string(info))
-        case .csv:
-            Console.out(
-                Table(
-                    columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
-                    rows: info.placements.map {
-                        [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", "\($0.alias)"]
-                    }
-                ).csv())
+        case .json: Console.out(try JSONOutput.string(Document(summary: info)))
+        case .csv: Console.out(Self.placements(info, alias: { "\($0)" }).csv())
         case .table:
             Console.out(
                 """
@@ -85,18 +45,17 @@ struct CacheInfo: ParsableCommand {
 
                 """)
             if !info.placements.isEmpty {
-                Console.out(
-                    "\n"
-                        + Table(
-                            columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
-                            rows: info.placements.map {
-                                [
-                                    $0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)",
-                                    $0.alias ? "yes" : "no",
-                                ]
-                            }
-                        ).text())
+                Console.out("\n" + Self.placements(info, alias: { $0 ? "yes" : "no" }).text())
             }
         }
+    }
+
+    /// The per-placement table; CSV says the alias as `true`/`false`, text as `yes`/`no`.
+    static func placements(_ info: CacheSummary, alias: (Bool) -> String) -> Table {
+        Table(
+            columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
+            rows: info.placements.map {
+                [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", alias($0.alias)]
+            })
     }
 }

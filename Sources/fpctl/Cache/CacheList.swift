@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 struct CacheList: ParsableCommand {
@@ -84,10 +85,8 @@ struct CacheList: ParsableCommand {
 
     private func listImages(_ store: CacheStore, _ scan: CacheScan, _ now: Date) throws {
         let rows = scan.images.map { image -> ImageRow in
-            let urlFile = (image.path as NSString).deletingLastPathComponent + "/url"
-            let url = FileManager.default.contents(atPath: urlFile).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            return ImageRow(
-                url: url, size: image.size, ageSeconds: Int(now.timeIntervalSince(image.downloadedAt)),
+            ImageRow(
+                url: image.url ?? "?", size: image.size, ageSeconds: Int(now.timeIntervalSince(image.downloadedAt)),
                 lastAccess: image.lastAccess, expired: image.isExpired(at: now, ttl: store.budgets.imageTTL))
         }.sorted { $0.url < $1.url }
         switch output.format {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 
 struct CachePrune: ParsableCommand {
     static let configuration = CommandConfiguration(

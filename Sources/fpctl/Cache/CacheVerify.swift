@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 
 struct CacheVerify: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 
 /// `--format table|json|csv`. Not CaseIterable on purpose: the value list is in the
 /// help text, and generate-manual would otherwise emit an empty paragraph.

@@ -1,4 +1,5 @@
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 /// Warm's standard output, streamed: rows are written as identities finish, so

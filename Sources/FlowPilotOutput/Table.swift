@@ -1,3 +1,4 @@
+import FlowPilotCore
 import Foundation
 
 /// Records rendered as an aligned text table, CSV with a header row, or JSON

@@ -30,11 +30,34 @@ public struct WarmOutputFile: Sendable {
 
     // MARK: Writing, as `fpctl warm --format json` does
 
-    /// The document's first line, before any row.
-    public static var header: String { String(decoding: firstLine, as: UTF8.self) }
+    /// Makes the document a piece at a time, for a writer that streams it: the
+    /// first line, each outcome's row as it comes (a killed writer leaves a
+    /// file `--resume` reads, up to its last whole row), and the last line with
+    /// the run and the summary, which `WarmOutputFile(path:)` and `WarmReport`
+    /// read back. Without rows, the last line is the whole document.
+    public struct Writer: Sendable {
+        public let rows: Bool
+        private var written = 0
+
+        public init(rows: Bool) { self.rows = rows }
+
+        /// The first line: `{"rows":[`, or nothing without rows.
+        public var start: String { rows ? String(decoding: firstLine, as: UTF8.self) : "" }
+
+        /// One outcome's row, on a line of its own, after the separator it needs.
+        public mutating func row(_ outcome: PrefetchOutcome) -> Data {
+            defer { written += 1 }
+            return Data((written == 0 ? "\n" : ",\n").utf8) + WarmOutputFile.row(outcome)
+        }
+
+        /// The last line: the run and the summary.
+        public func finish(run: WarmRunInfo, summary: OutcomeSummary) -> String {
+            WarmOutputFile.trailer(run: run, summary: summary, afterRows: rows)
+        }
+    }
 
     /// One outcome as a row: compact canonical JSON on one line.
-    public static func row(_ o: PrefetchOutcome) -> Data {
+    static func row(_ o: PrefetchOutcome) -> Data {
         CanonicalJSON.data(
             .object([
                 "user_id": .string(o.identity.userID), "fingerprint": .string(o.identity.fingerprint),
@@ -52,7 +75,7 @@ public struct WarmOutputFile: Sendable {
 
     /// What closes the document: the run and the summary, after the rows (the
     /// last line `report` reads first) or, without rows, as the whole document.
-    public static func trailer(run: WarmRunInfo, summary: OutcomeSummary, afterRows: Bool) -> String {
+    static func trailer(run: WarmRunInfo, summary: OutcomeSummary, afterRows: Bool) -> String {
         let members =
             "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(schemaVersion)"
             + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"

@@ -14,7 +14,7 @@ final class OutcomeReport {
     let format: OutputFormat
     let showRows: Bool
     private let out = BufferedOutput()
-    private var count = 0
+    private var document: WarmOutputFile.Writer
     static let columns = [
         "identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl",
         "ms",
@@ -25,12 +25,13 @@ final class OutcomeReport {
     init(format: OutputFormat, rows: Bool) {
         self.format = format
         self.showRows = rows
+        document = WarmOutputFile.Writer(rows: rows)
         guard rows else { return }
         switch format {
         case .json:
             // Written at once, and each identity's rows as it finishes
             // (`identityDone`): what a killed run leaves is what --resume reads.
-            out.write(WarmOutputFile.header)
+            out.write(document.start)
             out.flush()
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
         case .table: out.write(line(Self.columns.map { $0.uppercased() }))
@@ -50,11 +51,8 @@ final class OutcomeReport {
         switch format {
         case .table: out.write(line(cells))
         case .csv: out.write(Table(columns: cells).csv())
-        case .json:
-            out.write(count == 0 ? "\n" : ",\n")
-            out.write(WarmOutputFile.row(o))
+        case .json: out.write(document.row(o))
         }
-        count += 1
     }
 
     /// An identity's rows are all added: in JSON they reach the file now, so a
@@ -67,7 +65,7 @@ final class OutcomeReport {
     func finish(run: WarmRunInfo, summary: OutcomeSummary, identities: Int) {
         switch format {
         case .json:
-            out.write(WarmOutputFile.trailer(run: run, summary: summary, afterRows: showRows))
+            out.write(document.finish(run: run, summary: summary))
         case .csv where !showRows:
             out.write(summary.table().csv())
         case .table where !showRows:

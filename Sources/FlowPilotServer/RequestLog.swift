@@ -92,10 +92,22 @@ final class RequestLogWriter: @unchecked Sendable {
         defer { condition.unlock() }
         while buffer.count + line.count > capacity, !buffer.isEmpty, !closed {
             signalWriter()
+            waiting += 1
             condition.wait()
+            waiting -= 1
         }
         buffer += line
         if buffer.count >= capacity / 2 { signalWriter() }
+    }
+
+    /// Loggers held back in `append` right now, waiting for room (under `condition`).
+    private var waiting = 0
+
+    /// How many loggers wait for room: the event the backpressure test waits for.
+    var loggersWaiting: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting
     }
 
     /// Writes what is buffered and stops the writer thread; later lines are dropped.

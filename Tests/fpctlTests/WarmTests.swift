@@ -10,11 +10,14 @@ struct WarmTests {
 
     init() throws { tmp = try TemporaryDirectory() }
 
-    func warm(_ server: ServeProcess?, _ args: [String], url: String? = nil) throws -> ProcessResult {
+    /// `now`, when given, is the time the run takes as now (`FPCTL_NOW`).
+    func warm(_ server: ServeProcess?, _ args: [String], url: String? = nil, now: String? = nil) throws
+        -> ProcessResult
+    {
         try fpctl(
             ["warm"] + args + [
                 "--cache-dir", cache, "--api-url", url ?? server!.url, "--app-id", "demo", "--format", "json",
-            ])
+            ], environment: now.map { ["FPCTL_NOW": $0] } ?? [:])
     }
 
     func rows(_ r: ProcessResult) -> [[String: Any]] {
@@ -59,18 +62,19 @@ struct WarmTests {
     func tiers() async throws {
         var server: ServeProcess? = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls", "--ttl", "1"])
         let url = server!.url
-        let first = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        // The TTL is 1 s: FPCTL_NOW moves the run's clock past it instead of waiting.
+        let paywall = ["paywall", "--user-id", "u", "--media", "none"]
+        let first = rows(try warm(server, paywall, now: "2026-11-01T10:00:00Z"))
         #expect(first.first?["delivery_source"] as? String == "network" && first.first?["from_cache"] as? Bool == false)
-        let again = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        let again = rows(try warm(server, paywall, now: "2026-11-01T10:00:00Z"))
         #expect(again.first?["delivery_source"] as? String == "cache" && again.first?["from_cache"] as? Bool == true)
         #expect(try await stats(server!).keys["demo/paywall/u"] == 1, "Tier 0 makes no request")
-        try await Task.sleep(for: .milliseconds(1100))
-        let lapsed = rows(try warm(server, ["paywall", "--user-id", "u", "--media", "none"]))
+        let lapsed = rows(try warm(server, paywall, now: "2026-11-01T10:00:02Z"))
         #expect(lapsed.first?["delivery_source"] as? String == "network")
         server?.stop()
         server = nil
-        try await Task.sleep(for: .milliseconds(1100))
-        let down = try warm(nil, ["paywall", "--user-id", "u", "--media", "none", "--retries", "0"], url: url)
+        let down = try warm(
+            nil, paywall + ["--retries", "0"], url: url, now: "2026-11-01T10:00:04Z")
         #expect(
             rows(down).first?["delivery_source"] as? String == "stale_cache"
                 && rows(down).first?["from_cache"] as? Bool == true)

@@ -10,6 +10,10 @@ public enum BundleBuilder {
         public var generator = "fpctl \(FPVersion.current)"
         /// Runs between planning and writing; tests change sources there.
         var beforeWriting: (@Sendable () -> Void)?
+        /// The time the build takes as now when it decides whether a source file
+        /// is old enough to trust its stamp; nil: the clock. Tests move it past
+        /// `FileStamp.racyWindow` instead of waiting.
+        var stampTime: Date?
         public init(overwrite: Bool = false, sourceDateEpoch: String? = nil) {
             self.overwrite = overwrite
             self.sourceDateEpoch = sourceDateEpoch
@@ -34,7 +38,7 @@ public enum BundleBuilder {
         let createdAt = try resolveCreatedAt(source: source, options: options)
         var plan = BundlePlan(source: source, findings: sourceFindings)
         plan.addFlows()
-        plan.addAssets()
+        plan.addAssets(stampTime: options.stampTime)
         try BundleLimits.check(sizes: plan.files.map { ($0.archivePath, $0.size) }, findings: &plan.findings)
         if plan.findings.hasErrors { throw FPError.invalid(plan.findings) }
 
@@ -126,10 +130,10 @@ public enum BundleBuilder {
         var structureProblem: String?
     }
 
-    static func hashFile(_ url: URL, buffer: ReadBuffer) throws -> FileDigest {
+    static func hashFile(_ url: URL, buffer: ReadBuffer, now: Date? = nil) throws -> FileDigest {
         let fd = try ReadBuffer.openForReading(url.path)
         defer { close(fd) }
-        let before = FileStamp.stamp(fd)
+        let before = FileStamp.stamp(fd, now: now ?? Date())
         var hasher = SHA256()
         var size: Int64 = 0
         var head: [UInt8] = []
@@ -148,10 +152,10 @@ public enum BundleBuilder {
 
     /// Hashes files on every core (one read buffer per slice); a file that
     /// cannot be read is absent from the result.
-    static func hashFiles(_ urls: [URL]) -> [String: FileDigest] {
+    static func hashFiles(_ urls: [URL], now: Date? = nil) -> [String: FileDigest] {
         let slices = Parallel.mapSlices(urls, minimumPerSlice: 1) { slice in
             let buffer = ReadBuffer()
-            return slice.map { try? hashFile($0, buffer: buffer) }
+            return slice.map { try? hashFile($0, buffer: buffer, now: now) }
         }
         var out: [String: FileDigest] = [:]
         for (url, digest) in zip(urls, slices.joined()) { if let digest { out[url.path] = digest } }

@@ -111,12 +111,12 @@ struct BundlePlan {
 
     /// The referenced images and fonts (hashed up front, on all cores: most of a
     /// build's reading), and a warning for each asset no flow uses.
-    mutating func addAssets() {
+    mutating func addAssets(stampTime: Date? = nil) {
         // Only files that pass the source rules are read at all (no symlink is ever followed).
         let referencedFiles = Set(
             imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
         ).filter { source.fileProblem($0) == nil }
-        let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) })
+        let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) }, now: stampTime)
         for (url, usedBy) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             if let file = addAsset(url: url, usedBy: usedBy, folder: "media", digests: digests) {
                 media[url] = file.archivePath

@@ -143,7 +143,7 @@ final class LiveResolver: Sendable {
             let entry = try await BlockingIO.run {
                 try self.store.storeFlow(
                     placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds,
-                    tier: .network, pointAlias: false)
+                    tier: .network, resolvedAt: self.config.currentTime, pointAlias: false)
             }
             aliases.stored(entry)
         } catch {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// `production 300, staging 60, development 0, custom 0` seconds of default TTL.
 public enum SDKEnvironment: String, Sendable, CaseIterable {
     case production, staging, development, custom
@@ -26,5 +28,12 @@ public struct WarmConfiguration: Sendable {
     public var media = MediaStrategy.firstScreen
     public var batch = true
     public var mediaConcurrency = 8
+    /// The time the run takes as now, for reproducible runs (fpctl reads it
+    /// from `FPCTL_NOW`): which cached flows are fresh, and the `resolved_at`
+    /// of the flows it writes. nil: the clock.
+    public var now: Date?
     public init() {}
+
+    /// `now`, or the clock's time when it is not pinned.
+    var currentTime: Date { now ?? Date() }
 }

@@ -39,7 +39,7 @@ public final class Warmer: Sendable {
         var needLive: [String] = []
         for key in keys {
             if case (_, .serve(let served)?) = TierChain.cached(
-                store.lookupFlow(placement: key, identity: identity), now: Date())
+                store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
             {
                 let mediaWarmed = await media.warmImages(of: served.document, config.media)
                 outcomes[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
@@ -72,7 +72,8 @@ public final class Warmer: Sendable {
     }
 
     public func readiness(_ placement: String, for identity: Identity) async -> Readiness {
-        if case (_, .serve?) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date())
+        if case (_, .serve?) = TierChain.cached(
+            store.lookupFlow(placement: placement, identity: identity), now: config.currentTime)
         {
             return .ready
         }
@@ -86,7 +87,8 @@ public final class Warmer: Sendable {
     /// One placement through the chain, saying what each tier found (`fpctl resolve`).
     public func resolve(_ placement: String, for identity: Identity) async -> Resolution {
         let start = ContinuousClock.now
-        let (step, decision) = TierChain.cached(store.lookupFlow(placement: placement, identity: identity), now: Date())
+        let (step, decision) = TierChain.cached(
+            store.lookupFlow(placement: placement, identity: identity), now: config.currentTime)
         if let decision {
             let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: false, since: start)
             return Resolution(outcome: outcome, steps: [step], document: decision.document)

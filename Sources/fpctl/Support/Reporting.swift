@@ -75,8 +75,11 @@ final class BufferedOutput {
 /// `FPCTL_NOW` (RFC 3339) when set, so their output can be reproduced (the
 /// golden tests pin it), else the clock.
 enum Now {
-    static func date() throws -> Date {
-        guard let text = ProcessInfo.processInfo.environment["FPCTL_NOW"], !text.isEmpty else { return Date() }
+    static func date() throws -> Date { try pinned() ?? Date() }
+
+    /// `FPCTL_NOW`, or nil when it is not set.
+    static func pinned() throws -> Date? {
+        guard let text = ProcessInfo.processInfo.environment["FPCTL_NOW"], !text.isEmpty else { return nil }
         guard let date = RFC3339.parse(text) else { throw FPError.usage("FPCTL_NOW=\(text): use an RFC 3339 time") }
         return date
     }

@@ -101,6 +101,7 @@ struct BackendOptions: ParsableArguments {
         config.media = media
         config.batch = !noBatch
         config.mediaConcurrency = mediaConcurrency
+        config.now = try Now.pinned()
         if environment.defaultTTL == 0 {
             Console.warn(
                 "environment \(environment.rawValue) defaults to a 0 s TTL: flows the backend sends without "

@@ -9,7 +9,7 @@ import Foundation
 /// of growing a queue. The first failed write is kept and reported by the
 /// next `append` or by `finish`. Each block written is handed to the disk at
 /// once (`Platform.startWriteback`), so the sync that publishes the bundle
-/// (`AtomicOutput.commit`) waits for the last blocks only, not all of them.
+/// (`AtomicFile.Output.commit`) waits for the last blocks only, not all of them.
 final class WriteBehind: @unchecked Sendable {
     static let bufferSize = 1 << 20
     static let bufferCount = 4

@@ -45,7 +45,7 @@ public enum BundleBuilder {
         let manifest = plan.manifest(generator: options.generator, createdAt: createdAt)
         let manifestData = manifest.data
         options.beforeWriting?()
-        let out = try AtomicOutput(destination: output, overwrite: options.overwrite)
+        let out = try AtomicFile.Output(destination: output, overwrite: options.overwrite)
         try write(manifestData, plan.files, to: out.temporaryPath, output: output, createdAt: createdAt)
         try out.commit()
         let written = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int64) ?? 0

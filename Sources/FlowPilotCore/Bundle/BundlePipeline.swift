@@ -177,7 +177,7 @@ private struct SourceWriter {
     mutating func write(_ rel: String, _ data: Data) throws {
         let path = "\(directory)/\(rel)"
         if FileManager.default.contents(atPath: path) == data { return }
-        let out = try AtomicOutput(destination: path, overwrite: true)
+        let out = try AtomicFile.Output(destination: path, overwrite: true)
         try data.write(to: URL(fileURLWithPath: out.temporaryPath))
         try out.commit()
         changed.append(rel)

@@ -110,7 +110,7 @@ public enum BundleSigning {
             throw FPError.invalid(report.findings)
         }
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
-        let out = try AtomicOutput(destination: output ?? bundle, overwrite: true)
+        let out = try AtomicFile.Output(destination: output ?? bundle, overwrite: true)
         do {
             // One entry at a time from the old archive into the new one: the manifest
             // (small, needed whole to sign), the new signature, then the rest as they come.

@@ -60,7 +60,7 @@ struct BundlePreviewCommand: ParsableCommand {
         if output == "-" {
             try StandardOutput.write(page)
         } else {
-            try AtomicOutput.write(page, to: output, overwrite: overwrite)
+            try AtomicFile.write(page, to: output, overwrite: overwrite)
         }
     }
 }

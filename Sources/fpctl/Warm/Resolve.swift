@@ -52,7 +52,7 @@ struct Resolve: AsyncParsableCommand {
                     + "version \(doc.version), \(doc.allImages.count) images, \(doc.fonts.count) fonts\n")
         }
         if let output {
-            let out = try AtomicOutput(destination: output, overwrite: true)
+            let out = try AtomicFile.Output(destination: output, overwrite: true)
             try CanonicalJSON.prettyData(doc.json).write(to: URL(fileURLWithPath: out.temporaryPath))
             try out.commit()
         }

@@ -131,7 +131,7 @@ struct Warm: AsyncParsableCommand {
         let run: WarmRun
         let single: Identity
         let identities: IdentityLines?
-        let metricsOutput: AtomicOutput?
+        let metricsOutput: AtomicFile.Output?
     }
 
     func prepare() throws -> Prepared {
@@ -141,7 +141,7 @@ struct Warm: AsyncParsableCommand {
         options.grace = grace.duration
         options.resume = try resume.map { try resumed($0, options.placements) }
         let file = try identities.map(IdentityLines.init(path:))
-        let metricsOutput = try metricsFile.map { try AtomicOutput(destination: $0, overwrite: true) }
+        let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
         // One batch request per identity; without batches, one request per placement.
         let perIdentity = backend.noBatch ? options.placements.count : 1
         let warmer = try backend.makeWarmer(

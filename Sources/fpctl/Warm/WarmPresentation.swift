@@ -45,7 +45,7 @@ final class WarmPresentation {
     private var succeeded = false
 
     /// The Prometheus metrics, written whole to `output` when there is one.
-    func writeMetrics(to output: AtomicOutput?, warmer: Warmer, endedAt: Date) throws {
+    func writeMetrics(to output: AtomicFile.Output?, warmer: Warmer, endedAt: Date) throws {
         guard let metrics, let output else { return }
         try output.write(
             metrics.text(

@@ -1,0 +1,195 @@
+import Foundation
+
+/// Publishing immutable files so that a reader sees all of one or nothing, even
+/// when the writer is killed: the bytes go to an unnamed `O_TMPFILE` in the target
+/// directory, which `linkat` gives its final (new, unique) name only once complete.
+/// A killed writer leaves nothing behind. Where the system or filesystem lacks
+/// `O_TMPFILE` (macOS; `Platform`), a named `.tmp-<pid>-…` file from `mkstemp` and
+/// `rename` are used; readers skip such names and `cache verify` reports those of
+/// dead processes.
+///
+/// Durable too: the bytes are synced before the file gets its name, and the
+/// directory (and any directory made for it, in its parent) after, so a file
+/// that `publish` returned for survives a power cut, and a name never points at
+/// bytes that did not reach the disk (docs/cache-format.md, "Writing").
+public enum AtomicFile {
+    static let tempPrefix = ".tmp-"
+
+    /// Writes `data` as `directory/name`; fails if the name exists.
+    static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
+        try makeDirectory(directory)
+        let target = "\(directory)/\(name)"
+        let fd: Int32
+        var tempName: String?
+        if let unnamed = Platform.openUnnamed(in: directory) {
+            fd = unnamed
+        } else {
+            guard let (named, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
+                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+            }
+            (fd, tempName) = (named, path)
+        }
+        defer { close(fd) }
+        do {
+            try writeAll(fd, data, path: target)
+            fchmod(fd, 0o644)
+            if let mtime { setTimes(fd: fd, mtime: mtime) }
+            guard Platform.syncData(fd) else { throw FPError.cannotWrite("\(target): \(Errno.describe(errno))") }
+            if let tempName {
+                guard rename(tempName, target) == 0 else {
+                    throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
+                }
+            } else {
+                guard Platform.link(unnamed: fd, to: target) else {
+                    throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
+                }
+            }
+        } catch {
+            if let tempName { unlink(tempName) }
+            throw error
+        }
+        try syncDirectory(directory)
+    }
+
+    /// Syncs a directory whose entries changed (a file published or removed in it).
+    static func syncDirectory(_ path: String) throws {
+        guard Platform.syncDirectory(path) else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
+    }
+
+    /// `mkdir -p`, one system call when the directory exists (the common case).
+    /// A directory it makes is synced into its parent, so what is published in
+    /// it stays reachable after a power cut.
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) == 0 {
+            try syncParent(of: path)
+            return
+        }
+        if errno == EEXIST { return }
+        guard errno == ENOENT, path.contains("/") else {
+            throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
+        }
+        try makeDirectory((path as NSString).deletingLastPathComponent)
+        if mkdir(path, 0o755) == 0 {
+            try syncParent(of: path)
+        } else if errno != EEXIST {
+            throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
+        }
+    }
+
+    private static func syncParent(of path: String) throws {
+        let parent = (path as NSString).deletingLastPathComponent
+        try syncDirectory(parent.isEmpty ? "." : parent)
+    }
+
+    static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
+        if let code = data.withUnsafeBytes({ FlowPilotCore.writeAll(fd, $0) }) {
+            throw FPError.cannotWrite("\(path): \(Errno.describe(code))")
+        }
+    }
+
+    static func setTimes(fd: Int32, mtime: Date) {
+        var times = [
+            timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
+            timespec(tv_sec: Int(mtime.timeIntervalSince1970), tv_nsec: 0),
+        ]
+        futimens(fd, &times)
+    }
+
+    /// Sets a file's modification time (the cache's own access record for images).
+    static func touch(_ path: String, _ date: Date) {
+        let seconds = date.timeIntervalSince1970
+        var times = [
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+        ]
+        utimensat(AT_FDCWD, path, &times, 0)
+    }
+}
+
+extension AtomicFile {
+    /// Writes `bytes` to `destination` whole (a temporary file, synced, then
+    /// moved into place), or leaves nothing behind.
+    public static func write(_ bytes: some ContiguousBytes, to destination: String, overwrite: Bool) throws {
+        let out = try Output(destination: destination, overwrite: overwrite)
+        try out.write(bytes)
+        try out.commit()
+    }
+
+    /// An output file that appears whole or not at all, for a writer that
+    /// streams it (a bundle) or has its bytes only at the end (a page, the
+    /// metrics): bytes go to a hidden temporary file in the destination's
+    /// directory, which `commit` syncs to stable storage, moves into place and
+    /// then syncs the directory, so an output fpctl said it wrote survives a
+    /// power cut (git's `core.fsync`, Go's renameio). Dropped without `commit`,
+    /// it removes the temporary file.
+    public final class Output {
+        public let destination: String
+        public let temporaryPath: String
+        private var committed = false
+
+        public init(destination: String, overwrite: Bool) throws {
+            self.destination = destination
+            let url = URL(fileURLWithPath: destination)
+            let dir = url.deletingLastPathComponent().path
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
+            }
+            if !overwrite, FileManager.default.fileExists(atPath: destination) {
+                throw FPError.outputExists(destination)
+            }
+            temporaryPath = "\(dir)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw FPError.cannotWrite(
+                    "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
+            }
+            close(fd)
+            self.overwrite = overwrite
+        }
+
+        private let overwrite: Bool
+
+        /// Puts `bytes` in the temporary file, replacing what it held.
+        public func write(_ bytes: some ContiguousBytes) throws {
+            let fd = open(temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
+            guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
+            defer { close(fd) }
+            if let code = bytes.withUnsafeBytes({ FlowPilotCore.writeAll(fd, $0) }) {
+                throw FPError.cannotWrite("\(destination): \(Errno.describe(code))")
+            }
+        }
+
+        /// Moves the finished file into place. Without `overwrite` this fails, rather
+        /// than replaces, when the destination appeared in the meantime.
+        public func commit() throws {
+            // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
+            chmod(temporaryPath, 0o644)
+            let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0, Platform.syncData(fd) else {
+                let reason = Errno.describe(errno)
+                if fd >= 0 { close(fd) }
+                throw FPError.cannotWrite("\(destination): \(reason)")
+            }
+            close(fd)
+            if overwrite {
+                guard rename(temporaryPath, destination) == 0 else {
+                    throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+                }
+            } else {
+                guard link(temporaryPath, destination) == 0 else {
+                    if errno == EEXIST { throw FPError.outputExists(destination) }
+                    throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+                }
+                unlink(temporaryPath)
+            }
+            committed = true
+            let dir = (destination as NSString).deletingLastPathComponent
+            try AtomicFile.syncDirectory(dir.isEmpty ? "." : dir)
+        }
+
+        deinit {
+            if !committed { unlink(temporaryPath) }
+        }
+    }
+}

@@ -55,6 +55,12 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         }
     }
 
+    /// The server's certificate chain is not trusted: a caller that can add a CA should say how.
+    public var isUntrustedCertificate: Bool {
+        if case .tls(let m) = self { return m.contains("CERTIFICATE_VERIFY_FAILED") }
+        return false
+    }
+
     public var message: String {
         switch self {
         case .unreachable(let m), .timeout(let m), .connection(let m), .tls(let m), .proxy(let m),
@@ -127,7 +133,7 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         guard let reason = reasons.last else { return text }
         switch reason {
         case "CERTIFICATE_VERIFY_FAILED":
-            return "the certificate is not trusted (CERTIFICATE_VERIFY_FAILED; trust its CA with --cacert)"
+            return "the certificate is not trusted (CERTIFICATE_VERIFY_FAILED)"
         case "WRONG_VERSION_NUMBER":
             return "the server does not speak TLS on that port (WRONG_VERSION_NUMBER)"
         default:

@@ -54,6 +54,12 @@ func report(_ error: FPError) -> ExitStatus {
     return ExitStatus(error)
 }
 
+/// A resolve failure for a person: its code and message, and for an untrusted
+/// certificate the flag that trusts a private CA.
+func describe(_ failure: ResolveFailure) -> String {
+    "\(failure.code): \(failure.message)" + (failure.isUntrustedCertificate ? " (trust its CA with --cacert)" : "")
+}
+
 /// Standard output in 64 KiB writes, for long streamed listings.
 final class BufferedOutput {
     private var buffer = Data()

@@ -76,7 +76,7 @@ struct Resolve: AsyncParsableCommand {
         case .noEntry: "no entry for this identity"
         case .liveFlow(let ttl): "ok, cached with ttl \(ttl)s"
         case .liveNoFlow: "the backend has no flow for this placement"
-        case .liveFailed(let failure): "failed (\(failure.code): \(failure.message))"
+        case .liveFailed(let failure): "failed (\(describe(failure)))"
         case .staleServed: "served the last-known-good flow"
         case .staleMissing: "nothing cached"
         case .bundledServed: "served from the bundle"
@@ -193,7 +193,7 @@ struct Ready: AsyncParsableCommand {
         case .notReady(let failure):
             Console.out("not ready\n")
             if let failure, failure.isUnavailable {
-                Console.error("no request reached the backend: \(failure.code): \(failure.message)")
+                Console.error("no request reached the backend: \(describe(failure))")
                 throw ExitCode(.unavailable)
             }
             throw ExitCode(.failure)

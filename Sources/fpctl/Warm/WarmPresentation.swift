@@ -37,7 +37,7 @@ final class WarmPresentation {
         progress.clear()
         Console.note(Warm.summaryLine(result, pacer: warmer.pacer))
         if result.verdict(failOn: .never) == .unavailable, let unavailable {
-            Console.error("no request reached the backend: \(unavailable.code): \(unavailable.message)")
+            Console.error("no request reached the backend: \(describe(unavailable))")
         }
         succeeded = success
     }

@@ -128,7 +128,7 @@ struct WarmResumeTests {
             ),
             (
                 ["warm", "onboarding", "paywall", "--resume", tmp.file("text.json")], 65,
-                "not a `fpctl warm --format json` output"
+                "not a warm JSON document"
             ),
             (["warm", "onboarding", "paywall", "--resume", tmp.file("nope.json")], 66, "no such warm output"),
         ]

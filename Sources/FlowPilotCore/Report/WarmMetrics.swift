@@ -32,12 +32,12 @@ public final class WarmMetrics: Sendable {
             "HTTP requests by endpoint (resolve, resolve-batch, media) and status (error: no response).")
     }
     private static var rateLimit: MetricNameDescriptor {
-        metric("rate_limit", "requests_per_second", "The run's --rate, in requests per second (absent without one).")
+        metric("rate_limit", "requests_per_second", "The run's request rate limit, in requests per second (absent without one).")
     }
     private static var rateWait: MetricNameDescriptor {
         metric(
             "rate_wait", "seconds",
-            "Time requests waited for their turn (--rate, Retry-After pauses), added up over requests.")
+            "Time requests waited for their turn (the rate limit, Retry-After pauses), added up over requests.")
     }
     private static var lastRun: MetricNameDescriptor {
         metric("last_run_timestamp", "seconds", "When the last warm run ended, in seconds since 1970.")

@@ -101,7 +101,7 @@ public struct WarmOutputFile: Sendable {
         guard let lastLine = Self.lastLine(of: tail), lastLine.starts(with: Self.lastLinePrefix),
             let json = try? JSONValue.parse(Data(Self.firstLine + lastLine))
         else {
-            throw Self.invalid(path, "not a complete `fpctl warm --format json` output (its last line has no run)")
+            throw Self.invalid(path, "not a complete warm JSON document (its last line has no run)")
         }
         guard json["schema_version"]?.numberValue == Double(Self.schemaVersion) else {
             throw Self.invalid(path, "schema_version is not \(Self.schemaVersion)")
@@ -185,7 +185,7 @@ public struct WarmOutputFile: Sendable {
                 if lineNumber == 0 {
                     // Killed before its first row: nothing, or line 1 alone.
                     guard rest == nil || rest.map(Array.init) == Self.firstLine else {
-                        throw invalid(path, "not a `fpctl warm --format json` output (line 1 is not {\"rows\":[)")
+                        throw invalid(path, "not a warm JSON document (line 1 is not {\"rows\":[)")
                     }
                     hasher.update(data: Self.firstLine + [0x0A])
                 } else if let rest, (try? Self.row(Data(rest), at: path)) != nil {
@@ -198,7 +198,7 @@ public struct WarmOutputFile: Sendable {
             lineNumber += 1
             if lineNumber == 1 {
                 guard Array(line) == Self.firstLine else {
-                    throw invalid(path, "not a `fpctl warm --format json` output (line 1 is not {\"rows\":[)")
+                    throw invalid(path, "not a warm JSON document (line 1 is not {\"rows\":[)")
                 }
                 hasher.update(data: Self.firstLine + [0x0A])
                 continue

@@ -25,6 +25,33 @@ public struct BundleReport: Sendable {
 /// first (ZipDirectory), then every entry decompressed block by block through
 /// libarchive, hashed, counted and stopped as soon as it breaks a limit. Nothing
 /// is extracted; only the manifest and one flow at a time are held in memory.
+extension BundleReport {
+    /// Files and bytes of one kind of entry.
+    public struct KindTotal: Sendable, Equatable, Encodable {
+        public var files = 0
+        public var bytes: Int64 = 0
+        public var compressedBytes: Int64 = 0
+    }
+
+    /// `manifest` for manifest.json and manifest.sig, else the entry's top
+    /// folder: `flows`, `media`, `fonts`.
+    public static func kind(of path: String) -> String {
+        if path == BundleManifest.path || path == BundleManifest.signaturePath { return "manifest" }
+        return String(path.split(separator: "/").first ?? "other")
+    }
+
+    /// The entries' files and bytes, by kind.
+    public var kinds: [String: KindTotal] {
+        var kinds: [String: KindTotal] = [:]
+        for e in entries {
+            kinds[Self.kind(of: e.path), default: KindTotal()].files += 1
+            kinds[Self.kind(of: e.path), default: KindTotal()].bytes += e.size
+            kinds[Self.kind(of: e.path), default: KindTotal()].compressedBytes += e.compressedSize
+        }
+        return kinds
+    }
+}
+
 public enum BundleValidator {
     public struct Options: Sendable {
         /// Turn warnings (unknown component types, unreferenced assets, age) into errors.

@@ -55,19 +55,13 @@ private struct BundleSummary: Encodable {
         let size: Int64
     }
 
-    struct Kind: Encodable {
-        let files: Int
-        let bytes: Int64
-        let compressedBytes: Int64
-    }
-
     let schemaVersion = JSONOutput.schemaVersion
     let digest: String
     let appID: String
     let createdAt: String
     let generator: String
     let placements: [Placement]
-    let kinds: [String: Kind]
+    let kinds: [String: BundleReport.KindTotal]
     let archiveBytes: Int64
     private let entries: [BundleReport.Entry]
     private let flowOf: [String: (String, BundleManifest.Placement)]
@@ -89,21 +83,8 @@ private struct BundleSummary: Encodable {
                 placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
         }
         flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
-        var kinds: [String: Kind] = [:]
-        for e in report.entries {
-            let k = Self.kind(e.path)
-            let old = kinds[k] ?? Kind(files: 0, bytes: 0, compressedBytes: 0)
-            kinds[k] = Kind(
-                files: old.files + 1, bytes: old.bytes + e.size, compressedBytes: old.compressedBytes + e.compressedSize
-            )
-        }
-        self.kinds = kinds
+        kinds = report.kinds
         archiveBytes = (try? FileManager.default.attributesOfItem(atPath: report.file)[.size] as? Int64) ?? 0
-    }
-
-    static func kind(_ path: String) -> String {
-        if path == BundleManifest.path || path == BundleManifest.signaturePath { return "manifest" }
-        return String(path.split(separator: "/").first ?? "other")
     }
 
     var placementTable: Table {
@@ -126,7 +107,7 @@ private struct BundleSummary: Encodable {
             rows: entries.map { e in
                 let flow = flowOf[e.path]
                 return [
-                    Self.kind(e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
+                    BundleReport.kind(of: e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
                     flow?.0 ?? "", flow?.1.flowID ?? "", flow?.1.version ?? "",
                 ]
             })

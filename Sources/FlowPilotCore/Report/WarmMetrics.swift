@@ -32,7 +32,9 @@ public final class WarmMetrics: Sendable {
             "HTTP requests by endpoint (resolve, resolve-batch, media) and status (error: no response).")
     }
     private static var rateLimit: MetricNameDescriptor {
-        metric("rate_limit", "requests_per_second", "The run's request rate limit, in requests per second (absent without one).")
+        metric(
+            "rate_limit", "requests_per_second",
+            "The run's request rate limit, in requests per second (absent without one).")
     }
     private static var rateWait: MetricNameDescriptor {
         metric(

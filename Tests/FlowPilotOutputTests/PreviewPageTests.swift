@@ -38,6 +38,18 @@ struct PreviewPageTests {
         #expect(!html.contains("href=\"https"))
     }
 
+    @Test("an image the bundle lacks is a red 'missing image' box with its URL; lottie and video are labelled boxes")
+    func missingAndNeverBundled() {
+        let html = Self.page(
+            #"{"id":"f","version":"v","screens":[{"id":"a","components":["#
+                + #"{"type":"image","src":"https://cdn.example/gone.png"},"#
+                + #"{"type":"lottie","src":"https://cdn.example/a.json"},{"type":"video","src":"https://cdn.example/v.mp4"}]}]}"#
+        )
+        #expect(html.contains(#"<div class="box missing"><b>missing image</b><br>https://cdn.example/gone.png</div>"#))
+        #expect(html.contains(#"<div class="box"><b>lottie (never bundled)</b><br>https://cdn.example/a.json</div>"#))
+        #expect(html.contains(#"<div class="box"><b>video (never bundled)</b><br>https://cdn.example/v.mp4</div>"#))
+    }
+
     @Test("a flow that is not JSON is a placement with its problem and no frames")
     func notJSON() {
         let html = Self.page("{")

@@ -53,21 +53,22 @@ struct CacheList: ParsableCommand {
         if output.format == .json {
             // Streamed row by row: 100,000 entries must not become one document in memory.
             let out = BufferedOutput()
-            out.write("{\"rows\":[")
-            for (i, e) in entries.enumerated() {
-                let row: JSONValue = .object([
-                    "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
-                    "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
-                    "version": .string(e.version),
-                    "resolved_at": .string(RFC3339.string(e.resolvedAt)),
-                    "age_seconds": .number(Double(Int(e.age(at: now)))),
-                    "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
-                    "size": .number(Double(e.size)),
-                ])
-                out.write(i == 0 ? "\n" : ",\n")
-                out.write(CanonicalJSON.data(row))
+            var document = JSONRows()
+            out.write(document.start)
+            for e in entries {
+                out.write(
+                    document.row(
+                        .object([
+                            "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
+                            "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
+                            "version": .string(e.version),
+                            "resolved_at": .string(RFC3339.string(e.resolvedAt)),
+                            "age_seconds": .number(Double(Int(e.age(at: now)))),
+                            "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
+                            "size": .number(Double(e.size)),
+                        ])))
             }
-            out.write("\n],\"schema_version\":\(JSONOutput.schemaVersion)}\n")
+            out.write(document.end)
             out.flush()
             return
         }

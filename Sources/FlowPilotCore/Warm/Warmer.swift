@@ -27,6 +27,15 @@ public final class Warmer: Sendable {
         public let outcome: PrefetchOutcome
         public let steps: [TierChain.Step]
         public let document: FlowDocument?
+
+        /// A live resolve was tried and no request of it reached the backend
+        /// (unreachable, TLS, proxy).
+        public var reachedNoBackend: Bool {
+            steps.contains {
+                if case .liveFailed(let failure) = $0 { return failure.isUnavailable }
+                return false
+            }
+        }
     }
 
     /// Prefetches placements for one identity: input de-duplicated, every key

@@ -40,22 +40,14 @@ struct Resolve: AsyncParsableCommand {
                     outcome.state == .noFlow
                         ? "result: no flow\n" : "result: failed (\(outcome.errorCode ?? "error"))\n")
             }
-            let unavailable = resolution.steps.contains {
-                if case .liveFailed(let failure) = $0 { return failure.isUnavailable }
-                return false
-            }
-            throw ExitCode(unavailable ? .unavailable : .failure)
+            throw ExitCode(resolution.reachedNoBackend ? .unavailable : .failure)
         }
         if format != .json {
             Console.out(
                 "result: \(tier.rawValue) (tier \(tier.number)), from_cache \(outcome.fromCache), flow \(doc.id) "
                     + "version \(doc.version), \(doc.allImages.count) images, \(doc.fonts.count) fonts\n")
         }
-        if let output {
-            let out = try AtomicFile.Output(destination: output, overwrite: true)
-            try CanonicalJSON.prettyData(doc.json).write(to: URL(fileURLWithPath: out.temporaryPath))
-            try out.commit()
-        }
+        if let output { try AtomicFile.write(CanonicalJSON.prettyData(doc.json), to: output, overwrite: true) }
     }
 
     /// Where a step looked.

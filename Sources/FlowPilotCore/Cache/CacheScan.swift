@@ -206,3 +206,20 @@ extension CacheStore {
         return list
     }
 }
+
+extension CacheScan {
+    /// Which entries a listing keeps, by their freshness at a given time.
+    public enum Freshness: Sendable {
+        case fresh, stale
+    }
+
+    /// The flow entries of one placement and user id (nil: any) and, when
+    /// given, of one freshness at `now`; by placement, then oldest first.
+    public func flows(placement: String?, userID: String?, freshness: Freshness?, at now: Date) -> [CachedFlow] {
+        flows
+            .filter { placement == nil || $0.placement == placement }
+            .filter { userID == nil || $0.userID == userID }
+            .filter { freshness == nil || $0.isFresh(at: now) == (freshness == .fresh) }
+            .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
+    }
+}

@@ -44,30 +44,14 @@ struct CacheList: ParsableCommand {
         let scan = store.scan()
         let now = try Now.date()
         if images { return try listImages(store, scan, now) }
-        let entries = scan.flows
-            .filter { placement == nil || $0.placement == placement }
-            .filter { userID == nil || $0.userID == userID }
-            .filter { !fresh || $0.isFresh(at: now) }
-            .filter { !stale || !$0.isFresh(at: now) }
-            .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
-        if output.format == .json {
+        let entries = scan.flows(
+            placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now)
+        guard output.format != .json else {
             // Streamed row by row: 100,000 entries must not become one document in memory.
             let out = BufferedOutput()
             var document = JSONRows()
             out.write(document.start)
-            for e in entries {
-                out.write(
-                    document.row(
-                        .object([
-                            "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
-                            "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
-                            "version": .string(e.version),
-                            "resolved_at": .string(RFC3339.string(e.resolvedAt)),
-                            "age_seconds": .number(Double(Int(e.age(at: now)))),
-                            "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
-                            "size": .number(Double(e.size)),
-                        ])))
-            }
+            for e in entries { out.write(document.row(Self.json(e, now: now))) }
             out.write(document.end)
             out.flush()
             return
@@ -82,6 +66,18 @@ struct CacheList: ParsableCommand {
                 ]
             })
         Console.out(output.render(table))
+    }
+
+    /// One entry as a row of the JSON listing.
+    static func json(_ e: CachedFlow, now: Date) -> JSONValue {
+        .object([
+            "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
+            "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID), "version": .string(e.version),
+            "resolved_at": .string(RFC3339.string(e.resolvedAt)),
+            "age_seconds": .number(Double(Int(e.age(at: now)))),
+            "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
+            "size": .number(Double(e.size)),
+        ])
     }
 
     private func listImages(_ store: CacheStore, _ scan: CacheScan, _ now: Date) throws {

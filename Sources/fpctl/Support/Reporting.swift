@@ -77,9 +77,10 @@ final class BufferedOutput {
     }
 }
 
-/// The time `cache info`, `cache list` and `cache prune` take as now:
-/// `FPCTL_NOW` (RFC 3339) when set, so their output can be reproduced (the
-/// golden tests pin it), else the clock.
+/// The time `cache info`, `cache list`, `cache prune`, `warm`, `resolve` and
+/// `ready` take as now: `FPCTL_NOW` (RFC 3339) when set, so their output can be
+/// reproduced (the golden tests pin it, WarmTests moves it past a TTL), else
+/// the clock.
 enum Now {
     static func date() throws -> Date { try pinned() ?? Date() }
 

@@ -20,6 +20,8 @@ echo "== fpctl bundle validate"
 "$fpctl" bundle validate "$out"/*.fpbundle
 echo "== fpctl bundle inspect $out/demo.fpbundle"
 "$fpctl" bundle inspect "$out/demo.fpbundle"
+echo "== fpctl bundle preview $out/demo.fpbundle -o $out/demo.html (open it in a browser)"
+"$fpctl" bundle preview "$out/demo.fpbundle" -o "$out/demo.html"
 
 echo "== fpctl serve $out/demo.fpbundle --port 0 --ttl 300 --rewrite-asset-urls"
 "$fpctl" serve "$out/demo.fpbundle" --port 0 --ttl 300 --rewrite-asset-urls -q > "$out/serve.url" &

@@ -119,6 +119,7 @@ let package = Package(
             name: "fpctlTests",
             dependencies: [
                 "fpctl", "FlowPilotCore", "FlowPilotServer", "FlowPilotOutput",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

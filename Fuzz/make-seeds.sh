@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 root=$(cd .. && pwd)
 out=$PWD/Corpus
 rm -rf "$out"
-mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,fastpath,proxy,media}
+mkdir -p "$out"/{json,bundle,flow,rules,identities,cache,keys,units,resolve,proxy,media}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -95,16 +95,16 @@ printf '\nhttp://proxy.corp:3128\nproxy.corp:8080\nlocalhost,.internal.corp,10.0
 printf 'http://user:p%%40ss@[fd00::1]:8080\n\n\n*\nexample.com' >"$out/proxy/override-ipv6"
 printf '\nsocks5://x:1080\n\n::1/128, 192.168.0.0/16\n192.168.4.7' >"$out/proxy/cidr"
 
-# HTTP requests for the fast path (the first byte also picks where the input is cut).
+# HTTP requests for the resolve handler (the first byte also picks where the input is cut).
 body='{"user_id":"u1","attributes":{"country":"DE"}}'
 printf 'POST /apps/demo/placements/onboarding/resolve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer fuzz-key\r\nContent-Length: %d\r\n\r\n%s' \
-    ${#body} "$body" >"$out/fastpath/resolve"
+    ${#body} "$body" >"$out/resolve/resolve"
 batch='{"user_id":"u1","placements":["onboarding","paywall"]}'
 printf 'POST /apps/demo/placements/resolve-batch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer fuzz-key\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n' \
-    ${#batch} "$batch" >"$out/fastpath/batch-chunked"
+    ${#batch} "$batch" >"$out/resolve/batch-chunked"
 printf 'POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nAuthorization: Bearer no\r\nContent-Length: 0\r\n\r\n' \
-    >"$out/fastpath/pipelined"
-printf 'GET /_admin/stats HTTP/1.1\r\nHost: x\r\n\r\n' >"$out/fastpath/get"
+    >"$out/resolve/pipelined"
+printf 'GET /_admin/stats HTTP/1.1\r\nHost: x\r\n\r\n' >"$out/resolve/get"
 # Media files for the structure check (media-corrupt).
 python3 make-media-seeds.py "$out/media" "$root/bundles/demo/assets/badge.png"
 ls "$out"/* | wc -l

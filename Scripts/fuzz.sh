@@ -3,7 +3,7 @@
 #
 # Builds the libFuzzer targets in Fuzz/ (libFuzzer + AddressSanitizer) and runs
 # TARGET (default: all of them, one after another) for SECONDS each (default 60).
-# Targets: json bundle flow rules identities cache keys units fastpath proxy media preview.
+# Targets: json bundle flow rules identities cache keys units resolve proxy media preview.
 #
 # Each run mutates the committed seeds (Fuzz/Corpus/TARGET, never written to)
 # into a working corpus under Fuzz/.build/corpus/TARGET that grows across runs.
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../Fuzz"
 
-all=(json bundle flow rules identities cache keys units fastpath proxy media preview)
+all=(json bundle flow rules identities cache keys units resolve proxy media preview)
 which=${1:-all}
 seconds=${2:-60}
 case "$which" in
@@ -36,7 +36,7 @@ binary() {
     case "$1" in
     json) echo FuzzJSON ;; bundle) echo FuzzBundle ;; flow) echo FuzzFlow ;; rules) echo FuzzRules ;;
     identities) echo FuzzIdentities ;; cache) echo FuzzCache ;; keys) echo FuzzKeys ;; units) echo FuzzUnits ;;
-    fastpath) echo FuzzFastPath ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;; preview) echo FuzzPreview ;;
+    resolve) echo FuzzResolveHandler ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;; preview) echo FuzzPreview ;;
     esac
 }
 
@@ -44,7 +44,7 @@ binary() {
 # a few entries; the others parse small documents.
 max_len() {
     case "$1" in
-    bundle) echo 16384 ;; fastpath) echo 4096 ;; units) echo 64 ;; proxy) echo 512 ;; *) echo 8192 ;;
+    bundle) echo 16384 ;; resolve) echo 4096 ;; units) echo 64 ;; proxy) echo 512 ;; *) echo 8192 ;;
     esac
 }
 

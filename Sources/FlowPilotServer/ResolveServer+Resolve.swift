@@ -1,6 +1,7 @@
 import FlowPilotCore
 import Foundation
 import HTTPTypes
+import HummingbirdCore
 import NIOCore
 
 /// The two resolve routes, parsed from the request path.
@@ -15,64 +16,59 @@ enum ResolveRoute: Equatable {
         }
     }
 
-    /// `/apps/{app}/placements/{key}/resolve` and `/apps/{app}/placements/resolve-batch`
-    /// in their plain form only: segments of unreserved characters (RFC 3986:
-    /// letters, digits, `-._~`), no empty segment or trailing slash. Other
-    /// spellings the router may still accept are left to it.
+    /// The path of a request target as Hummingbird's router reads it: an
+    /// origin-form target up to its `?`; any other form through `URI`.
+    static func path(ofTarget target: String) -> Substring? {
+        guard target.utf8.first == UInt8(ascii: "/") else { return URI(target).path[...] }
+        guard let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
+        return target[..<query]
+    }
+
+    /// `/apps/{app}/placements/{key}/resolve` and `/apps/{app}/placements/resolve-batch`,
+    /// read as Hummingbird's router reads paths: segments between slashes, empty
+    /// ones skipped (so `//` and a trailing slash change nothing), compared
+    /// byte for byte, with no percent-decoding. A placement may itself be called
+    /// `resolve` or `resolve-batch`.
     init?(path: Substring) {
         guard let parsed = path.withUTF8Bytes(Self.parse) else { return nil }
         self = parsed
     }
 
-    /// One pass over the bytes: every byte a slash or unreserved, and the slashes
-    /// where the two routes have them.
+    /// One pass over the bytes, noting where each non-empty segment starts and ends.
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> ResolveRoute? {
-        // Five slashes at most; on the stack (InlineArray would need macOS 26).
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: 5) { parse(bytes, slashes: $0) }
+        // Five segments at most; on the stack (InlineArray would need macOS 26).
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 5) { parse(bytes, segments: $0) }
     }
 
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, slashes: UnsafeMutableBufferPointer<Int>)
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, segments: UnsafeMutableBufferPointer<Range<Int>>)
         -> ResolveRoute?
     {
         let slash = UInt8(ascii: "/")
         var count = 0
-        for (i, byte) in bytes.enumerated() {
-            if byte == slash {
-                guard count < 5 else { return nil }
-                slashes[count] = i
-                count += 1
-            } else if !isUnreserved(byte) {
-                return nil
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == slash {
+                i += 1
+                continue
             }
+            let start = i
+            while i < bytes.count, bytes[i] != slash { i += 1 }
+            guard count < 5 else { return nil }
+            segments[count] = start..<i
+            count += 1
         }
-        guard count >= 4, slashes[0] == 0 else { return nil }
-        /// Segment k: between slash k and the next slash (or the end); never empty.
-        func segment(_ k: Int) -> UnsafeBufferPointer<UInt8>? {
-            let end = k + 1 < count ? slashes[k + 1] : bytes.count
-            let start = slashes[k] + 1
-            return start < end ? UnsafeBufferPointer(rebasing: bytes[start..<end]) : nil
+        guard count == 4 || count == 5 else { return nil }
+        func text(_ k: Int) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: bytes[segments[k]]), as: UTF8.self)
         }
-        func text(_ k: Int) -> String? { segment(k).map { String(decoding: $0, as: UTF8.self) } }
         func matches(_ k: Int, _ word: StaticString) -> Bool {
-            guard let s = segment(k), s.count == word.utf8CodeUnitCount, let base = s.baseAddress else { return false }
-            return memcmp(base, word.utf8Start, s.count) == 0
+            let s = segments[k]
+            guard s.count == word.utf8CodeUnitCount, let base = bytes.baseAddress else { return false }
+            return memcmp(base + s.lowerBound, word.utf8Start, s.count) == 0
         }
-        guard matches(0, "apps"), matches(2, "placements"), let app = text(1) else { return nil }
-        if count == 4 {
-            return matches(3, "resolve-batch") ? .batch(app: app) : nil
-        }
-        guard matches(4, "resolve"), let placement = text(3) else { return nil }
-        return .single(app: app, placement: placement)
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default: false
-        }
+        guard matches(0, "apps"), matches(2, "placements") else { return nil }
+        if count == 4 { return matches(3, "resolve-batch") ? .batch(app: text(1)) : nil }
+        return matches(4, "resolve") ? .single(app: text(1), placement: text(3)) : nil
     }
 }
 
@@ -104,8 +100,8 @@ struct ResolveReply {
 
 extension ResolveServer {
     /// Answers one resolve request without suspending: counts it, checks the key,
-    /// parses the body, applies targeting and faults. Both the router and the
-    /// event-loop fast path (`ResolveFastPath`) call this, so they cannot disagree.
+    /// parses the body, applies targeting and faults. `ResolveHandler` writes the
+    /// reply, after `delayMilliseconds` when a latency fault asks for it.
     ///
     /// - Parameters:
     ///   - authorization: the `Authorization` header, if any.
@@ -252,12 +248,6 @@ extension ResolveServer {
 }
 
 extension Faults {
-    /// Whether answering needs time or a damaged connection: such requests take
-    /// the router's async path, never the event-loop fast path.
-    var needsAsyncDelivery: Bool {
-        (latencyMilliseconds ?? []).contains { $0 > 0 } || closeConnection == true
-    }
-
     /// Adds the delivery faults (latency, connection closed mid-body) to a reply.
     fileprivate func shaping(_ reply: ResolveReply, placement: String) -> ResolveReply {
         guard applies(to: placement) else { return reply }

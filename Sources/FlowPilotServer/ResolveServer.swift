@@ -67,15 +67,6 @@ public final class ResolveServer: Sendable {
         let requestLog = options.quiet ? nil : RequestLogWriter()
         defer { requestLog?.close() }  // the last lines, at shutdown
         if let requestLog { router.middlewares.add(RequestLog(writer: requestLog)) }
-        router.post("apps/:app/placements/resolve-batch") { request, context in
-            await self.routed(.batch(app: context.parameters.get("app") ?? ""), request)
-        }
-        router.post("apps/:app/placements/:placement/resolve") { request, context in
-            await self.routed(
-                .single(
-                    app: context.parameters.get("app") ?? "",
-                    placement: context.parameters.get("placement") ?? ""), request)
-        }
         router.get("media/:file") { request, context in self.asset("media", request, context) }
         router.get("fonts/:file") { request, context in self.asset("fonts", request, context) }
         router.get("_admin/stats") { _, _ in try Self.json(self.stats.snapshot()) }
@@ -93,7 +84,7 @@ public final class ResolveServer: Sendable {
         logger.logLevel = .error
         let app = Application(
             router: router,
-            // Plain resolves are answered on the event loop (ResolveFastPath); the rest
+            // Resolves are answered on the event loop (ResolveHandler); the rest
             // goes through the router.
             server: HTTPServerBuilder { responder in
                 ResolveHTTP1Channel(http1: HTTP1Channel(responder: responder), server: self, log: requestLog)
@@ -107,37 +98,8 @@ public final class ResolveServer: Sendable {
         try await app.runService()
     }
 
-    // MARK: Resolve
-
+    /// The fault set in force now.
     var currentFaults: Faults { faults.withLock { $0 } }
-
-    /// A resolve through the router: the requests the fast path passes on.
-    private func routed(_ route: ResolveRoute, _ request: Request) async -> Response {
-        stats.began()
-        defer { stats.ended() }
-        let current = currentFaults
-        let body = try? await request.body.collect(upTo: Self.maxBodyBytes)
-        let reply = resolve(
-            route, authorization: request.headers[.authorization], authority: request.head.authority,
-            body: body, faults: current)
-        if reply.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(reply.delayMilliseconds)) }
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        if let after = reply.retryAfter { headers[.retryAfter] = String(after) }
-        if reply.closeMidBody {
-            let whole = reply.body.readableBytes
-            let half = reply.body.getSlice(at: reply.body.readerIndex, length: whole / 2) ?? ByteBuffer()
-            return Response(
-                status: reply.status, headers: headers,
-                body: ResponseBody(contentLength: whole) { writer in
-                    try await writer.write(half)
-                    throw ConnectionClosed()
-                })
-        }
-        return Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: reply.body))
-    }
-
-    private struct ConnectionClosed: Error {}
 
     // MARK: Media and admin
 

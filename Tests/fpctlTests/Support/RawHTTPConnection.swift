@@ -119,6 +119,21 @@ final class RawHTTPConnection: @unchecked Sendable {
         return Response(status: status, headers: headers, body: Data(body))
     }
 
+    /// Bytes read but not yet part of a whole response (after a failed `readResponse`,
+    /// the body that did arrive).
+    var unread: Data { buffered }
+
+    /// Whether the server closed the connection: nothing more comes, once what
+    /// was already read is used up.
+    func closedByServer() throws -> Bool {
+        guard buffered.isEmpty else { return false }
+        var byte: UInt8 = 0
+        let n = read(fd, &byte, 1)
+        if n < 0 { throw Failure(description: "read: errno \(errno)") }
+        if n == 1 { buffered.append(byte) }
+        return n == 0
+    }
+
     private func readUntil(_ marker: Data) throws -> Int {
         while true {
             if let range = buffered.range(of: marker) { return range.lowerBound - buffered.startIndex }

@@ -1,21 +1,24 @@
 import Foundation
+@_spi(Internal) import Hummingbird
 import Testing
 
 @testable import FlowPilotServer
 
-/// `fpctl serve` answers plain resolve requests on the event loop and passes the
-/// rest to Hummingbird's router (docs/serve.md, "Performance"). A client must not
-/// be able to tell the two apart: same bytes, same order, same counts.
-@Suite("fpctl serve: the event-loop resolve path and the router agree")
-struct ServeFastPathTests {
+/// `fpctl serve` answers every resolve request on the event loop (`ResolveHandler`)
+/// and passes admin, media and fonts to Hummingbird's router (docs/serve.md, "One
+/// path per route"). On one connection, answers come in request order whoever
+/// writes them, and a resolve's answer does not depend on how its path is spelled
+/// or whether the connection closes after it.
+@Suite("fpctl serve: resolve answers, in order, whatever the spelling or the connection")
+struct ServeResolveHandlerTests {
     static let user = #"{"user_id":"u1","attributes":{"plan":"free","country":"DE"}}"#
 
-    @Test("pipelined requests are answered in order, whichever path answers each")
+    @Test("pipelined requests are answered in order, whether the router or the resolve handler answers each")
     func pipelining() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let c = try RawHTTPConnection(server.url)
-        // Admin route (router), plain resolve (event loop), a trailing slash (router),
-        // a batch (event loop) and the stats (router), all in one write.
+        // Admin route (router), resolve, resolve with a trailing slash, a batch and
+        // the stats (router), all in one write.
         var burst = c.request("GET", "/_admin/faults")
         burst += c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
         burst += c.request("POST", "/apps/demo/placements/onboarding/resolve/", body: Self.user)
@@ -73,8 +76,8 @@ struct ServeFastPathTests {
             status: 200),
     ]
 
-    /// The same request three ways: plain (event loop), with a trailing slash and
-    /// with `Connection: close` (both router).
+    /// The same request three ways: plain, with a trailing slash, and with
+    /// `Connection: close` (after which the server closes the connection).
     private func threeWays(_ server: ServeProcess, app: String, _ c: Case) throws -> [RawHTTPConnection.Response] {
         let plain = try RawHTTPConnection(server.url)
         try plain.send(plain.request("POST", "/apps/\(app)/placements/\(c.route)", body: c.body, headers: c.headers))
@@ -85,7 +88,10 @@ struct ServeFastPathTests {
             closing.request(
                 "POST", "/apps/\(app)/placements/\(c.route)", body: c.body,
                 headers: c.headers + ["Connection: close"]))
-        return try [plain.readResponse(), slash.readResponse(), closing.readResponse()]
+        let answers = try [plain.readResponse(), slash.readResponse(), closing.readResponse()]
+        #expect(answers[2].headers["connection"] == "close")
+        #expect(try closing.closedByServer(), "the connection stays open after Connection: close")
+        return answers
     }
 
     private func expectAlike(_ answers: [RawHTTPConnection.Response], _ name: String) {
@@ -108,7 +114,7 @@ struct ServeFastPathTests {
         }
     }
 
-    @Test("same status, headers and bytes from both paths", arguments: cases)
+    @Test("same status, headers and bytes whatever the spelling or the connection", arguments: cases)
     func sameAnswers(_ c: Case) throws {
         let tmp = try TemporaryDirectory()
         try "k_fast\n".write(toFile: tmp.file("key"), atomically: true, encoding: .utf8)
@@ -120,12 +126,12 @@ struct ServeFastPathTests {
         expectAlike(answers, c.name)
         #expect(answers[0].status == c.status)
         if c.name == "a flow" {
-            // Rewritten asset URLs name the address the client used, on both paths.
+            // Rewritten asset URLs name the address the client used, every way.
             #expect(answers[0].text.contains("http://\(try RawHTTPConnection(server.url).hostHeader)/media/"))
         }
     }
 
-    @Test("rewritten answers are encoded once per Host, name that Host, and stay what the router answers")
+    @Test("rewritten answers are encoded once per Host, name that Host, and stay the same with Connection: close")
     func rewrittenPerHost() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         // Past the 16 base URLs kept pre-encoded, answers are encoded per request, and still right.
@@ -150,7 +156,7 @@ struct ServeFastPathTests {
         }
     }
 
-    @Test("targeting and every body fault give the same answer on both paths")
+    @Test("targeting and every body fault give the same answer whatever the spelling or the connection")
     func faultsAndTargeting() async throws {
         let server = try ServeProcess([Paths.sample("travel"), "-q"])
         let german = Case(
@@ -173,6 +179,73 @@ struct ServeFastPathTests {
             #expect((answers[0].status == 429) == (name == "fail 429"), "\(name)")
             #expect((answers[0].json == nil) == (name == "truncated" || name == "invalid JSON"), "\(name)")
         }
+    }
+
+    @Test("a resolve held by a latency fault keeps pipelined answers in order and counts as in flight")
+    func latencyInOrder() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "600"])
+        let c = try RawHTTPConnection(server.url)
+        var burst = c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
+        burst += c.request("GET", "/_admin/stats")
+        burst += c.request("POST", "/apps/demo/placements/onboarding/resolve", body: Self.user)
+        let sent = ContinuousClock.now
+        try c.send(burst)
+        // While the first answer waits, another connection sees it in flight (asked
+        // until the server has read it, well inside the 600 ms it waits).
+        let watcher = try RawHTTPConnection(server.url)
+        var seen: Int?
+        while seen != 1, ContinuousClock.now - sent < .milliseconds(400) {
+            try watcher.send(watcher.request("GET", "/_admin/stats"))
+            seen = try watcher.readResponse().json?["in_flight"] as? Int
+        }
+        #expect(seen == 1, "in flight while the latency fault holds the first resolve")
+
+        let paywall = try c.readResponse()
+        #expect(paywall.json?["placement_key"] as? String == "paywall")
+        let stats = try c.readResponse()
+        // The stats were asked after the first resolve and before the second.
+        #expect((stats.json?["routes"] as? [String: Int])?["resolve"] == 1, "\(stats.text)")
+        let onboarding = try c.readResponse()
+        #expect(onboarding.json?["placement_key"] as? String == "onboarding")
+        // The second resolve waited its own 600 ms after the first was answered.
+        #expect(ContinuousClock.now - sent >= .milliseconds(1190))
+        let after = try await http(.GET, "\(server.url)/_admin/stats")
+        #expect(after.json?["in_flight"] as? Int == 0)
+        #expect(after.json?["peak_in_flight"] as? Int == 1)
+    }
+
+    @Test("HTTP/1.0 gets its answer and the connection closes; with keep-alive it stays open")
+    func http10() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let body = Self.user
+        let request = { (extra: String) in
+            "POST /apps/demo/placements/paywall/resolve HTTP/1.0\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        }
+        let closing = try RawHTTPConnection(server.url)
+        try closing.send(request(""))
+        #expect(try closing.readResponse().json?["placement_key"] as? String == "paywall")
+        #expect(try closing.closedByServer())
+
+        let kept = try RawHTTPConnection(server.url)
+        try kept.send(request("Connection: keep-alive\r\n"))
+        #expect(try kept.readResponse().status == 200)
+        try kept.send(request("Connection: keep-alive\r\n"))
+        #expect(try kept.readResponse().json?["placement_key"] as? String == "paywall")
+    }
+
+    @Test("close_connection sends half the body, then closes")
+    func closeMidBody() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let whole = try RawHTTPConnection(server.url)
+        try whole.send(whole.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+        let expected = try whole.readResponse().body.count
+        let set = try await http(.POST, "\(server.url)/_admin/faults", body: Data(#"{"close_connection":true}"#.utf8))
+        #expect(set.status == 200)
+        let c = try RawHTTPConnection(server.url)
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+        #expect(throws: RawHTTPConnection.Failure.self) { try c.readResponse() }
+        let received = c.unread
+        #expect(received.count == expected / 2, "\(received.count) of \(expected) bytes")
     }
 
     @Test("a body in pieces or chunked is read whole; over 64 KiB is 413 and the connection goes on")
@@ -244,13 +317,13 @@ struct ServeFastPathTests {
     }
 }
 
-/// Which request paths the event-loop path answers itself: the plain spellings
-/// of the two resolve routes, nothing else (the router takes the rest, and
-/// `sameAnswers` shows a client cannot tell the difference).
-@Suite("fpctl serve: the resolve routes the event-loop path recognises")
+/// Which request paths the resolve handler answers: the two resolve routes, read
+/// as Hummingbird's router reads a path, so that moving the routes out of the
+/// router changed no spelling's answer.
+@Suite("fpctl serve: the resolve routes, as the router reads paths")
 struct ResolveRouteTests {
     @Test(
-        "plain resolve and batch paths are parsed to their app and placement",
+        "resolve and batch paths are parsed to their app and placement",
         arguments: [
             ("/apps/demo/placements/paywall/resolve", ResolveRoute.single(app: "demo", placement: "paywall")),
             ("/apps/a-b.c_~9/placements/K.e~y-1/resolve", .single(app: "a-b.c_~9", placement: "K.e~y-1")),
@@ -258,39 +331,50 @@ struct ResolveRouteTests {
             // A placement may itself be called resolve-batch or resolve.
             ("/apps/demo/placements/resolve-batch/resolve", .single(app: "demo", placement: "resolve-batch")),
             ("/apps/x/placements/resolve/resolve", .single(app: "x", placement: "resolve")),
+            // Empty segments are skipped; nothing is percent-decoded.
+            ("//apps//demo/placements/paywall/resolve/", .single(app: "demo", placement: "paywall")),
+            ("apps/demo/placements/resolve-batch/", .batch(app: "demo")),
+            ("/apps/de%20mo/placements/pay%2Fwall/resolve", .single(app: "de%20mo", placement: "pay%2Fwall")),
+            ("/apps/démo/placements/pay wall/resolve", .single(app: "démo", placement: "pay wall")),
         ])
     func parsed(path: String, route: ResolveRoute) {
         #expect(ResolveRoute(path: path[...]) == route)
     }
 
     @Test(
-        "every other spelling is left to the router",
+        "every other path is the router's",
         arguments: [
-            "", "/", "apps/demo/placements/paywall/resolve", "/apps/demo/placements/paywall/resolve/",
-            "//apps/demo/placements/paywall/resolve", "/apps//placements/paywall/resolve",
-            "/apps/demo/placements//resolve", "/apps/demo/placements/paywall/resolved",
-            "/apps/demo/placement/paywall/resolve", "/app/demo/placements/paywall/resolve",
-            "/apps/demo/placements/paywall/resolve/x", "/apps/demo/placements/resolve-batch/",
-            "/apps/demo/placements/resolve-batc", "/apps/demo/placements", "/apps/de%20mo/placements/paywall/resolve",
-            "/apps/démo/placements/paywall/resolve", "/apps/demo/placements/pay wall/resolve",
-            "/apps/demo/placements/paywall/resolve?x=1", "/APPS/demo/placements/paywall/resolve",
+            "", "/", "/apps/demo/placements/paywall/resolved", "/apps/demo/placement/paywall/resolve",
+            "/app/demo/placements/paywall/resolve", "/apps/demo/placements/paywall/resolve/x",
+            "/apps/demo/placements/resolve-batc", "/apps/demo/placements", "/APPS/demo/placements/paywall/resolve",
+            "/apps/demo/placements/paywall/RESOLVE", "/media/x.png", "/_admin/stats",
         ])
     func refused(path: String) {
         #expect(ResolveRoute(path: path[...]) == nil)
     }
 
-    @Test("paths made of route-like pieces parse as the rules read plainly say (100,000 of them)")
-    func agreesWithPlainReading() {
-        // The rules, read as plainly as possible: split on "/", check each part.
+    @Test(
+        "a request target's path is what the router matches: up to the query, also in absolute form",
+        arguments: [
+            ("/apps/demo/placements/paywall/resolve?x=1#y", "/apps/demo/placements/paywall/resolve"),
+            ("/apps/demo/placements/resolve-batch", "/apps/demo/placements/resolve-batch"),
+            ("http://127.0.0.1:8080/apps/demo/placements/paywall/resolve?q", "/apps/demo/placements/paywall/resolve"),
+        ])
+    func targetPath(target: String, path: String) {
+        #expect(ResolveRoute.path(ofTarget: target).map(String.init) == path)
+    }
+
+    @Test("paths made of route-like pieces parse as Hummingbird's own router trie matches them (100,000 of them)")
+    func agreesWithRouter() {
+        // The two routes as `serve` registered them with the router before they moved out.
+        let builder = RouterPathTrieBuilder<String>()
+        builder.addEntry("apps/:app/placements/resolve-batch", value: "batch")
+        builder.addEntry("apps/:app/placements/:placement/resolve", value: "single")
+        let trie = builder.build()
         func plain(_ path: String) -> ResolveRoute? {
-            let unreserved = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-            guard path.hasPrefix("/") else { return nil }
-            let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(unreserved.contains) }),
-                parts.count == 4 || parts.count == 5, parts[0] == "apps", parts[2] == "placements"
-            else { return nil }
-            if parts.count == 4 { return parts[3] == "resolve-batch" ? .batch(app: parts[1]) : nil }
-            return parts[4] == "resolve" ? .single(app: parts[1], placement: parts[3]) : nil
+            guard let (route, parameters) = trie.resolve(path), let app = parameters.get("app") else { return nil }
+            if route == "batch" { return .batch(app: app) }
+            return parameters.get("placement").map { .single(app: app, placement: $0) }
         }
         let pieces = [
             "/", "/", "/", "apps", "placements", "resolve", "resolve-batch", "demo", "k", "-", ".", "~", "_", "%2F",

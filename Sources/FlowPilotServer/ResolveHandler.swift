@@ -1,0 +1,276 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+/// Answers every resolve request, `POST /apps/{app}/placements/{key}/resolve` and
+/// `…/resolve-batch`, on the event loop that read it (docs/serve.md, "One path per
+/// route"). Hummingbird's router answers the rest: admin, media and fonts.
+///
+/// It sits in Hummingbird's HTTP/1.1 pipeline right after NIO's HTTP parser, before
+/// Hummingbird converts requests to HTTPTypes and hands them to a Swift concurrency
+/// task: a resolve is a few microseconds of work (a small JSON body in, a
+/// pre-encoded flow out), less than those conversions and thread hops cost.
+///
+/// One connection answers in request order (HTTP/1.1). While an answer is owed, by
+/// the router or by a resolve held back by a latency fault, the requests that follow
+/// are held, unread, and taken up in order when it is written.
+final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A resolve request, while its body arrives.
+    private struct Pending {
+        let route: ResolveRoute
+        let authorization: String?
+        let host: String?
+        /// False for `Connection: close` and HTTP/1.0 without keep-alive: the
+        /// connection closes after the answer.
+        let keepAlive: Bool
+        /// The path and the arrival time, for the request log (nil without one).
+        let logged: (path: Substring, start: ContinuousClock.Instant)?
+        var body: ByteBuffer?
+        /// Over the limit: the rest is read and dropped, and the answer is 413.
+        var tooLarge = false
+
+        /// Collects one more piece of the body, up to the server's limit.
+        mutating func append(_ chunk: ByteBuffer) {
+            guard !tooLarge else { return }
+            if body == nil { body = chunk } else { body?.writeImmutableBuffer(chunk) }
+            if (body?.readableBytes ?? 0) > ResolveServer.maxBodyBytes {
+                tooLarge = true
+                body = nil
+            }
+        }
+    }
+
+    private let server: ResolveServer
+    private let log: RequestLogWriter?
+    /// The resolve request being read, if the current request is one.
+    private var pending: Pending?
+    /// Requests passed on to the router whose response has not ended yet.
+    private var routerOwes = 0
+    /// A resolve answer waiting out a latency fault.
+    private var delayed: Scheduled<Void>?
+    /// Request parts that came while an answer was owed, taken up in order after it.
+    private var held = CircularBuffer<HTTPServerRequestPart>()
+    /// The connection closes after an answer: nothing more is read or answered.
+    private var closing = false
+    private var needsFlush = false
+    /// Whether anything passed on to the router since the last read completed:
+    /// when nothing did, the handlers after this one have nothing to complete.
+    private var forwardedSinceReadComplete = false
+    /// A read held back: the channel is not writable, or requests are held.
+    private var readHeld = false
+
+    init(server: ResolveServer, log: RequestLogWriter?) {
+        self.server = server
+        self.log = log
+    }
+
+    private var owesAnswer: Bool { routerOwes > 0 || delayed != nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
+        let part = unwrapInboundIn(data)
+        if !held.isEmpty {
+            held.append(part)
+        } else if case .head = part, owesAnswer {
+            held.append(part)
+        } else {
+            take(part, context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        completeRead(context: context)
+    }
+
+    /// One part of a request that may be taken up now.
+    private func take(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
+        case .head(let head):
+            if let resolve = pending(head) {
+                pending = resolve
+                return
+            }
+            routerOwes += 1
+        case .body(let chunk) where pending != nil:
+            pending?.append(chunk)
+            return
+        case .end where pending != nil:
+            if let request = pending.take() { answer(request, context: context) }
+            return
+        case .body, .end:
+            break
+        }
+        forwardedSinceReadComplete = true
+        context.fireChannelRead(wrapInboundOut(part))
+    }
+
+    /// Flushes what was answered and completes the read for the router.
+    private func completeRead(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        if forwardedSinceReadComplete {
+            forwardedSinceReadComplete = false
+            context.fireChannelReadComplete()
+        }
+    }
+
+    /// Takes up held requests once no answer is owed, then reads on.
+    private func takeUpHeld(context: ChannelHandlerContext) {
+        while !closing, let part = held.first {
+            if case .head = part, owesAnswer { break }
+            take(held.removeFirst(), context: context)
+        }
+        completeRead(context: context)
+        if held.isEmpty, readHeld, context.channel.isWritable {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    // Backpressure: answers written here bypass the async channel's own, so a client
+    // that pipelines requests without reading the answers would otherwise make the
+    // server buffer them without bound. While the socket cannot take more, or
+    // requests wait their turn, read no more.
+
+    func read(context: ChannelHandlerContext) {
+        if context.channel.isWritable, held.isEmpty {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, readHeld, held.isEmpty {
+            readHeld = false
+            context.read()
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Only the router's responses come through here; this handler writes its
+        // own from its context, past itself.
+        if case .end = unwrapOutboundIn(data), routerOwes > 0 {
+            routerOwes -= 1
+            if routerOwes == 0, !held.isEmpty {
+                // After this write, not inside it.
+                context.eventLoop.assumeIsolated().execute { self.takeUpHeld(context: context) }
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let delayed = delayed.take() {
+            delayed.cancel()
+            server.stats.ended()
+        }
+        held.removeAll()
+        context.fireChannelInactive()
+    }
+
+    // MARK: Answering
+
+    /// The request as a resolve to answer here, or nil for the router.
+    private func pending(_ head: HTTPRequestHead) -> Pending? {
+        guard head.method == .POST, let path = ResolveRoute.path(ofTarget: head.uri),
+            let route = ResolveRoute(path: path)
+        else { return nil }
+        return Pending(
+            route: route, authorization: head.headers.first(name: "authorization"),
+            host: head.headers.first(name: "host"), keepAlive: head.isKeepAlive,
+            logged: log == nil ? nil : (path, .now))
+    }
+
+    private func answer(_ request: Pending, context: ChannelHandlerContext) {
+        server.stats.began()
+        let body = request.tooLarge ? nil : request.body ?? context.channel.allocator.buffer(capacity: 0)
+        let reply = server.resolve(
+            request.route, authorization: request.authorization, authority: request.host, body: body,
+            faults: server.currentFaults)
+        guard reply.delayMilliseconds > 0 else {
+            deliver(reply, to: request, context: context)
+            return
+        }
+        delayed = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(reply.delayMilliseconds))) {
+            self.delayed = nil
+            self.deliver(reply, to: request, context: context)
+            self.takeUpHeld(context: context)
+        }
+    }
+
+    /// Writes the answer: status, `Content-Type`, `Content-Length`, `Date`,
+    /// `Retry-After` when set, and `Connection: close` when the connection ends.
+    private func deliver(_ reply: ResolveReply, to request: Pending, context: ChannelHandlerContext) {
+        defer { server.stats.ended() }
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(5)
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(reply.body.readableBytes))
+        headers.add(name: "Date", value: HTTPDate.now())
+        if let after = reply.retryAfter { headers.add(name: "Retry-After", value: String(after)) }
+        if !request.keepAlive { headers.add(name: "Connection", value: "close") }
+        let head = HTTPResponseHead(
+            version: .http1_1,  // as Hummingbird answers every request
+            status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
+            headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let logged = request.logged {
+            log?.log(method: "POST", path: logged.path, status: reply.status.code, since: logged.start)
+        }
+        if reply.closeMidBody {
+            // Half the body, then the connection ends: what a dropped connection looks like.
+            let half = reply.body.getSlice(at: reply.body.readerIndex, length: reply.body.readableBytes / 2)
+            close(after: .body(.byteBuffer(half ?? ByteBuffer())), context: context)
+            return
+        }
+        context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
+        guard request.keepAlive else {
+            close(after: .end(nil), context: context)
+            return
+        }
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        needsFlush = true
+    }
+
+    /// Writes the last part, flushes, and closes the connection once it is sent.
+    private func close(after last: HTTPServerResponsePart, context: ChannelHandlerContext) {
+        closing = true
+        held.removeAll()
+        context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// Hummingbird's HTTP/1.1 child channel with `ResolveHandler` placed between NIO's
+/// HTTP parser and Hummingbird's conversion of requests to HTTPTypes.
+struct ResolveHTTP1Channel: ServerChildChannel {
+    let http1: HTTP1Channel
+    let server: ResolveServer
+    let log: RequestLogWriter?
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
+        http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
+            try pipeline.addHandler(ResolveHandler(server: server, log: log), position: .before(codec))
+            return value
+        }
+    }
+
+    func handle(value: HTTP1Channel.Value, logger: Logger) async {
+        await http1.handle(value: value, logger: logger)
+    }
+}

@@ -35,6 +35,16 @@ public enum TierChain {
         case bundledServed
         /// Tier 3 had nothing: no bundle was given, or it lacks the placement.
         case bundledMissing(bundleGiven: Bool)
+
+        /// The tier the step belongs to: 0 cache, 1 live, 2 stale, 3 bundled.
+        public var tier: Int {
+            switch self {
+            case .freshHit, .staleEntry, .noEntry: 0
+            case .liveFlow, .liveNoFlow, .liveFailed: 1
+            case .staleServed, .staleMissing: 2
+            case .bundledServed, .bundledMissing: 3
+            }
+        }
     }
 
     /// Tier 0: serve this identity's cached entry while it is fresh.

@@ -28,6 +28,17 @@ public final class Warmer: Sendable {
         public let steps: [TierChain.Step]
         public let document: FlowDocument?
 
+        /// What the chain decided for one placement, `steps` being every tier tried;
+        /// `start` is when the walk began (the outcome's milliseconds).
+        public init(
+            _ placement: String, for identity: Identity, steps: [TierChain.Step], decision: TierChain.Decision,
+            mediaWarmed: Bool = false, since start: ContinuousClock.Instant = .now
+        ) {
+            outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: mediaWarmed, since: start)
+            self.steps = steps
+            document = decision.document
+        }
+
         /// A live resolve was tried and no request of it reached the backend
         /// (unreachable, TLS, proxy).
         public var reachedNoBackend: Bool {
@@ -99,8 +110,7 @@ public final class Warmer: Sendable {
         let (step, decision) = TierChain.cached(
             store.lookupFlow(placement: placement, identity: identity), now: config.currentTime)
         if let decision {
-            let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: false, since: start)
-            return Resolution(outcome: outcome, steps: [step], document: decision.document)
+            return Resolution(placement, for: identity, steps: [step], decision: decision, since: start)
         }
         let task = live.start(placement, for: identity)
         return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false)
@@ -141,8 +151,9 @@ public final class Warmer: Sendable {
         if warmMedia, case .serve(let served) = decision, served.tier == .network {
             mediaWarmed = await media.warmImages(of: served.document, config.media)
         }
-        let outcome = PrefetchOutcome(identity, placement, decision, mediaWarmed: mediaWarmed, since: start)
-        return Resolution(outcome: outcome, steps: (cacheStep.map { [$0] } ?? []) + steps, document: decision.document)
+        return Resolution(
+            placement, for: identity, steps: (cacheStep.map { [$0] } ?? []) + steps, decision: decision,
+            mediaWarmed: mediaWarmed, since: start)
     }
 }
 

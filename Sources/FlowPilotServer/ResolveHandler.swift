@@ -67,9 +67,18 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// A read held back: the channel is not writable, or requests are held.
     private var readHeld = false
 
-    init(server: ResolveServer, log: RequestLogWriter?) {
+    /// `EncodedAnswers`' context, where answers are written past the response
+    /// encoder; let go when this handler leaves the pipeline.
+    private var socketSide: ChannelHandlerContext?
+
+    init(server: ResolveServer, log: RequestLogWriter?, socketSide: ChannelHandlerContext) {
         self.server = server
         self.log = log
+        self.socketSide = socketSide
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        socketSide = nil
     }
 
     private var owesAnswer: Bool { routerOwes > 0 || delayed != nil }
@@ -210,48 +219,59 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes the answer: status, `Content-Type`, `Content-Length`, `Date`,
-    /// `Retry-After` when set, and `Connection: close` when the connection ends.
+    /// Writes the answer, encoded here as NIO's response encoder would (status line;
+    /// `Content-Type`, `Content-Length`, `Date`, `Retry-After` when set, and
+    /// `Connection: close` when the connection ends), head and body in one buffer,
+    /// straight to the socket side of the encoder (`EncodedAnswers`).
     private func deliver(_ reply: ResolveReply, to request: Pending, context: ChannelHandlerContext) {
         defer { server.stats.ended() }
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(5)
-        headers.add(name: "Content-Type", value: "application/json")
-        headers.add(name: "Content-Length", value: String(reply.body.readableBytes))
-        headers.add(name: "Date", value: HTTPDate.now())
-        if let after = reply.retryAfter { headers.add(name: "Retry-After", value: String(after)) }
-        if !request.keepAlive { headers.add(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(
-            version: .http1_1,  // as Hummingbird answers every request
-            status: HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase),
-            headers: headers)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        guard let socket = socketSide else { return }  // the connection is being torn down
+        // Half the body, then the connection ends: what a dropped connection looks like.
+        let body =
+            reply.closeMidBody
+            ? reply.body.getSlice(at: reply.body.readerIndex, length: reply.body.readableBytes / 2) ?? ByteBuffer()
+            : reply.body
+        var out = context.channel.allocator.buffer(capacity: 192 + body.readableBytes)
+        out.writeStaticString("HTTP/1.1 ")  // as Hummingbird answers every request
+        out.writeString(String(reply.status.code))
+        out.writeStaticString(" ")
+        // NIO's phrase for a code it knows (413 is "Payload Too Large"), as its encoder wrote.
+        let status = HTTPResponseStatus(statusCode: reply.status.code, reasonPhrase: reply.status.reasonPhrase)
+        out.writeString(status.reasonPhrase)
+        out.writeStaticString("\r\nContent-Type: application/json\r\nContent-Length: ")
+        out.writeString(String(reply.body.readableBytes))
+        out.writeStaticString("\r\nDate: ")
+        out.writeString(HTTPDate.now())
+        if let after = reply.retryAfter {
+            out.writeStaticString("\r\nRetry-After: ")
+            out.writeString(String(after))
+        }
+        if !request.keepAlive { out.writeStaticString("\r\nConnection: close") }
+        out.writeStaticString("\r\n\r\n")
+        out.writeImmutableBuffer(body)
         if let logged = request.logged {
             log?.log(method: "POST", path: logged.path, status: reply.status.code, since: logged.start)
         }
-        if reply.closeMidBody {
-            // Half the body, then the connection ends: what a dropped connection looks like.
-            let half = reply.body.getSlice(at: reply.body.readerIndex, length: reply.body.readableBytes / 2)
-            close(after: .body(.byteBuffer(half ?? ByteBuffer())), context: context)
+        guard request.keepAlive, !reply.closeMidBody else {
+            // The last bytes on this connection: flush, and close once they are sent.
+            closing = true
+            held.removeAll()
+            socket.writeAndFlush(NIOAny(IOData.byteBuffer(out))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
             return
         }
-        context.write(wrapOutboundOut(.body(.byteBuffer(reply.body))), promise: nil)
-        guard request.keepAlive else {
-            close(after: .end(nil), context: context)
-            return
-        }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        socket.write(NIOAny(IOData.byteBuffer(out)), promise: nil)
         needsFlush = true
     }
+}
 
-    /// Writes the last part, flushes, and closes the connection once it is sent.
-    private func close(after last: HTTPServerResponsePart, context: ChannelHandlerContext) {
-        closing = true
-        held.removeAll()
-        context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
-        }
-    }
+/// Where `ResolveHandler` writes its answers, already encoded: just past
+/// Hummingbird's HTTP/1.1 response encoder, on the socket's side. It passes on
+/// everything, the encoder's output included, as it is.
+final class EncodedAnswers: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
 }
 
 /// Hummingbird's HTTP/1.1 child channel with `ResolveHandler` placed between NIO's
@@ -264,8 +284,13 @@ struct ResolveHTTP1Channel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
+            let encoder = try pipeline.handler(type: HTTPResponseEncoder.self)
+            let answers = EncodedAnswers()
+            try pipeline.addHandler(answers, position: .before(encoder))
+            let socketSide = try pipeline.context(handler: answers)
             let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
-            try pipeline.addHandler(ResolveHandler(server: server, log: log), position: .before(codec))
+            try pipeline.addHandler(
+                ResolveHandler(server: server, log: log, socketSide: socketSide), position: .before(codec))
             return value
         }
     }

@@ -248,6 +248,33 @@ struct ServeResolveHandlerTests {
         #expect(received.count == expected / 2, "\(received.count) of \(expected) bytes")
     }
 
+    @Test("an answer's head is a status line and headers in a fixed order, the reason phrase as NIO names it")
+    func heads() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let c = try RawHTTPConnection(server.url)
+        func lines(_ response: RawHTTPConnection.Response) -> [String] {
+            response.head.components(separatedBy: "\r\n").map { $0.hasPrefix("Date: ") ? "Date: *" : $0 }
+        }
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+        let ok = try c.readResponse()
+        #expect(
+            lines(ok) == [
+                "HTTP/1.1 200 OK", "Content-Type: application/json", "Content-Length: \(ok.body.count)", "Date: *",
+            ])
+        let date = try #require(ok.headers["date"])
+        #expect(date.hasSuffix(" GMT") && date.count == 29, "\(date)")
+
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: String(repeating: " ", count: 70_000)))
+        let tooLarge = try c.readResponse()
+        #expect(lines(tooLarge).first == "HTTP/1.1 413 Payload Too Large")
+
+        try c.send(
+            c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user, headers: ["Connection: close"]))
+        let last = try c.readResponse()
+        #expect(lines(last).last == "Connection: close")
+        #expect(last.body == ok.body)
+    }
+
     @Test("a body in pieces or chunked is read whole; over 64 KiB is 413 and the connection goes on")
     func bodies() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])

@@ -11,6 +11,8 @@ import Foundation
 /// touch the buffer.
 final class RawHTTPConnection: @unchecked Sendable {
     struct Response {
+        /// The status line and header lines as sent, without the blank line.
+        let head: String
         let status: Int
         /// Header names lowercased.
         let headers: [String: String]
@@ -116,7 +118,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         while buffered.count < length { try fill() }
         let body = buffered.prefix(length)
         buffered.removeFirst(length)
-        return Response(status: status, headers: headers, body: Data(body))
+        return Response(head: head, status: status, headers: headers, body: Data(body))
     }
 
     /// Bytes read but not yet part of a whole response (after a failed `readResponse`,

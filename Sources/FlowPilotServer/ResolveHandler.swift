@@ -266,6 +266,21 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
+extension ResolveHandler {
+    /// Adds a resolve handler at `position`, which must be after NIO's HTTP/1.1
+    /// request decoder, and `EncodedAnswers` just past the response encoder.
+    static func install(
+        in pipeline: ChannelPipeline.SynchronousOperations, at position: ChannelPipeline.SynchronousOperations.Position,
+        server: ResolveServer, log: RequestLogWriter?
+    ) throws {
+        let encoder = try pipeline.handler(type: HTTPResponseEncoder.self)
+        let answers = EncodedAnswers()
+        try pipeline.addHandler(answers, position: .before(encoder))
+        let socketSide = try pipeline.context(handler: answers)
+        try pipeline.addHandler(ResolveHandler(server: server, log: log, socketSide: socketSide), position: position)
+    }
+}
+
 /// Where `ResolveHandler` writes its answers, already encoded: just past
 /// Hummingbird's HTTP/1.1 response encoder, on the socket's side. It passes on
 /// everything, the encoder's output included, as it is.
@@ -284,13 +299,8 @@ struct ResolveHTTP1Channel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
-            let encoder = try pipeline.handler(type: HTTPResponseEncoder.self)
-            let answers = EncodedAnswers()
-            try pipeline.addHandler(answers, position: .before(encoder))
-            let socketSide = try pipeline.context(handler: answers)
             let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
-            try pipeline.addHandler(
-                ResolveHandler(server: server, log: log, socketSide: socketSide), position: .before(codec))
+            try ResolveHandler.install(in: pipeline, at: .before(codec), server: server, log: log)
             return value
         }
     }

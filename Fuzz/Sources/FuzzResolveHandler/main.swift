@@ -35,7 +35,7 @@ public func fuzzResolveHandler(_ start: UnsafeRawPointer, _ count: Int) -> CInt 
     do {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-        try pipeline.addHandler(ResolveHandler(server: server, log: nil))
+        try ResolveHandler.install(in: pipeline, at: .last, server: server, log: nil)
     } catch {
         Fuzz.fail("pipeline setup: \(error)")
     }

@@ -264,7 +264,8 @@ struct ServeResolveHandlerTests {
         let date = try #require(ok.headers["date"])
         #expect(date.hasSuffix(" GMT") && date.count == 29, "\(date)")
 
-        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: String(repeating: " ", count: 70_000)))
+        try c.send(
+            c.request("POST", "/apps/demo/placements/paywall/resolve", body: String(repeating: " ", count: 70_000)))
         let tooLarge = try c.readResponse()
         #expect(lines(tooLarge).first == "HTTP/1.1 413 Payload Too Large")
 

@@ -36,14 +36,9 @@ public struct ResolveTrace {
         try JSONOutput.string(Document(self))
     }
 
-    /// Where a step looked.
+    /// Where a step looked, by its tier.
     static func source(_ step: TierChain.Step) -> String {
-        switch step {
-        case .freshHit, .staleEntry, .noEntry: "cache"
-        case .liveFlow, .liveNoFlow, .liveFailed: "live resolve"
-        case .staleServed, .staleMissing: "stale cache"
-        case .bundledServed, .bundledMissing: "bundled default"
-        }
+        ["cache", "live resolve", "stale cache", "bundled default"][step.tier]
     }
 
     /// What a step found, in words.

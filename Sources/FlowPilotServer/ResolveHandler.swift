@@ -6,8 +6,8 @@ import NIOHTTP1
 import NIOHTTPTypesHTTP1
 
 /// Answers every resolve request, `POST /apps/{app}/placements/{key}/resolve` and
-/// `…/resolve-batch`, on the event loop that read it (docs/serve.md, "One path per
-/// route"). Hummingbird's router answers the rest: admin, media and fonts.
+/// `…/resolve-batch`, on the event loop that read it (docs/serve.md, "Performance:
+/// one path per route"). Hummingbird's router answers the rest: admin, media and fonts.
 ///
 /// It sits in Hummingbird's HTTP/1.1 pipeline right after NIO's HTTP parser, before
 /// Hummingbird converts requests to HTTPTypes and hands them to a Swift concurrency
@@ -193,9 +193,9 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The request as a resolve to answer here, or nil for the router.
     private func pending(_ head: HTTPRequestHead) -> Pending? {
-        guard head.method == .POST, let path = ResolveRoute.path(ofTarget: head.uri),
-            let route = ResolveRoute(path: path)
-        else { return nil }
+        guard head.method == .POST else { return nil }
+        let path = ResolveRoute.path(ofTarget: head.uri)
+        guard let route = ResolveRoute(path: path) else { return nil }
         return Pending(
             route: route, authorization: head.headers.first(name: "authorization"),
             host: head.headers.first(name: "host"), keepAlive: head.isKeepAlive,

@@ -18,7 +18,7 @@ enum ResolveRoute: Equatable {
 
     /// The path of a request target as Hummingbird's router reads it: an
     /// origin-form target up to its `?`; any other form through `URI`.
-    static func path(ofTarget target: String) -> Substring? {
+    static func path(ofTarget target: String) -> Substring {
         guard target.utf8.first == UInt8(ascii: "/") else { return URI(target).path[...] }
         guard let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
         return target[..<query]

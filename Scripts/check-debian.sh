@@ -20,7 +20,6 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "check-debian: needs root (debootstrap, chroot)" >&2; exit 1; }
 Scripts/install-deps.sh deb
 cache=${FPCTL_TEST_CACHE:-/var/cache/fpctl-test}
-mirror=${FPCTL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 work=$(mktemp -d)
 mounts=()
 cleanup() {
@@ -49,19 +48,8 @@ done
 (cd "$work/bundles" && sha256sum --quiet -c "$OLDPWD/Tests/fpctlTests/Fixtures/pinned-bundles.sha256") ||
     fail "the host's bundles are not the pinned bytes"
 
-# A pristine root per release, made once: debootstrap into a scratch directory,
-# then renamed, so an interrupted run never leaves half a root behind.
-pristine() {
-    local suite=$1 root=$cache/$1
-    if [ ! -x "$root/usr/bin/apt-get" ]; then
-        rm -rf "$root.partial"
-        mkdir -p "$cache"
-        debootstrap --variant=minbase "$suite" "$root.partial" "$mirror" >"$work/debootstrap-$suite.log" 2>&1 ||
-            fail "debootstrap $suite failed (log: $(tail -3 "$work/debootstrap-$suite.log"))"
-        mv "$root.partial" "$root"
-    fi
-    mkdir -p "$cache/$suite-apt/partial"
-}
+# The pristine roots (made once, kept in $cache: Scripts/debian-roots.sh).
+Scripts/debian-roots.sh bookworm trixie
 
 # Runs a command inside the root with a clean environment.
 inside() {
@@ -73,7 +61,6 @@ inside() {
 
 check_release() {
     local suite=$1 t0=$SECONDS
-    pristine "$suite"
     local root=$work/$suite
     cp -a "$cache/$suite" "$root"
     mount --bind "$cache/$suite-apt" "$root/var/cache/apt/archives" && mounts+=("$root/var/cache/apt/archives")

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Scripts/fuzz.sh [TARGET|all] [SECONDS]
+# Scripts/fuzz.sh [TARGET|all|build] [SECONDS]
 #
 # Builds the libFuzzer targets in Fuzz/ (libFuzzer + AddressSanitizer) and runs
 # TARGET (default: all of them, one after another) for SECONDS each (default 60).
 # Targets: json bundle flow rules identities cache keys units resolve proxy media preview.
+# `build` only builds them (Scripts/test.sh runs it beside the release build).
 #
-# Each run mutates the committed seeds (Fuzz/Corpus/TARGET, never written to)
-# into a working corpus under Fuzz/.build/corpus/TARGET that grows across runs.
-# Inputs that once failed (Fuzz/Regressions/TARGET) are replayed first.
+# Each target first replays, once each, every input that once failed
+# (Fuzz/Regressions/TARGET) and every committed seed (Fuzz/Corpus/TARGET): what
+# guards behaviour runs whatever SECONDS is. Then it mutates the seeds (never
+# written to) into a working corpus under Fuzz/.build/corpus/TARGET that grows
+# across runs, for SECONDS.
 # A crash, leak, timeout or failed property stops the target and leaves its
 # input in Fuzz/.build/artifacts/TARGET/; the script then exits 1. Copy such an
 # input to Fuzz/Regressions/TARGET and add a unit test for it before fixing the
@@ -22,7 +25,7 @@ all=(json bundle flow rules identities cache keys units resolve proxy media prev
 which=${1:-all}
 seconds=${2:-60}
 case "$which" in
-all) targets=("${all[@]}") ;;
+all | build) targets=("${all[@]}") ;;
 *)
     if [[ " ${all[*]} " != *" $which "* ]]; then
         echo "fuzz.sh: unknown target '$which' (one of: ${all[*]}, all)" >&2
@@ -58,6 +61,7 @@ if ! "${build[@]}" >.build/fuzz-build.log 2>&1; then
     exit 1
 fi
 bin=$("${build[@]}" --show-bin-path 2>/dev/null)
+[ "$which" != build ] || exit 0
 
 # Swift's crash handler would otherwise sit on a crash instead of letting
 # libFuzzer write the input out.
@@ -73,19 +77,24 @@ trap 'rm -rf "$scratch"' EXIT
 export TMPDIR=$scratch
 
 status=0
-printf '%-11s %8s %12s %8s %8s %8s  %s\n' target seconds executions cov ft corpus result
+printf '%-11s %8s %8s %12s %8s %8s %8s  %s\n' target replayed seconds executions cov ft corpus result
 for target in "${targets[@]}"; do
     work=.build/corpus/$target
     artifacts=.build/artifacts/$target
     mkdir -p "$work" "$artifacts"
     log=.build/fuzz-$target.log
-    # Every input a fuzzer ever failed on (Regressions/TARGET) runs first.
-    if [[ -d Regressions/$target ]]; then
-        if ! "$bin/$(binary "$target")" Regressions/"$target"/* >"$log" 2>&1; then
-            echo "$target: a regression input fails again (log $PWD/$log)" >&2
-            status=1
-            continue
+    # Every input a fuzzer ever failed on (Regressions/TARGET), then every
+    # committed seed (Corpus/TARGET), each run once.
+    replay=()
+    for dir in Regressions/"$target" Corpus/"$target"; do
+        if [[ -d $dir ]]; then
+            while IFS= read -r -d '' file; do replay+=("$file"); done < <(find "$dir" -type f -print0 | sort -z)
         fi
+    done
+    if [[ ${#replay[@]} -gt 0 ]] && ! "$bin/$(binary "$target")" -timeout=10 -rss_limit_mb=2048 "${replay[@]}" >"$log" 2>&1; then
+        echo "$target: a regression or corpus input fails (log $PWD/$log): $(grep -m1 -E 'Running: |property failed|ERROR' "$log")" >&2
+        status=1
+        continue
     fi
     set +e
     "$bin/$(binary "$target")" "$work" "Corpus/$target" \
@@ -104,7 +113,7 @@ for target in "${targets[@]}"; do
         result="FAILED (exit $rc): $(ls -t "$artifacts" | head -1), log $PWD/$log"
         status=1
     fi
-    printf '%-11s %8s %12s %8s %8s %8s  %s\n' "$target" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$corpus" \
+    printf '%-11s %8s %8s %12s %8s %8s %8s  %s\n' "$target" "${#replay[@]}" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$corpus" \
         "$result"
 done
 exit $status

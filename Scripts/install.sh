@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Scripts/install.sh [--prefix DIR]   (default /usr/local)
+# Scripts/install.sh --build-only     (the build, nothing installed)
 #
 # Builds a release fpctl with the Swift standard library and Foundation linked
 # in statically (--static-swift-stdlib), so the binary needs no Swift toolchain:
@@ -15,17 +16,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=/usr/local
+build_only=false
 while [ $# -gt 0 ]; do
     case "$1" in
+    --build-only) build_only=true; shift ;;
     --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
     --prefix=*) prefix=${1#--prefix=}; shift ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install.sh: unknown argument '$1' (usage: Scripts/install.sh [--prefix DIR])" >&2; exit 64 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument '$1' (usage: Scripts/install.sh [--prefix DIR | --build-only])" >&2; exit 64 ;;
     esac
 done
 Scripts/install-deps.sh
 build=(swift build -c release --static-swift-stdlib --scratch-path .build-static --product fpctl)
 "${build[@]}" >/dev/null
+[ "$build_only" = false ] || exit 0
 binary=$("${build[@]}" --show-bin-path)/fpctl
 
 install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/man/man5" "$prefix/share/bash-completion/completions" \

@@ -4,14 +4,51 @@
 # builds (warnings are errors in the project's own targets), runs `swift test`
 # (which checks the man pages against the commands and runs their EXAMPLES), checks the
 # install, the release tarball and the .deb, builds the samples in Debian 12 and 13
-# roots (debootstrap, cached in /var/cache/fpctl-test) and compares the bytes, then runs every fuzz target briefly (after its
-# regression inputs), power cuts on a FUSE file system and a short fault campaign.
-# FPCTL_FUZZ_SECONDS sets the time per fuzz target (default 30).
+# roots and compares the bytes, replays every fuzz target's regression inputs and
+# committed corpus and fuzzes each briefly, then cuts the power on a FUSE file
+# system and runs a short fault campaign. The long campaigns are Scripts/soak.sh.
 #
 # Each stage prints "stage NAME SECONDS" when it ends, and the run ends with
 # "stage total SECONDS"; the same lines are kept in .build/stage-times.txt.
+#
+# What is fetched or built from what does not change is kept between runs, under
+# $FPCTL_TEST_CACHE (default /var/cache/fpctl-test), when that can be written:
+#   - the Debian roots (Scripts/debian-roots.sh), fetched in the background
+#     while the first build runs;
+#   - in a checkout with no .build, .build-static or Fuzz/.build yet (a fresh
+#     clone), those three are links into builds/KEY, KEY being a digest of the
+#     toolchain's version and both Package.swift files: the dependencies build
+#     once per key, the project's own modules build again from the clone. One
+#     run at a time holds a key (flock); the three newest keys are kept.
+#     FPCTL_BUILD_CACHE=0 builds in the clone instead.
+# FPCTL_FUZZ_SECONDS sets the fuzzing time per target (default 5) and
+# FPCTL_POWER_CUTS the power cuts per command (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cache=${FPCTL_TEST_CACHE:-/var/cache/fpctl-test}
+
+use_build_cache() {
+    [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && mkdir -p "$cache/builds" 2>/dev/null && [ -w "$cache/builds" ] || return 0
+    local key dir build
+    key=$({ swift --version 2>&1; cat Package.swift Fuzz/Package.swift; } | sha256sum | cut -c1-16)
+    dir=$cache/builds/$key
+    for build in .build .build-static Fuzz/.build; do
+        if [ ! -e "$build" ] && [ ! -L "$build" ]; then
+            mkdir -p "$dir/${build//\//-}"
+            ln -s "$dir/${build//\//-}" "$build"
+        fi
+    done
+    exec 9>"$dir.lock"
+    flock 9
+    touch "$dir"
+    # Keys beyond the three newest go, unless a run holds them.
+    local old
+    for old in $(ls -1dt "$cache"/builds/*/ | tail -n +4); do
+        (flock -n 7 && rm -rf "$old") 7>"${old%/}.lock" || true
+    done
+}
+use_build_cache
+
 mkdir -p .build
 : >.build/stage-times.txt
 now() { date +%s.%N; }
@@ -39,22 +76,45 @@ unit_tests() {
         swift test
     fi
 }
+# The static release build (the install, the packages, the Debian roots) and the
+# fuzz targets' sanitizer build, side by side: a release build compiles each
+# module whole on one core for much of its time, which leaves the other to the
+# fuzz build.
+release_and_fuzz_builds() {
+    local release fuzz status=0
+    Scripts/install.sh --build-only >.build/release-build.log 2>&1 &
+    release=$!
+    Scripts/fuzz.sh build &
+    fuzz=$!
+    wait "$release" || { status=1; tail -40 .build/release-build.log >&2; }
+    wait "$fuzz" || status=1
+    return $status
+}
+debian() {
+    [ -z "${roots:-}" ] || wait "$roots" || true  # a failed fetch is retried, and reported, by check-debian.sh
+    Scripts/check-debian.sh
+}
 powercut() {
-    Scripts/install-deps.sh powercut
     /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
 }
 
-stage deps Scripts/install-deps.sh
+stage deps Scripts/install-deps.sh deb powercut man
+if [ "$(id -u)" = 0 ]; then
+    Scripts/debian-roots.sh >.build/debian-roots.log 2>&1 &
+    roots=$!
+    trap 'kill "$roots" 2>/dev/null || true' EXIT
+fi
 stage lint lint
 # The project's targets treat warnings as errors (Package.swift), so this build is warning-free.
 stage build swift build --build-tests
 stage test unit_tests
-# The install and the release tarball (docs/install.md): a static release build.
+stage builds release_and_fuzz_builds
+# The install and the release tarball (docs/install.md), from the static release build.
 stage install Scripts/check-install.sh
 # The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
-stage debian Scripts/check-debian.sh
-# Fuzzing (CONTRIBUTING.md, "Fuzzing"): a separate sanitizer build, then each target.
-stage fuzz Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-30}"
+stage debian debian
+# Fuzzing (CONTRIBUTING.md, "Fuzzing"): every regression input and committed seed, then a short run of each target.
+stage fuzz Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
 # whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
 stage powercut powercut

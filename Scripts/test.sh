@@ -17,8 +17,10 @@
 #     while the first build runs;
 #   - in a checkout with no .build, .build-static or Fuzz/.build yet (a fresh
 #     clone), those three are links into builds/KEY, KEY being a digest of the
-#     toolchain's version and both Package.swift files: the dependencies build
-#     once per key, the project's own modules build again from the clone. One
+#     toolchain's version and the dependencies both Package.swift files declare
+#     (their .package lines): the dependencies build once per key, the
+#     project's own modules build again from the clone (SwiftPM rebuilds what
+#     a changed manifest or source asks for, as in any checkout). One
 #     run at a time holds a key (flock); the three newest keys are kept.
 #     FPCTL_BUILD_CACHE=0 builds in the clone instead.
 # FPCTL_FUZZ_SECONDS sets the fuzzing time per target (default 5) and
@@ -30,7 +32,7 @@ cache=${FPCTL_TEST_CACHE:-/var/cache/fpctl-test}
 use_build_cache() {
     [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && mkdir -p "$cache/builds" 2>/dev/null && [ -w "$cache/builds" ] || return 0
     local key dir build
-    key=$({ swift --version 2>&1; cat Package.swift Fuzz/Package.swift; } | sha256sum | cut -c1-16)
+    key=$({ swift --version 2>&1; grep -h '\.package(' Package.swift Fuzz/Package.swift; } | sha256sum | cut -c1-16)
     dir=$cache/builds/$key
     for build in .build .build-static Fuzz/.build; do
         if [ ! -e "$build" ] && [ ! -L "$build" ]; then
@@ -114,7 +116,7 @@ stage install Scripts/check-install.sh
 # The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
 stage debian debian
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): every regression input and committed seed, then a short run of each target.
-stage fuzz Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
+stage fuzz env FPCTL_FUZZ_BUILT=1 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
 # whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
 stage powercut powercut

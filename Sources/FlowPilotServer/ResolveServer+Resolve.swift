@@ -204,7 +204,7 @@ extension ResolveServer {
 
     /// Where the client reached this server, for rewritten asset URLs.
     private func baseURL(_ authority: String?) -> String {
-        "http://\(authority ?? "\(options.host):\(options.port)")"
+        "http://\(authority ?? "\(Self.urlHost(options.host)):\(options.port)")"
     }
 
     /// The `fail_rate` fault: that fraction of requests fail with `fail_status`.

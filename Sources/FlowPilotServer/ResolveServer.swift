@@ -92,10 +92,15 @@ public final class ResolveServer: Sendable {
             configuration: .init(address: .hostname(options.host, port: options.port)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? self.options.port
-                onListening("http://\(self.options.host):\(port)")
+                onListening("http://\(Self.urlHost(self.options.host)):\(port)")
             },
             logger: logger)
         try await app.runService()
+    }
+
+    /// A host as it stands in a URL: an IPv6 address in brackets (`[::1]`).
+    static func urlHost(_ host: String) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
     }
 
     /// The fault set in force now.

@@ -32,10 +32,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to bind.")
     var host = "127.0.0.1"
 
-    @Option(help: "Port to listen on; 0 picks a free one.")
+    @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one.")
     var port = 8080
 
-    @Option(help: "Send cache_ttl_seconds with every flow; omitted when not given.")
+    @Option(parsing: .unconditional, help: "Send cache_ttl_seconds with every flow; omitted when not given.")
     var ttl: Int?
 
     @Option(name: .customLong("api-key-file"), help: "Require this API key as a bearer token.")
@@ -81,6 +81,9 @@ struct Serve: AsyncParsableCommand {
             throw FPError.usage("--host: give an address to bind, e.g. 127.0.0.1 or 0.0.0.0")
         }
         guard (0...65535).contains(port) else { throw FPError.usage("--port \(port): use 0 to 65535") }
+        if let ttl, !TTL.range.contains(ttl) {
+            throw FPError.usage("--ttl \(ttl): use \(TTL.range.lowerBound) to \(TTL.range.upperBound) seconds")
+        }
         var options = ResolveServer.Options()
         options.host = host
         options.port = port

@@ -157,7 +157,7 @@ final class CacheStoreTests {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let marker = Data(#"{"format":"fpcache","version":2}"#.utf8)
         try marker.write(to: URL(fileURLWithPath: "\(root)/fpcache.json"))
-        #expect(throws: CacheError.self) { try CacheStore(root: root, create: true) }
+        #expect(throws: FPError.self) { try CacheStore(root: root, create: true) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(root)/fpcache.json")) == marker)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["fpcache.json"])
     }

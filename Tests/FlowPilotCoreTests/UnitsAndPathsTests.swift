@@ -56,4 +56,25 @@ struct UnitsAndPathsTests {
         #expect(BundlePath.isStored("media/x.png") && BundlePath.isStored("fonts/x.woff2"))
         #expect(!BundlePath.isStored("flows/x.json") && !BundlePath.isStored("fonts/x.ttf"))
     }
+
+    @Test(
+        "a path's parent and last component, for every shape a person types",
+        arguments: [
+            ("x", ".", "x"), ("é", ".", "é"), ("xy", ".", "xy"), ("./x", ".", "x"), ("x/", ".", "x"),
+            ("sub/x", "sub", "x"), ("/x", "/", "x"), ("/", "/", ""), ("", ".", ""), ("a/b/c", "a/b", "c"),
+            ("a b/c d", "a b", "c d"), ("../x", "..", "x"),
+        ])
+    func pathNames(path: String, parent: String, last: String) {
+        #expect(PathName.parent(of: path) == parent)
+        #expect(PathName.lastComponent(of: path) == last)
+    }
+
+    @Test("a TTL is a whole number of seconds from 0 to 2,147,483,647; anything else is refused")
+    func ttlRange() {
+        #expect(TTL.seconds(0) == 0 && TTL.seconds(300) == 300 && TTL.seconds(1.9) == 1)
+        #expect(TTL.seconds(2_147_483_647) == 2_147_483_647)
+        for value in [-1, -0.5, 2_147_483_648, 9.223372036854775807e18, 1e300, .infinity, -.infinity, .nan] {
+            #expect(TTL.seconds(value) == nil, "\(value)")
+        }
+    }
 }

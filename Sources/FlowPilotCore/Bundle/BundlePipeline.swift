@@ -27,7 +27,7 @@ public enum BundlePipeline {
         try writer.prepare()
         for (key, doc) in flows { try writer.write("flows/\(key).json", CanonicalJSON.prettyData(doc.json)) }
         for (_, asset) in assets { try writer.write(asset.name, asset.data) }
-        writer.removeAll(except: Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name)))
+        try writer.removeAll(except: Set(flows.keys.map { "flows/\($0).json" }).union(assets.values.map(\.name)))
         let bundleJSON: JSONValue = .object([
             "app_id": .string(client.appID),
             "created_at": .string(writer.createdAt()),
@@ -156,41 +156,62 @@ public enum BundlePipeline {
 }
 
 /// Writes a bundle source directory file by file, rewriting only what changed
-/// (atomically) and removing what is no longer part of it.
+/// (atomically) and removing what an earlier pull wrote that is no longer part
+/// of it: the flows and assets the `bundle.json` found there names. Files it
+/// does not name (a person's own, in `assets/` or `flows/` too) are left alone.
 private struct SourceWriter {
     let directory: String
     private(set) var changed: [String] = []
     private(set) var removed: [String] = []
+    /// The files the source's `bundle.json` named before this pull.
+    private var earlier: Set<String> = []
 
     init(directory: String) { self.directory = directory }
 
     /// The source's folders, each directory made synced into its parent
-    /// (`AtomicFile.makeDirectory`), so the files published in them stay reachable.
-    func prepare() throws {
+    /// (`AtomicFile.makeDirectory`), so the files published in them stay
+    /// reachable; and what the earlier pull wrote.
+    mutating func prepare() throws {
         for folder in ["flows", "assets"] {
             do { try AtomicFile.makeDirectory("\(directory)/\(folder)") } catch {
                 throw FPError.cannotWrite("\(directory): cannot create (\(error))")
             }
+        }
+        if let data = FileManager.default.contents(atPath: "\(directory)/\(BundleSource.fileName)"),
+            let old = try? JSONValue.parse(data)
+        {
+            let named =
+                (old["placements"]?.objectValue?.values ?? [:].values).compactMap(\.stringValue)
+                + (old["assets"]?.objectValue?.values ?? [:].values).compactMap(\.stringValue)
+            // Only a plain name in flows/ or assets/: never a path out of them.
+            earlier = Set(
+                named.filter { rel in
+                    let parts = rel.split(separator: "/", omittingEmptySubsequences: false)
+                    return parts.count == 2 && ["flows", "assets"].contains(parts[0]) && !parts[1].isEmpty
+                        && parts[1] != "." && parts[1] != ".."
+                })
         }
     }
 
     mutating func write(_ rel: String, _ data: Data) throws {
         let path = "\(directory)/\(rel)"
         if FileManager.default.contents(atPath: path) == data { return }
-        let out = try AtomicFile.Output(destination: path, overwrite: true)
-        try data.write(to: URL(fileURLWithPath: out.temporaryPath))
-        try out.commit()
+        try AtomicFile.write(data, to: path, overwrite: true)
         changed.append(rel)
     }
 
-    /// Removes files of `flows/` and `assets/` not in `keep`.
-    mutating func removeAll(except keep: Set<String>) {
-        for folder in ["flows", "assets"] {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? []
-            where !keep.contains("\(folder)/\(name)") {
-                try? FileManager.default.removeItem(atPath: "\(directory)/\(folder)/\(name)")
-                removed.append("\(folder)/\(name)")
+    /// Removes the files the earlier pull wrote that are not in `keep`; one that
+    /// cannot be removed fails the pull, naming it.
+    mutating func removeAll(except keep: Set<String>) throws {
+        for rel in earlier.subtracting(keep).sorted() {
+            if unlink("\(directory)/\(rel)") == 0 {
+                removed.append(rel)
+            } else if errno != ENOENT {
+                throw FPError.cannotWrite("\(directory)/\(rel): cannot remove it: \(Errno.describe(errno))")
             }
+        }
+        if !removed.isEmpty {
+            for folder in ["flows", "assets"] { try AtomicFile.syncDirectory("\(directory)/\(folder)") }
         }
     }
 

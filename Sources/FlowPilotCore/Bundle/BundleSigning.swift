@@ -29,15 +29,35 @@ public enum BundleSigning {
                 "alg": .string("ed25519"), "key_id": .string(id),
                 "public_key": .string(key.publicKey.rawRepresentation.base64EncodedString()),
             ]))
-        for (path, data, mode) in [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))] {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-            guard fd >= 0 else {
-                // keygen never replaces a key: no hint to overwrite it.
-                throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : Errno.describe(errno))")
+        // The base names files, not a directory (`-o keys/` wrote a hidden `keys/.key`).
+        let name = PathName.lastComponent(of: base)
+        guard !base.hasSuffix("/"), !name.isEmpty, name != ".", name != ".." else {
+            throw FPError.usage("\(base): give the key files' name, e.g. keys/release for keys/release.key and .pub")
+        }
+        let files = [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))]
+        // Both names are checked before either is written: keygen never replaces
+        // a key (so no hint to overwrite one), and never leaves half a pair.
+        for (path, _, _) in files {
+            var info = stat()
+            if lstat(path, &info) == 0 { throw FPError.cannotWrite("\(path): already exists") }
+        }
+        var written: [String] = []
+        do {
+            for (path, data, mode) in files {
+                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+                guard fd >= 0 else {
+                    throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : Errno.describe(errno))")
+                }
+                written.append(path)
+                defer { close(fd) }
+                fchmod(fd, mode)
+                try AtomicFile.writeAll(fd, data, path: path)
+                guard Platform.syncData(fd) else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
             }
-            defer { close(fd) }
-            fchmod(fd, mode)
-            try AtomicFile.writeAll(fd, data, path: path)
+            try AtomicFile.syncDirectory(PathName.parent(of: base))
+        } catch {
+            for path in written { unlink(path) }
+            throw error
         }
         return id
     }

@@ -44,9 +44,13 @@ public struct CachePutInput {
         }
         let identity = Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:])
         let resolvedAt = json["resolved_at"]?.stringValue.flatMap(RFC3339.parse) ?? Date()
+        let ttlValue = json["ttl_seconds"]?.numberValue ?? 300
+        guard let ttl = TTL.seconds(ttlValue) else {
+            throw FPError.invalid([.error("put-field", at, TTL.outOfRange("ttl_seconds", ttlValue))])
+        }
         try store.storeFlow(
             placement: placement, identity: identity, document: doc,
-            ttlSeconds: Int(json["ttl_seconds"]?.numberValue ?? 300), tier: .network, resolvedAt: resolvedAt)
+            ttlSeconds: ttl, tier: .network, resolvedAt: resolvedAt)
     }
 
     /// The line's flow, inline or from `flow_file`; nil when missing or invalid.

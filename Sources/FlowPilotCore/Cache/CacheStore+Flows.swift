@@ -15,7 +15,7 @@ public struct CachedFlow: Sendable {
 
     /// The key directory's name, `<fingerprint>~<user>`.
     public var keyName: String {
-        (path as NSString).deletingLastPathComponent.split(separator: "/").last.map(String.init) ?? ""
+        PathName.parent(of: path).split(separator: "/").last.map(String.init) ?? ""
     }
 
     public func age(at now: Date) -> TimeInterval { now.timeIntervalSince(resolvedAt) }
@@ -118,7 +118,7 @@ extension CacheStore {
     private func newestEntry(placement: String, keyDir: String) -> (CachedFlow, FlowDocument)? {
         guard let newest = Self.published(keyDir).last,
             let entry = Self.parseEntryName(
-                placement: placement, keyDir: (keyDir as NSString).lastPathComponent,
+                placement: placement, keyDir: PathName.lastComponent(of: keyDir),
                 name: newest.name, size: 0, path: "\(keyDir)/\(newest.name)")
         else { return nil }
         guard let (doc, size) = Self.readEntry(entry) else { return nil }

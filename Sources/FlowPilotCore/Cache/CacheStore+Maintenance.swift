@@ -44,25 +44,25 @@ extension CacheStore {
             bad("cache-dangling-alias", alias.path, "points at an entry that is missing or corrupt")
         }
         for font in scan.fonts {
-            let name = (font.path as NSString).lastPathComponent
+            let name = PathName.lastComponent(of: font.path)
             let expected = String(name.prefix(while: { $0 != "." }))
             guard let data = FileManager.default.contents(atPath: font.path), Digest.sha256Hex(data) == expected else {
                 bad("cache-font-hash", font.path, "content does not match the SHA-256 in its name")
                 continue
             }
         }
-        let urlDirs = Set(scan.imageURLFiles.map { ($0.path as NSString).deletingLastPathComponent })
-        for image in scan.images where !urlDirs.contains((image.path as NSString).deletingLastPathComponent) {
+        let urlDirs = Set(scan.imageURLFiles.map { PathName.parent(of: $0.path) })
+        for image in scan.images where !urlDirs.contains(PathName.parent(of: image.path)) {
             bad("cache-image-url", image.path, "image without its url file")
         }
-        let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
+        let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
         for urlFile in scan.imageURLFiles {
-            let dir = (urlFile.path as NSString).deletingLastPathComponent
+            let dir = PathName.parent(of: urlFile.path)
             // A url file whose image is not (yet) written is what a writer killed between
             // the two leaves: harmless, and `prune` removes it.
             if !imageDirs.contains(dir) { continue }
             let url = FileManager.default.contents(atPath: urlFile.path).map { String(decoding: $0, as: UTF8.self) }
-            if url.map({ Self.urlHash($0) }) != (dir as NSString).lastPathComponent {
+            if url.map({ Self.urlHash($0) }) != PathName.lastComponent(of: dir) {
                 bad("cache-image-url", urlFile.path, "url file does not hash to its directory name")
             }
         }
@@ -80,7 +80,7 @@ extension CacheStore {
 
     /// `.tmp-<pid>-…`: is that process still running?
     static func writerAlive(_ path: String) -> Bool {
-        let name = (path as NSString).lastPathComponent.dropFirst(AtomicFile.tempPrefix.count)
+        let name = PathName.lastComponent(of: path).dropFirst(AtomicFile.tempPrefix.count)
         guard let pid = Int32(name.prefix(while: { $0.isNumber })) else { return false }
         return kill(pid, 0) == 0 || errno == EPERM
     }

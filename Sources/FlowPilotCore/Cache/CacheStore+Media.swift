@@ -15,7 +15,7 @@ public struct CachedImage: Sendable {
     /// The full URL the image was stored under, from the `url` file beside it
     /// (docs/cache-format.md); nil when that file is missing.
     public var url: String? {
-        let sidecar = (path as NSString).deletingLastPathComponent + "/" + CacheStore.imageURLFileName
+        let sidecar = PathName.parent(of: path) + "/" + CacheStore.imageURLFileName
         return FileManager.default.contents(atPath: sidecar).map { String(decoding: $0, as: UTF8.self) }
     }
 }
@@ -108,7 +108,7 @@ extension CacheStore {
     }
 
     static func removeImageDirIfEmpty(_ imagePath: String) {
-        let dir = (imagePath as NSString).deletingLastPathComponent
+        let dir = PathName.parent(of: imagePath)
         if !published(dir).contains(where: { $0.name.hasSuffix(".img") }) {
             unlink("\(dir)/\(Self.imageURLFileName)")
             rmdir(dir)
@@ -121,7 +121,7 @@ extension CacheStore {
     public func storeFont(_ data: Data, sha256 expected: String?, ext: String) throws -> String {
         let sha = Digest.sha256Hex(data)
         if let expected, expected != sha {
-            throw CacheError.io("font sha256 \(sha) does not match the flow's \(expected)")
+            throw FPError.cannotWrite("font sha256 \(sha) does not match the flow's \(expected)")
         }
         let name = "\(sha).\(BundlePath.normalizedExtension("x.\(ext)"))"
         if !FileManager.default.fileExists(atPath: "\(fontsDir)/\(name)") {

@@ -47,7 +47,7 @@ extension CacheStore {
                 continue
             }
             removed.append(removal)
-            let dir = (path as NSString).deletingLastPathComponent
+            let dir = PathName.parent(of: path)
             if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
         }
         return RemovalResult(removed: removed, failed: failed)
@@ -87,9 +87,9 @@ private struct PruneSelection {
     /// Superseded copies, and url files whose image was never written.
     mutating func addDebris() {
         for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
-        let imageDirs = Set(scan.images.map { ($0.path as NSString).deletingLastPathComponent })
+        let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
         for urlFile in scan.imageURLFiles
-        where !imageDirs.contains((urlFile.path as NSString).deletingLastPathComponent) {
+        where !imageDirs.contains(PathName.parent(of: urlFile.path)) {
             remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
         }
     }
@@ -149,7 +149,7 @@ private struct PruneSelection {
                 remove(.image, image.path, image.size, "no cached flow refers to it")
             }
         }
-        for font in scan.fonts where !fonts.contains(String((font.path as NSString).lastPathComponent.prefix(64))) {
+        for font in scan.fonts where !fonts.contains(String(PathName.lastComponent(of: font.path).prefix(64))) {
             remove(.font, font.path, font.size, "no cached flow refers to it")
         }
     }

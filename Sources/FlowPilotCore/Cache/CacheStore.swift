@@ -34,7 +34,7 @@ public final class CacheStore: Sendable {
     var lockPath: String { "\(root)/.lock" }
 
     /// Opens a cache directory. `create` makes a missing (or empty) one; otherwise
-    /// a missing directory is `CacheError.missing` and a directory written by a
+    /// a missing directory is `FPError.inputMissing` and a directory written by a
     /// newer format is refused, never rewritten.
     public init(root: String, create: Bool = false, budgets: Budgets = .init()) throws {
         self.root = root
@@ -42,32 +42,43 @@ public final class CacheStore: Sendable {
         var isDir: ObjCBool = false
         let fm = FileManager.default
         if !fm.fileExists(atPath: root, isDirectory: &isDir) {
-            guard create else { throw CacheError.missing("\(root): no such cache directory") }
+            guard create else { throw FPError.inputMissing("\(root): no such cache directory") }
             // Synced into its parent (AtomicFile.makeDirectory), like every directory the cache makes.
             do { try AtomicFile.makeDirectory(root) } catch {
-                throw CacheError.io("\(root): cannot create (\(error))")
+                throw FPError.cannotWrite("\(root): cannot create (\(error))")
             }
         } else if !isDir.boolValue {
-            throw CacheError.notACache("\(root): not a directory")
+            throw FPError.invalid([.error("cache-format", "", "\(root): not a directory")])
         }
         let marker = "\(root)/\(Self.markerName)"
         if let data = fm.contents(atPath: marker) {
             guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == Self.format,
                 let version = json["version"]?.numberValue
             else {
-                throw CacheError.notACache("\(marker): not an fpctl cache marker")
+                throw FPError.invalid([.error("cache-format", "", "\(marker): not an fpctl cache marker")])
             }
             if version > Double(Self.formatVersion) {
-                throw CacheError.newerFormat(
-                    "\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
-                )
+                throw FPError.invalid([
+                    .error(
+                        "cache-format", "",
+                        "\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
+                    )
+                ])
             }
         } else {
+            // A directory that cannot be listed is not taken for an empty one.
+            guard let listing = opendir(root) else {
+                throw FPError.cannotWrite("\(root): cannot list it: \(Errno.describe(errno))")
+            }
+            closedir(listing)
             let contents = (try? fm.contentsOfDirectory(atPath: root)) ?? []
             guard contents.isEmpty else {
-                throw CacheError.notACache("\(root): not an fpctl cache (no \(Self.markerName)); refusing to touch it")
+                throw FPError.invalid([
+                    .error(
+                        "cache-format", "", "\(root): not an fpctl cache (no \(Self.markerName)); refusing to touch it")
+                ])
             }
-            guard create else { throw CacheError.missing("\(root): empty directory, not a cache yet") }
+            guard create else { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
             let body = CanonicalJSON.prettyData(
                 .object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
             do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch {
@@ -83,10 +94,10 @@ public final class CacheStore: Sendable {
     /// `clear` hold it exclusively while they delete. Readers never lock.
     func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CacheError.io("\(lockPath): \(Errno.describe(errno))") }
+        guard fd >= 0 else { throw FPError.cannotWrite("\(lockPath): \(Errno.describe(errno))") }
         defer { close(fd) }
         while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
-            guard errno == EINTR else { throw CacheError.io("\(lockPath): \(Errno.describe(errno))") }
+            guard errno == EINTR else { throw FPError.cannotWrite("\(lockPath): \(Errno.describe(errno))") }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

@@ -10,6 +10,7 @@ public enum Errno {
             EROFS: "EROFS", EDQUOT: "EDQUOT", ENAMETOOLONG: "ENAMETOOLONG", ELOOP: "ELOOP", EXDEV: "EXDEV",
             ENOTEMPTY: "ENOTEMPTY", EBUSY: "EBUSY", ECONNREFUSED: "ECONNREFUSED", ENETUNREACH: "ENETUNREACH",
             EHOSTUNREACH: "EHOSTUNREACH", EADDRNOTAVAIL: "EADDRNOTAVAIL", EAGAIN: "EAGAIN", ENXIO: "ENXIO",
+            EBADF: "EBADF", EPIPE: "EPIPE", ESPIPE: "ESPIPE", ENODEV: "ENODEV",
         ]
         let text = String(cString: strerror(code))
         return names[code].map { "\(text) (\($0))" } ?? "\(text) (errno \(code))"

@@ -68,7 +68,7 @@ public enum AtomicFile {
         guard errno == ENOENT, path.contains("/") else {
             throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
         }
-        try makeDirectory((path as NSString).deletingLastPathComponent)
+        try makeDirectory(PathName.parent(of: path))
         if mkdir(path, 0o755) == 0 {
             try syncParent(of: path)
         } else if errno != EEXIST {
@@ -77,8 +77,7 @@ public enum AtomicFile {
     }
 
     private static func syncParent(of path: String) throws {
-        let parent = (path as NSString).deletingLastPathComponent
-        try syncDirectory(parent.isEmpty ? "." : parent)
+        try syncDirectory(PathName.parent(of: path))
     }
 
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
@@ -122,37 +121,94 @@ extension AtomicFile {
     /// then syncs the directory, so an output fpctl said it wrote survives a
     /// power cut (git's `core.fsync`, Go's renameio). Dropped without `commit`,
     /// it removes the temporary file.
+    ///
+    /// What is already at the destination decides the rest:
+    /// - a symbolic link is followed to the file it names (a dangling one to
+    ///   the file it would name), and that file is replaced, never the link;
+    /// - a character device or a FIFO (`/dev/null`, `/dev/stdout`, a named
+    ///   pipe) is written through, as a shell's `>` would: `temporaryPath` is
+    ///   the destination itself, and nothing is renamed over it or removed;
+    /// - a directory or any other kind of file is refused (cannot write);
+    /// - a regular file is replaced only with `overwrite`;
+    /// - "-" and "" are refused as usage errors: no file is named "-".
     public final class Output {
         public let destination: String
         public let temporaryPath: String
+        /// The destination is a device or a FIFO, written in place.
+        public let writesThrough: Bool
+        private let target: String
         private var committed = false
 
         public init(destination: String, overwrite: Bool) throws {
             self.destination = destination
-            let url = URL(fileURLWithPath: destination)
-            let dir = url.deletingLastPathComponent().path
+            // "-" is standard output to most tools: never a file named "-".
+            guard destination != "-" else {
+                throw FPError.usage("-: standard output is not a file here; name the output file")
+            }
+            guard !destination.isEmpty else { throw FPError.usage("the output file's name is empty") }
+            target = try Self.followLinks(destination)
+            var info = stat()
+            if stat(target, &info) == 0 {
+                switch info.st_mode & S_IFMT {
+                case S_IFREG:
+                    if !overwrite { throw FPError.outputExists(destination) }
+                    writesThrough = false
+                case S_IFCHR, S_IFIFO:
+                    writesThrough = true
+                case S_IFDIR:
+                    throw FPError.cannotWrite("\(destination): is a directory")
+                default:
+                    throw FPError.cannotWrite(
+                        "\(destination): is neither a regular file, a character device nor a FIFO")
+                }
+            } else if errno == ENOENT {
+                writesThrough = false
+            } else {
+                throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+            }
+            self.overwrite = overwrite
+            if writesThrough {
+                temporaryPath = target
+                return
+            }
+            let dir = PathName.parent(of: target)
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
                 throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
             }
-            if !overwrite, FileManager.default.fileExists(atPath: destination) {
-                throw FPError.outputExists(destination)
-            }
-            temporaryPath = "\(dir)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            temporaryPath =
+                "\(dir)/.\(PathName.lastComponent(of: target)).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
             let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 throw FPError.cannotWrite(
                     "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
             }
             close(fd)
-            self.overwrite = overwrite
+        }
+
+        /// The path a chain of symbolic links ends at (at most 40 links, as the
+        /// kernel allows); a relative link is read from its own directory.
+        static func followLinks(_ path: String) throws -> String {
+            var current = path
+            for _ in 0..<40 {
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = readlink(current, &buffer, buffer.count - 1)
+                if n < 0 {
+                    if errno == EINVAL || errno == ENOENT { return current }  // not a link, or nothing there
+                    throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
+                }
+                let link = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                current = link.hasPrefix("/") ? link : PathName.join(PathName.parent(of: current), link)
+            }
+            throw FPError.cannotWrite("\(path): \(Errno.describe(ELOOP))")
         }
 
         private let overwrite: Bool
 
-        /// Puts `bytes` in the temporary file, replacing what it held.
+        /// Puts `bytes` in the temporary file, replacing what it held (or
+        /// through to the device or FIFO).
         public func write(_ bytes: some ContiguousBytes) throws {
-            let fd = open(temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
+            let fd = open(temporaryPath, O_WRONLY | (writesThrough ? 0 : O_TRUNC) | O_CLOEXEC)
             guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
             defer { close(fd) }
             if let code = bytes.withUnsafeBytes({ FlowPilotCore.writeAll(fd, $0) }) {
@@ -163,6 +219,10 @@ extension AtomicFile {
         /// Moves the finished file into place. Without `overwrite` this fails, rather
         /// than replaces, when the destination appeared in the meantime.
         public func commit() throws {
+            if writesThrough {
+                committed = true
+                return
+            }
             // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
             chmod(temporaryPath, 0o644)
             let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC)
@@ -173,23 +233,22 @@ extension AtomicFile {
             }
             close(fd)
             if overwrite {
-                guard rename(temporaryPath, destination) == 0 else {
+                guard rename(temporaryPath, target) == 0 else {
                     throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
                 }
             } else {
-                guard link(temporaryPath, destination) == 0 else {
+                guard link(temporaryPath, target) == 0 else {
                     if errno == EEXIST { throw FPError.outputExists(destination) }
                     throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
                 }
                 unlink(temporaryPath)
             }
             committed = true
-            let dir = (destination as NSString).deletingLastPathComponent
-            try AtomicFile.syncDirectory(dir.isEmpty ? "." : dir)
+            try AtomicFile.syncDirectory(PathName.parent(of: target))
         }
 
         deinit {
-            if !committed { unlink(temporaryPath) }
+            if !committed && !writesThrough { unlink(temporaryPath) }
         }
     }
 }

@@ -3,7 +3,8 @@ import Foundation
 /// Opening a file the user named as input: one line naming the path and the
 /// problem (`FPError.inputMissing`, exit 66) whether it is missing, a
 /// directory, unreadable, or a FIFO where a seekable file is needed — never a
-/// raw Foundation error, and never a hang on a FIFO nobody writes to.
+/// raw Foundation error, and never a wait on a FIFO where a file is needed. A
+/// FIFO given as a stream waits for its writer, as `cat` does.
 public enum InputFile {
     /// What may stand behind the path.
     public enum Kind: Sendable {
@@ -36,7 +37,16 @@ public enum InputFile {
         case S_IFDIR:
             close(fd)
             throw FPError.inputMissing("\(path): is a directory; the \(what) must be a file")
-        case S_IFIFO where kind == .stream, S_IFCHR where kind == .stream:
+        case S_IFIFO where kind == .stream:
+            // Opened without waiting, a FIFO whose writer has not come yet reads
+            // as empty: open it again, waiting for the writer, as `cat` does.
+            close(fd)
+            let blocking = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+            guard blocking >= 0 else {
+                throw FPError.inputMissing("\(path): cannot read the \(what): \(Errno.describe(errno))")
+            }
+            return blocking
+        case S_IFCHR where kind == .stream:
             break
         default:
             close(fd)

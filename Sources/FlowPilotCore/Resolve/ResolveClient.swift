@@ -111,7 +111,13 @@ public struct ResolveClient: Sendable {
     }
 
     func result(_ json: JSONValue, placement: String) -> LiveResult {
-        let ttl = json["cache_ttl_seconds"]?.numberValue.map { Int($0) }
+        var ttl: Int?
+        if let value = json["cache_ttl_seconds"]?.numberValue {
+            guard let seconds = TTL.seconds(value) else {
+                return .failed(.invalidResponse(TTL.outOfRange("cache_ttl_seconds", value)))
+            }
+            ttl = seconds
+        }
         switch json["flow"] {
         case nil: return .failed(.invalidResponse("response has no flow field"))
         case .null?: return .noFlow

@@ -58,7 +58,7 @@ struct BundlePreviewCommand: ParsableCommand {
             Console.warn("\(preview.file): invalid bundle, drawn with its findings at the top")
         }
         if output == "-" {
-            try StandardOutput.write(page)
+            StandardOutput.write(page)
         } else {
             try AtomicFile.write(page, to: output, overwrite: overwrite)
         }

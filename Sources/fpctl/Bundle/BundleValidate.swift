@@ -26,8 +26,14 @@ struct BundleValidate: ParsableCommand {
     @Flag(help: "Treat warnings (unknown component types, unreferenced assets, age) as failures.")
     var strict = false
 
-    @Option(name: .customLong("max-age"), help: "Warn when the bundle's created_at is older than this (e.g. 60d).")
+    @Option(
+        name: .customLong("max-age"), parsing: .unconditional,
+        help: "Warn when the bundle's created_at is older than this (e.g. 60d).")
     var maxAge: DurationArgument?
+
+    func validate() throws {
+        try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
+    }
 
     @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
     var publicKey: String?
@@ -52,7 +58,9 @@ struct BundleValidate: ParsableCommand {
 
     func run() throws {
         var results: [FileResult] = []
-        var missing = false
+        // The status of the first bundle that could not be checked at all
+        // (missing, unreadable): its own, never taken for "missing".
+        var unchecked: ExitStatus?
         var options = BundleValidator.Options(strict: strict, maxAge: maxAge?.seconds)
         if let publicKey {
             options.publicKey = try BundleSigning.loadPublic(publicKey).rawRepresentation
@@ -65,7 +73,7 @@ struct BundleValidate: ParsableCommand {
                         file: bundle, valid: report.isValid, digest: report.digest,
                         findings: report.findings, error: nil))
             } catch let error as FPError {
-                missing = true
+                unchecked = unchecked ?? ExitStatus(error)
                 results.append(
                     FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
             }
@@ -83,7 +91,7 @@ struct BundleValidate: ParsableCommand {
                 if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
             }
         }
-        if missing { throw ExitCode(.inputMissing) }
+        if let unchecked { throw ExitCode(unchecked) }
         if results.contains(where: { !$0.valid }) { throw ExitCode(.invalidData) }
     }
 }

@@ -35,7 +35,7 @@ struct CacheClear: ParsableCommand {
             guard isatty(STDIN_FILENO) != 0 else {
                 throw FPError.usage("cache clear needs --force when standard input is not a terminal")
             }
-            FileHandle.standardError.write(Data("clear \(scope.rawValue) in \(store.root)? [y/N] ".utf8))
+            Console.raw("clear \(scope.rawValue) in \(store.root)? [y/N] ")
             guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
         }
         let result = try store.clear(scope)

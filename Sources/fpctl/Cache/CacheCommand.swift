@@ -29,9 +29,7 @@ struct CacheDirOption: ParsableArguments {
     }
 
     func open(create: Bool = false) throws -> CacheStore {
-        do { return try CacheStore(root: try path(), create: create) } catch let error as CacheError {
-            throw error.asFPError
-        }
+        try CacheStore(root: try path(), create: create)
     }
 }
 

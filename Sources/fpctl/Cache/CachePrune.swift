@@ -19,7 +19,8 @@ struct CachePrune: ParsableCommand {
     @OptionGroup var cache: CacheDirOption
     @Flag(help: "Images past their TTL (7 days).") var expired = false
     @Option(
-        name: .customLong("older-than"), help: "Flows resolved, and images last used, longer ago than this (e.g. 7d).")
+        name: .customLong("older-than"), parsing: .unconditional,
+        help: "Flows resolved, and images last used, longer ago than this (e.g. 7d).")
     var olderThan: DurationArgument?
     @Option(name: .customLong("max-size"), help: "Trim images to this size, least recently used first (e.g. 200MiB).")
     var maxSize: SizeArgument?
@@ -48,6 +49,7 @@ struct CachePrune: ParsableCommand {
 
     func validate() throws {
         if images && flows { throw ValidationError("--images and --flows exclude each other") }
+        try olderThan?.check("--older-than", from: DurationArgument("0s", seconds: 0), to: .longest)
     }
 
     func run() throws {

@@ -40,8 +40,10 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
     let seconds: Double
 
     init?(argument: String) {
-        guard let seconds = Units.parseDuration(argument) else { return nil }
-        (self.text, self.seconds) = (argument, seconds)
+        // A negative duration parses, so that `check` can say the range.
+        let negative = argument.hasPrefix("-")
+        guard let seconds = Units.parseDuration(negative ? String(argument.dropFirst()) : argument) else { return nil }
+        (self.text, self.seconds) = (argument, negative ? -seconds : seconds)
     }
 
     /// A default value, written as the help shows it.
@@ -49,9 +51,32 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
         (self.text, self.seconds) = (text, seconds)
     }
 
-    var duration: Duration { .milliseconds(Int64((seconds * 1000).rounded())) }
+    /// The longest duration any option takes: about a century.
+    static let longest = DurationArgument("36500d", seconds: 36500 * 86400)
+
+    /// The value as a Duration; `check` has kept it within `longest`.
+    var duration: Duration { .milliseconds(Int64((min(seconds, Self.longest.seconds) * 1000).rounded())) }
+
+    /// A usage error that says the range, for a value outside `lowest...highest`
+    /// (`above` excludes the lower bound).
+    func check(_ flag: String, from lowest: DurationArgument, above: Bool = false, to highest: DurationArgument) throws
+    {
+        let low = above ? seconds > lowest.seconds : seconds >= lowest.seconds
+        guard low, seconds <= highest.seconds else {
+            throw ValidationError("\(flag) \(text): use \(above ? "more than " : "")\(lowest) to \(highest)")
+        }
+    }
     var description: String { text }
     var defaultValueDescription: String { text }
+}
+
+/// A usage error (64) that says the range, for a number out of it. Numeric
+/// options are parsed `.unconditional`, so `-1` is a value out of range, not a
+/// missing one.
+func checkRange<T: Comparable>(_ flag: String, _ value: T, _ range: ClosedRange<T>) throws {
+    guard range.contains(value) else {
+        throw ValidationError("\(flag) \(value): use \(range.lowerBound) to \(range.upperBound)")
+    }
 }
 
 /// Sizes: bytes, k/M/G (decimal) or KiB/MiB/GiB (binary), e.g. `200MiB`.

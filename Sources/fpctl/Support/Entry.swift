@@ -5,8 +5,8 @@ import Foundation
 /// The process's entry: checks that the system gives what the Swift runtime
 /// reads, then runs `FPCTL`, and turns what a command throws into its exit
 /// status: a failure of the core through `report` (one line each on standard
-/// error), everything else (usage errors, help, `ExitCode`) as the argument
-/// parser does.
+/// error), everything else (usage errors, help, `ExitCode`) with the argument
+/// parser's message and code, printed through `StandardOutput` and `Console`.
 ///
 /// In a root without /proc (a bare chroot, some build sandboxes) the Swift
 /// runtime cannot work as it should: `CommandLine` reads the arguments from
@@ -27,11 +27,11 @@ enum Entry {
     }
 
     static func main() async {
+        StandardOutput.holdClosedDescriptors()
         guard procIsMounted, !CommandLine.arguments.isEmpty else {
-            FileHandle.standardError.write(
-                Data(
-                    "fpctl: error: /proc is not mounted: fpctl cannot read its arguments or run its threads without it (mount -t proc proc /proc)\n"
-                        .utf8))
+            Console.error(
+                "/proc is not mounted: fpctl cannot read its arguments or run its threads without it (mount -t proc proc /proc)"
+            )
             exit(ExitStatus.failure.rawValue)
         }
         do {
@@ -44,7 +44,16 @@ enum Entry {
         } catch let error as FPError {
             exit(report(error).rawValue)
         } catch {
-            FPCTL.exit(withError: error)
+            // What the argument parser has to say (help, a version, a completion
+            // script, a usage error), written through StandardOutput and Console
+            // like everything else fpctl prints, so a failed write is reported
+            // the same way instead of lost in `print`.
+            let code = FPCTL.exitCode(for: error)
+            let message = FPCTL.fullMessage(for: error)
+            if !message.isEmpty {
+                if code == .success { Console.out(message + "\n") } else { Console.raw(message + "\n") }
+            }
+            exit(code.rawValue)
         }
     }
 }

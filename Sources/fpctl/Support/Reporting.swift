@@ -3,30 +3,70 @@ import FlowPilotCore
 import Foundation
 
 /// Standard error, for logs, warnings and errors (data goes to standard output).
+/// A message that cannot be written is dropped: there is nowhere left to say so,
+/// and the command's status still tells what happened.
 enum Console {
-    static func error(_ message: String) {
-        FileHandle.standardError.write(Data("fpctl: error: \(message)\n".utf8))
-    }
+    static func error(_ message: String) { raw("fpctl: error: \(message)\n") }
 
-    static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("fpctl: warning: \(message)\n".utf8))
-    }
+    static func warn(_ message: String) { raw("fpctl: warning: \(message)\n") }
 
-    static func note(_ message: String) {
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
+    static func note(_ message: String) { raw("\(message)\n") }
+
+    /// Text as it is: a prompt, a progress line.
+    static func raw(_ text: String) {
+        var text = text
+        _ = text.withUTF8 { writeAll(STDERR_FILENO, UnsafeRawBufferPointer($0)) }
     }
 
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        var text = text
+        text.withUTF8 { StandardOutput.write(UnsafeRawBufferPointer($0)) }
     }
 }
 
-/// Standard output for a large document (a preview page): written straight to
-/// the descriptor, without a copy into `Data`.
+/// Standard output: every byte of data fpctl prints goes through `write`, the
+/// one place that decides what a failed write means (docs/decisions.md,
+/// "Standard output and error"):
+/// - a reader that went away (EPIPE: `fpctl … | head -n1`) ends fpctl quietly
+///   by SIGPIPE, as it ends `cat`: a shell reports status 141, and nothing is
+///   printed;
+/// - any other failure (a full disk, a closed descriptor: `>/dev/full`, `>&-`)
+///   is one line on standard error and status 73 (cannot write). Files fpctl
+///   published before that stay whole: only the report of them was lost.
 enum StandardOutput {
-    static func write(_ bytes: [UInt8]) throws {
-        if let code = bytes.withUnsafeBytes({ writeAll(STDOUT_FILENO, $0) }) {
-            throw FPError.cannotWrite("standard output: \(Errno.describe(code))")
+    static func write(_ bytes: UnsafeRawBufferPointer) {
+        if let code = writeAll(STDOUT_FILENO, bytes) { failed(code) }
+    }
+
+    static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    static func write(_ data: Data) {
+        data.withUnsafeBytes { write($0) }
+    }
+
+    private static func failed(_ code: Int32) -> Never {
+        if code == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        Console.error("standard output: \(Errno.describe(code))")
+        exit(ExitStatus.cannotWrite.rawValue)
+    }
+
+    /// A standard descriptor the caller closed (`>&-`, `2>&-`, `<&-`) is held
+    /// by /dev/null opened the other way round, before fpctl opens anything:
+    /// otherwise the first file fpctl opened would get its number, and what it
+    /// printed would land in that file (a cache entry, a bundle). Writing to a
+    /// descriptor held so fails with EBADF, as writing to a closed one would.
+    static func holdClosedDescriptors() {
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            let held = open("/dev/null", (fd == STDIN_FILENO ? O_WRONLY : O_RDONLY) | O_CLOEXEC)
+            if held >= 0 && held != fd {
+                dup2(held, fd)
+                close(held)
+            }
         }
     }
 }
@@ -72,7 +112,7 @@ final class BufferedOutput {
     }
 
     func flush() {
-        FileHandle.standardOutput.write(buffer)
+        StandardOutput.write(buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -76,13 +76,16 @@ struct BackendOptions: ParsableArguments {
     @Option(help: "A bundled default .fpbundle for Tier 3.") var bundle: String?
     @Option(help: "The SDK environment, which sets the TTL of flows sent without cache_ttl_seconds.")
     var environment: SDKEnvironment = .production
-    @Option(help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).")
+    @Option(parsing: .unconditional, help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).")
     var timeout = DurationArgument("4s", seconds: 4)
-    @Option(help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
+    @Option(parsing: .unconditional, help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
     @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
 
     func validate() throws {
-        guard timeout.seconds > 0 else { throw ValidationError("--timeout must be more than 0") }
+        try timeout.check(
+            "--timeout", from: DurationArgument("0s", seconds: 0), above: true,
+            to: DurationArgument("1h", seconds: 3600))
+        try checkRange("--retries", retries, 0...100)
     }
 
     func identity() throws -> Identity { try remote.identity() }

@@ -32,10 +32,10 @@ final class OutcomeReport {
             // Written at once, and each identity's rows as it finishes
             // (`identityDone`): what a killed run leaves is what --resume reads.
             out.write(document.start)
-            out.flush()
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
         case .table: out.write(line(Self.columns.map { $0.uppercased() }))
         }
+        out.flush()
     }
 
     func add(_ o: PrefetchOutcome) {
@@ -55,10 +55,11 @@ final class OutcomeReport {
         }
     }
 
-    /// An identity's rows are all added: in JSON they reach the file now, so a
-    /// killed run loses at most the identities in flight.
+    /// An identity's rows are all added: they reach the file or pipe now, in
+    /// every format, so a reader sees rows as identities finish and a killed
+    /// run loses at most the identities in flight (what --resume reads).
     func identityDone() {
-        if format == .json && showRows { out.flush() }
+        if showRows { out.flush() }
     }
 
     /// The summary after the rows (see the type's comment for when).

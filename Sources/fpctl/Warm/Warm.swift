@@ -49,13 +49,14 @@ struct Warm: AsyncParsableCommand {
     @Option(help: "JSON Lines identities file, or - for standard input.") var identities: String?
     @Option(help: "Images to warm.") var media: MediaStrategy = .firstScreen
     @Option(
+        parsing: .unconditional,
         help: """
             Identities warmed at once, each with its one batch request in flight (HTTP/1.1: as many \
             connections per host; HTTP/2: streams, within the server's limit).
             """)
     var concurrency = 8
     @Option(
-        name: .customLong("media-concurrency"),
+        name: .customLong("media-concurrency"), parsing: .unconditional,
         help: "Image and font downloads at once, the image cache's concurrency cap, apart from --concurrency.")
     var mediaConcurrency = 8
     @Option(
@@ -65,7 +66,7 @@ struct Warm: AsyncParsableCommand {
             """)
     var rate: RequestPacer.Rate?
     @Option(help: "Only shard K of N (e.g. 2/4), a stable split of the identities.") var shard: Shard?
-    @Option(help: "How long to wait for resolves that outlived their timeout.")
+    @Option(parsing: .unconditional, help: "How long to wait for resolves that outlived their timeout.")
     var grace = DurationArgument("10s", seconds: 10)
     @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
     var failOn: WarmRun.FailOn = .failed
@@ -89,9 +90,14 @@ struct Warm: AsyncParsableCommand {
     var resume: String?
     @OptionGroup var output: FormatOption
 
+    /// Identities or downloads at once: enough for any backend, and never a
+    /// connection count that overflows.
+    static let concurrencyRange = 1...10_000
+
     func validate() throws {
-        guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
-        guard mediaConcurrency > 0 else { throw ValidationError("--media-concurrency must be at least 1") }
+        try checkRange("--concurrency", concurrency, Self.concurrencyRange)
+        try checkRange("--media-concurrency", mediaConcurrency, Self.concurrencyRange)
+        try grace.check("--grace", from: DurationArgument("0s", seconds: 0), to: DurationArgument("1h", seconds: 3600))
         if let runID, runID.isEmpty { throw ValidationError("--run-id must not be empty") }
     }
 
@@ -188,27 +194,41 @@ struct Warm: AsyncParsableCommand {
 }
 
 /// A one-line progress counter on standard error, only when it is a terminal,
-/// redrawn at most five times a second.
+/// redrawn at most five times a second. The rate is over the last few seconds
+/// (a window of samples), never over less than one: a first second's 65 rows
+/// read as 65,000/s, and a rate since the start hides a run slowing down. It is
+/// cleared before anything else reaches the terminal (`clear`).
 final class Progress {
     let enabled: Bool
-    private var shown = 0
+    private var shown = false
     private var last = ContinuousClock.now
     private let start = ContinuousClock.now
+    /// (seconds since start, identities) at each redraw, the last five seconds' worth.
+    private var samples: [(Double, Int)] = [(0, 0)]
 
     init(enabled: Bool) { self.enabled = enabled }
 
     func update(_ counts: WarmRun.Counts) {
-        guard enabled, ContinuousClock.now - last > .milliseconds(200) else { return }
-        last = ContinuousClock.now
-        shown = counts.identities
-        let seconds = Double((ContinuousClock.now - start).components.seconds) + 0.001
-        let rate = Int(Double(counts.identities) / seconds)
-        let line =
-            "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed, \(rate)/s"
-        FileHandle.standardError.write(Data(line.utf8))
+        let now = ContinuousClock.now
+        guard enabled, now - last > .milliseconds(200) else { return }
+        last = now
+        let elapsed = now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        samples.append((seconds, counts.identities))
+        while samples.count > 2, seconds - samples[1].0 >= 5 { samples.removeFirst() }
+        var line = "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed"
+        if let first = samples.first, seconds - first.0 >= 1 {
+            line += ", \(Int((Double(counts.identities - first.1) / (seconds - first.0)).rounded()))/s"
+        }
+        Console.raw(line)
+        shown = true
     }
 
+    /// Takes the line away, so that rows or the summary start at the margin;
+    /// the next `update` draws it again.
     func clear() {
-        if enabled && shown > 0 { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        guard enabled && shown else { return }
+        Console.raw("\r\u{1B}[2K")
+        shown = false
     }
 }

@@ -7,6 +7,7 @@ import Foundation
 final class WarmPresentation {
     private let report: OutcomeReport
     private let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
+    private lazy var rowsOnTerminal = report.showRows && isatty(STDOUT_FILENO) != 0
     private var placementSummary = OutcomeSummary()
     private let metrics: WarmMetrics?
     /// The first failure that reached no backend, named when the run ends `unavailable`.
@@ -25,6 +26,8 @@ final class WarmPresentation {
             placementSummary.add(outcome)
             metrics?.record(outcome)
         }
+        // Rows on the terminal the progress line is on start at the margin.
+        if rowsOnTerminal { progress.clear() }
         report.identityDone()
         progress.update(counts)
     }
@@ -32,9 +35,9 @@ final class WarmPresentation {
     /// The summary and the run on standard output (synced when it is a file),
     /// then the closing line, and why nothing reached the backend if so.
     func finish(run: WarmRunInfo, result: WarmRun.Summary, warmer: Warmer, success: Bool) {
+        progress.clear()
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         StandardOutputSync.sync()
-        progress.clear()
         Console.note(Warm.summaryLine(result, pacer: warmer.pacer))
         if result.verdict(failOn: .never) == .unavailable, let unavailable {
             Console.error("no request reached the backend: \(describe(unavailable))")

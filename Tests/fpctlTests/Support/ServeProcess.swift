@@ -32,7 +32,7 @@ final class ServeProcess: @unchecked Sendable {
         }
         watchdog.cancel()
         url = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard url.hasPrefix("http://127.0.0.1:") else {
+        guard url.hasPrefix("http://") else {
             process.waitUntilExit()
             throw ServeError(message: "serve did not start: \(stderr)")
         }

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+/// A FIFO given as a streamed input waits for its writer, as `cat` does: a
+/// writer that comes later is read whole, never taken for an empty input.
+@Suite("inputs from a FIFO whose writer comes later")
+struct FIFOInputTests {
+    @Test("cache put --input FIFO waits for the writer and stores what it writes")
+    func putWaitsForWriter() throws {
+        let tmp = try TemporaryDirectory()
+        let fifo = tmp.file("lines")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let put = Process()
+        put.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        put.arguments = ["cache", "put", "--cache-dir", tmp.file("cache"), "--input", fifo]
+        let errors = Pipe()
+        put.standardError = errors
+        put.standardOutput = FileHandle.nullDevice
+        try put.run()
+        // The writer comes a moment later; opening without waiting fails with
+        // ENXIO until a reader holds the FIFO open.
+        usleep(300_000)
+        var fd: Int32 = -1
+        let deadline = Date().addingTimeInterval(20)
+        while fd < 0 && put.isRunning && Date() < deadline {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if fd < 0 { usleep(20_000) }
+        }
+        try #require(
+            fd >= 0,
+            "fpctl exited or never opened the FIFO: \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))"
+        )
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        let line = #"{"placement":"paywall","user_id":"late","ttl_seconds":300,"flow_file":"\#(flow)"}"# + "\n"
+        _ = line.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        put.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(put.terminationStatus == 0, "\(message)")
+        let list = try fpctl("cache", "list", "--cache-dir", tmp.file("cache"), "--format", "csv")
+        #expect(list.stdout.contains("paywall,late,"), "\(list.stdout)")
+    }
+
+    @Test(
+        "warm's rows reach a file while the run goes on, in every format",
+        arguments: ["table", "csv", "json"])
+    func rowsStream(format: String) throws {
+        // 40 identities, 2 at a time, 100 ms each: about 2 s of run.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "100"])
+        let tmp = try TemporaryDirectory()
+        let ids = (0..<40).map { #"{"user_id":"u-\#($0)"}"# }.joined(separator: "\n") + "\n"
+        try ids.write(toFile: tmp.file("ids.jsonl"), atomically: true, encoding: .utf8)
+        let rows = tmp.file("rows.out")
+        _ = FileManager.default.createFile(atPath: rows, contents: nil)
+        let warm = Process()
+        warm.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        warm.arguments = [
+            "warm", "paywall", "--api-url", server.url, "--app-id", "demo", "--identities", tmp.file("ids.jsonl"),
+            "--cache-dir", tmp.file("cache"), "--media", "none", "--format", format, "--concurrency", "2",
+        ]
+        warm.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: rows))
+        warm.standardError = FileHandle.nullDevice
+        try warm.run()
+        var sawRowWhileRunning = false
+        while warm.isRunning {
+            let text = (try? String(contentsOfFile: rows, encoding: .utf8)) ?? ""
+            if text.contains("paywall") && warm.isRunning {
+                sawRowWhileRunning = true
+                break
+            }
+            usleep(20_000)
+        }
+        warm.waitUntilExit()
+        #expect(warm.terminationStatus == 0)
+        #expect(sawRowWhileRunning, "no row reached the file before the run ended")
+        let text = try String(contentsOfFile: rows, encoding: .utf8)
+        // Every identity's row, once the run is over.
+        #expect(text.split(separator: "\n").filter { $0.contains("u-") }.count == 40, "\(text)")
+    }
+}

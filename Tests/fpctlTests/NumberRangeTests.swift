@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+
+/// Numbers from a backend, an input file or a flag that do not fit: an invalid
+/// row or response, or a usage error naming the range; never a trap, and never
+/// an entry that `cache verify` would then call corrupt.
+@Suite("numbers out of range (TTLs from a backend, an input file, a flag) and the URL serve prints")
+struct NumberRangeTests {
+    /// A resolve backend on loopback (Python's http.server) that answers every
+    /// single and batch resolve with the demo's paywall flow and `ttl` as its
+    /// cache_ttl_seconds, written as it stands in `ttl`.
+    final class FixedBackend {
+        let process = Process()
+        let url: String
+
+        init(ttl: String) throws {
+            let script = """
+                import http.server, sys
+                flow = open(sys.argv[1]).read()
+                class H(http.server.BaseHTTPRequestHandler):
+                    def do_POST(self):
+                        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                        if self.path.endswith("/resolve-batch"):
+                            body = '{"results":[{"placement_key":"paywall","flow":%s,"cache_ttl_seconds":\(ttl)}]}' % flow
+                        else:
+                            body = '{"placement_key":"paywall","flow":%s,"cache_ttl_seconds":\(ttl)}' % flow
+                        data = body.encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                    def log_message(self, *a): pass
+                s = http.server.HTTPServer(("127.0.0.1", 0), H)
+                print(s.server_address[1], flush=True)
+                s.serve_forever()
+                """
+            process.executableURL = URL(fileURLWithPath: try tool("python3"))
+            process.arguments = ["-c", script, Paths.sample("demo") + "/flows/paywall.json"]
+            let output = Pipe()
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = output
+            try process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            let port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            url = "http://127.0.0.1:\(port)"
+        }
+
+        deinit {
+            // SIGKILL: the server inherits the test runner's ignored SIGTERM.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    @Test(
+        "a backend's cache_ttl_seconds out of range fails the placement, caches nothing, traps nowhere",
+        arguments: ["9223372036854775807", "1e300", "-5"])
+    func backendTTL(ttl: String) throws {
+        let backend = try FixedBackend(ttl: ttl)
+        let tmp = try TemporaryDirectory()
+        let cache = tmp.file("cache")
+        let warm = try fpctl(
+            "warm", "paywall", "--api-url", backend.url, "--app-id", "demo", "--user-id", "u-1",
+            "--cache-dir", cache, "--format", "csv", "--media", "none")
+        #expect(warm.status == 3, "\(warm.status): \(warm.stderr)")
+        #expect(!warm.stderr.contains("Fatal error"))
+        #expect(warm.stdout.contains("invalid_response"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("out of range"), "\(warm.stdout)")
+        let list = try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv")
+        #expect(!list.stdout.contains("paywall,u-1"))
+        let resolve = try fpctl(
+            "resolve", "paywall", "--api-url", backend.url, "--app-id", "demo", "--user-id", "u-1",
+            "--cache-dir", tmp.file("cache2"))
+        #expect(resolve.status == 1, "\(resolve.status): \(resolve.stderr)")
+        #expect(
+            resolve.stdout.contains("invalid_response: cache_ttl_seconds") && resolve.stdout.contains("out of range"))
+    }
+
+    @Test("a backend's largest TTL is cached, and verify finds the entry sound")
+    func largestTTL() throws {
+        let backend = try FixedBackend(ttl: "2147483647")
+        let tmp = try TemporaryDirectory()
+        let cache = tmp.file("cache")
+        let warm = try fpctl(
+            "warm", "paywall", "--api-url", backend.url, "--app-id", "demo", "--user-id", "u-1",
+            "--cache-dir", cache, "--media", "none")
+        #expect(warm.status == 0, "\(warm.stderr)")
+        #expect(try fpctl("cache", "verify", "--cache-dir", cache).status == 0)
+    }
+
+    @Test(
+        "cache put: a ttl_seconds out of range is an invalid line (65) naming the field; nothing is written",
+        arguments: ["9223372036854775807", "1e300", "-5"])
+    func putTTL(ttl: String) throws {
+        let tmp = try TemporaryDirectory()
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        let input = tmp.file("in.jsonl")
+        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":\#(ttl),"flow_file":"\#(flow)"}"#
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let r = try fpctl("cache", "put", "--cache-dir", tmp.file("cache"), "--input", input)
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("ttl_seconds") && r.stderr.contains("out of range (0 to 2147483647 seconds)"))
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        let list = try fpctl("cache", "list", "--cache-dir", tmp.file("cache"), "--format", "csv")
+        #expect(!list.stdout.contains("paywall,u-1"))
+    }
+
+    @Test("serve --ttl out of range is a usage error that names the range")
+    func serveTTL() throws {
+        let r = try fpctl("serve", Paths.sample("demo"), "--port", "0", "--ttl", "9223372036854775807")
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--ttl 9223372036854775807: use 0 to 2147483647 seconds"))
+    }
+
+    @Test(
+        "option numbers out of range are usage errors (64) that say the range, negative ones too",
+        arguments: [
+            (["--concurrency", "9223372036854775807"], "--concurrency 9223372036854775807: use 1 to 10000"),
+            (["--concurrency", "-1"], "--concurrency -1: use 1 to 10000"),
+            (["--media-concurrency", "0"], "--media-concurrency 0: use 1 to 10000"),
+            (["--timeout", "9223372036854775s"], "--timeout 9223372036854775s: use more than 0s to 1h"),
+            (["--timeout", "-1s"], "--timeout -1s: use more than 0s to 1h"),
+            (["--grace", "9223372036854775s"], "--grace 9223372036854775s: use 0s to 1h"),
+            (["--retries", "-1"], "--retries -1: use 0 to 100"),
+        ])
+    func warmOptions(extra: [String], message: String) throws {
+        let r = try fpctl(
+            ["warm", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--user-id", "u"] + extra)
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(!r.stderr.contains("Missing value"))
+    }
+
+    @Test("serve --port -1 and prune --older-than past a century say their ranges")
+    func otherOptions() throws {
+        let port = try fpctl("serve", Paths.sample("demo"), "--port", "-1")
+        #expect(port.status == 64 && port.stderr.contains("--port -1: use 0 to 65535"), "\(port.stderr)")
+        let tmp = try TemporaryDirectory()
+        let prune = try fpctl("cache", "prune", "--cache-dir", tmp.path, "--older-than", "99999999w")
+        #expect(
+            prune.status == 64 && prune.stderr.contains("--older-than 99999999w: use 0s to 36500d"), "\(prune.stderr)")
+    }
+
+    @Test("serve --host ::1 prints a URL warm and resolve take, the address in brackets")
+    func ipv6URL() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "--host", "::1", "-q"])
+        #expect(server.url.hasPrefix("http://[::1]:"), "\(server.url)")
+        let tmp = try TemporaryDirectory()
+        let resolve = try fpctl(
+            "resolve", "paywall", "--api-url", server.url, "--app-id", "demo", "--user-id", "u-1",
+            "--cache-dir", tmp.file("cache"))
+        #expect(resolve.status == 0, "\(resolve.stderr)")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// warm's progress line on a terminal (a pty, through util-linux's `script`):
+/// a rate a person can trust, and gone before the summary is printed.
+@Suite("warm's progress line in a pty")
+struct ProgressLineTests {
+    @Test("the rate is never taken over less than a second, and the summary starts at the margin")
+    func progressInPTY() throws {
+        // 30 identities, one at a time, 60 ms each: about 2 s, at most ~17/s.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "60"])
+        let tmp = try TemporaryDirectory()
+        let ids = (0..<30).map { #"{"user_id":"u-\#($0)"}"# }.joined(separator: "\n") + "\n"
+        try ids.write(toFile: tmp.file("ids.jsonl"), atomically: true, encoding: .utf8)
+        let command = [
+            Paths.fpctl, "warm", "paywall", "--api-url", server.url, "--app-id", "demo",
+            "--identities", tmp.file("ids.jsonl"), "--cache-dir", tmp.file("cache"), "--media", "none",
+            "--concurrency", "1", "--summary",
+        ].map { "'\($0)'" }.joined(separator: " ")
+        let r = try run(try tool("script"), ["-qefc", command, "/dev/null"], timeout: 60)
+        #expect(r.status == 0, "\(r.stdout)")
+        let screen = r.stdout
+        // Every rate shown is one a person can believe (the backend allows ~17/s).
+        let rates = screen.split(separator: "\r").compactMap { line -> Int? in
+            guard let slash = line.range(of: "/s") else { return nil }
+            return Int(line[..<slash.lowerBound].split(separator: " ").last ?? "")
+        }
+        #expect(!rates.isEmpty, "no progress line: \(screen.debugDescription)")
+        #expect(rates.allSatisfy { $0 <= 25 }, "\(rates)")
+        // The summary table starts on a line of its own, after the line was cleared.
+        let header = try #require(screen.range(of: "PLACEMENT"))
+        let before = screen[..<header.lowerBound]
+        #expect(
+            before.isEmpty || before.hasSuffix("\u{1B}[2K") || before.hasSuffix("\n"),
+            "\(before.suffix(80).debugDescription)")
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Standard output and error in the states a pipeline leaves them: a reader
+/// that went away, a full device, a closed descriptor. Never a crash: a
+/// vanished reader ends fpctl quietly by SIGPIPE (as `cat`), any other failed
+/// write is one line and status 73, and a closed standard error changes no status.
+@Suite("standard output and error: broken pipe, full, closed")
+struct StreamStateTests {
+    /// Commands that print to standard output.
+    static let names = [
+        "bundle validate", "bundle inspect", "bundle build", "bundle preview", "bundle keygen", "cache info",
+        "cache list", "--help",
+    ]
+
+    /// A directory with the demo bundle and a cache with one entry.
+    func prepared() throws -> (TemporaryDirectory, String) {
+        let tmp = try TemporaryDirectory()
+        let bundle = try tmp.buildSample("demo")
+        let input = tmp.file("in.jsonl")
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":300,"flow_file":"\#(flow)"}"#
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        #expect(try fpctl("cache", "put", "--cache-dir", tmp.file("cache"), "--input", input).status == 0)
+        return (tmp, bundle)
+    }
+
+    /// The command `name` with what it needs from `tmp` and the demo `bundle`.
+    func arguments(_ name: String, _ tmp: TemporaryDirectory, _ bundle: String) -> [String] {
+        switch name {
+        case "bundle validate": ["bundle", "validate", bundle]
+        case "bundle inspect": ["bundle", "inspect", bundle, "--format", "json"]
+        case "bundle build": ["bundle", "build", Paths.sample("demo"), "-o", tmp.file("out.fpbundle")]
+        case "bundle preview": ["bundle", "preview", bundle]
+        case "bundle keygen": ["bundle", "keygen", "-o", tmp.file("release")]
+        case "cache info": ["cache", "info", "--cache-dir", tmp.file("cache")]
+        case "cache list": ["cache", "list", "--cache-dir", tmp.file("cache"), "--format", "csv"]
+        default: ["--help"]
+        }
+    }
+
+    /// Runs fpctl with standard output on `stdout` and standard error captured.
+    func runWith(stdout: FileHandle, _ arguments: [String]) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = stdout
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process, text)
+    }
+
+    @Test("a reader that went away: ended by SIGPIPE, nothing printed", arguments: names)
+    func brokenPipe(name: String) throws {
+        let (tmp, bundle) = try prepared()
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close()
+        let (process, errors) = try runWith(stdout: pipe.fileHandleForWriting, arguments(name, tmp, bundle))
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGPIPE, "\(errors)")
+        #expect(errors.isEmpty, "\(errors)")
+    }
+
+    @Test("a full device: one line naming standard output, status 73", arguments: names)
+    func full(name: String) throws {
+        let (tmp, bundle) = try prepared()
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let (process, errors) = try runWith(stdout: full, arguments(name, tmp, bundle))
+        #expect(process.terminationReason == .exit && process.terminationStatus == 73, "\(errors)")
+        #expect(errors == "fpctl: error: standard output: No space left on device (ENOSPC)\n")
+    }
+
+    @Test("a closed standard output: one line, status 73; a closed standard error: the same status as ever")
+    func closed() throws {
+        let (tmp, bundle) = try prepared()
+        let sh = try tool("sh")
+        for name in Self.names {
+            let args = arguments(name, tmp, bundle).map { "'\($0)'" }.joined(separator: " ")
+            let r = try run(sh, ["-c", "exec '\(Paths.fpctl)' \(args) >&-"])
+            #expect(r.status == 73, "\(name): \(r.stderr)")
+            #expect(r.stderr == "fpctl: error: standard output: Bad file descriptor (EBADF)\n", "\(name)")
+        }
+        // What the command wrote before its report failed is whole.
+        #expect(try fpctl("bundle", "validate", tmp.file("out.fpbundle")).status == 0)
+        // Standard error closed: the status is the command's own.
+        let missing = try run(sh, ["-c", "exec '\(Paths.fpctl)' bundle validate '\(tmp.file("none"))' 2>&-"])
+        #expect(missing.status == 66)
+        let valid = try run(sh, ["-c", "exec '\(Paths.fpctl)' bundle validate '\(bundle)' 2>&-"])
+        #expect(valid.status == 0 && valid.stdout.contains(": ok "))
+    }
+}

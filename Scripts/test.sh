@@ -15,8 +15,9 @@
 # $FPCTL_TEST_CACHE (default /var/cache/fpctl-test), when that can be written:
 #   - the Debian roots (Scripts/debian-roots.sh), fetched in the background
 #     while the first build runs;
-#   - in a checkout with no .build, .build-static or Fuzz/.build yet (a fresh
-#     clone), those three are links into builds/KEY, KEY being a digest of the
+#   - as root, in a checkout with no .build, .build-static or Fuzz/.build yet
+#     (a fresh clone), those three are links into builds/KEY, used from the
+#     stable path below, KEY being a digest of the
 #     toolchain's version and the dependencies both Package.swift files declare
 #     (their .package lines): the dependencies build once per key, the
 #     project's own modules build again from the clone (SwiftPM rebuilds what
@@ -29,8 +30,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${FPCTL_TEST_CACHE:-/var/cache/fpctl-test}
 
+# Builds record absolute paths (clang's module cache refuses a moved one), so
+# the cached builds are used from one stable path: as root, the run goes on in
+# a mount namespace of its own, with the clone bound at $cache/checkout (gone
+# when the run ends; concurrent runs each see their own clone there).
+# Only a checkout whose build directories are missing (a fresh clone) or are
+# already links into the cache: a checkout's own .build knows its own path.
+cacheable() {
+    local build
+    for build in .build .build-static Fuzz/.build; do
+        if [ -e "$build" ] || [ -L "$build" ]; then
+            [ -L "$build" ] && [[ "$(readlink "$build")" == "$cache/builds/"* ]] || return 1
+        fi
+    done
+}
+if [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && [ -z "${FPCTL_STABLE_CHECKOUT:-}" ] && [ "$(id -u)" = 0 ] &&
+    command -v unshare >/dev/null && cacheable && mkdir -p "$cache/checkout" 2>/dev/null; then
+    exec unshare --mount --propagation private bash -c \
+        'mount --bind "$1" "$2" && cd "$2" && FPCTL_STABLE_CHECKOUT=1 exec bash Scripts/test.sh' _ "$PWD" "$cache/checkout"
+fi
+
 use_build_cache() {
-    [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && mkdir -p "$cache/builds" 2>/dev/null && [ -w "$cache/builds" ] || return 0
+    [ "${FPCTL_STABLE_CHECKOUT:-}" = 1 ] && mkdir -p "$cache/builds" 2>/dev/null && [ -w "$cache/builds" ] || return 0
     local key dir build
     key=$({ swift --version 2>&1; grep -h '\.package(' Package.swift Fuzz/Package.swift; } | sha256sum | cut -c1-16)
     dir=$cache/builds/$key

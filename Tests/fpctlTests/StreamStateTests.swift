@@ -91,4 +91,30 @@ struct StreamStateTests {
         let valid = try run(sh, ["-c", "exec '\(Paths.fpctl)' bundle validate '\(bundle)' 2>&-"])
         #expect(valid.status == 0 && valid.stdout.contains(": ok "))
     }
+
+    @Test("warm, whose HTTP client ignores SIGPIPE: a vanished reader still ends it quietly, a full device is 73")
+    func warm() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let tmp = try TemporaryDirectory()
+        let ids = (0..<300).map { #"{"user_id":"u-\#($0)"}"# }.joined(separator: "\n") + "\n"
+        try ids.write(toFile: tmp.file("ids.jsonl"), atomically: true, encoding: .utf8)
+        func arguments(_ format: String) -> [String] {
+            [
+                "warm", "paywall", "--api-url", server.url, "--app-id", "demo", "--identities", tmp.file("ids.jsonl"),
+                "--cache-dir", tmp.file("cache"), "--media", "none", "--format", format,
+            ]
+        }
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close()
+        let (broken, brokenErrors) = try runWith(stdout: pipe.fileHandleForWriting, arguments("table"))
+        #expect(broken.terminationReason == .uncaughtSignal && broken.terminationStatus == SIGPIPE, "\(brokenErrors)")
+        #expect(!brokenErrors.contains("Fatal error") && !brokenErrors.contains("Backtrace"), "\(brokenErrors)")
+        for format in ["csv", "json"] {
+            let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+            let (process, errors) = try runWith(stdout: full, arguments(format))
+            #expect(process.terminationReason == .exit && process.terminationStatus == 73, "\(format): \(errors)")
+            #expect(errors.hasSuffix("fpctl: error: standard output: No space left on device (ENOSPC)\n"), "\(errors)")
+        }
+        #expect(try fpctl("cache", "verify", "--cache-dir", tmp.file("cache")).status == 0)
+    }
 }

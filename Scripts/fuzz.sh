@@ -57,8 +57,9 @@ build=(swift build --sanitize=fuzzer --sanitize=address
     -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp)
 mkdir -p .build
 # FPCTL_FUZZ_BUILT=1: `fuzz.sh build` has just built them (Scripts/test.sh); do
-# not build again. SwiftPM plans and compiles this package anew on every build
-# (not so the main package), so a second build costs a whole one.
+# not build again. (With Fuzz/.build a link used from a clone's own path,
+# SwiftPM compiled this package whole on every build; from the stable path
+# Scripts/test.sh uses it builds incrementally, but once is enough.)
 if [ "${FPCTL_FUZZ_BUILT:-0}" = 1 ] && [ "$which" != build ]; then
     :
 elif ! "${build[@]}" >.build/fuzz-build.log 2>&1; then

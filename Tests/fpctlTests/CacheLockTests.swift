@@ -9,10 +9,8 @@ struct CacheLockTests {
     func lockIsADirectory() throws {
         let tmp = try TemporaryDirectory()
         let cache = tmp.file("cache")
-        let flow = Paths.sample("demo") + "/flows/paywall.json"
         let input = tmp.file("in.jsonl")
-        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":300,"flow_file":"\#(flow)"}"#
-            .write(toFile: input, atomically: true, encoding: .utf8)
+        try writePutLine(input)
         #expect(try fpctl("cache", "put", "--cache-dir", cache, "--input", input).status == 0)
         try? FileManager.default.removeItem(atPath: "\(cache)/.lock")
         try FileManager.default.createDirectory(atPath: "\(cache)/.lock", withIntermediateDirectories: false)

@@ -99,10 +99,8 @@ struct NumberRangeTests {
         arguments: ["9223372036854775807", "1e300", "-5"])
     func putTTL(ttl: String) throws {
         let tmp = try TemporaryDirectory()
-        let flow = Paths.sample("demo") + "/flows/paywall.json"
         let input = tmp.file("in.jsonl")
-        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":\#(ttl),"flow_file":"\#(flow)"}"#
-            .write(toFile: input, atomically: true, encoding: .utf8)
+        try writePutLine(input, ttl: ttl)
         let r = try fpctl("cache", "put", "--cache-dir", tmp.file("cache"), "--input", input)
         #expect(r.status == 65, "\(r.stderr)")
         #expect(r.stderr.contains("ttl_seconds") && r.stderr.contains("out of range (0 to 2147483647 seconds)"))

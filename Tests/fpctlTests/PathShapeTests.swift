@@ -48,10 +48,8 @@ struct PathShapeTests {
     @Test("cache put --cache-dir NAME makes the cache there, and verify finds it clean", arguments: shapes)
     func cacheDirectory(name: String) throws {
         let tmp = try workingDirectory()
-        let flow = Paths.sample("demo") + "/flows/paywall.json"
         let input = tmp.file("in.jsonl")
-        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":300,"flow_file":"\#(flow)"}"#
-            .write(toFile: input, atomically: true, encoding: .utf8)
+        try writePutLine(input)
         let r = try fpctl("cache", "put", "--cache-dir", name, "--input", input, currentDirectory: tmp.path)
         #expect(r.status == 0, "\(r.stderr)")
         let verify = try fpctl("cache", "verify", "--cache-dir", name, currentDirectory: tmp.path)

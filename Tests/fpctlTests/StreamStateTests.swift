@@ -18,9 +18,7 @@ struct StreamStateTests {
         let tmp = try TemporaryDirectory()
         let bundle = try tmp.buildSample("demo")
         let input = tmp.file("in.jsonl")
-        let flow = Paths.sample("demo") + "/flows/paywall.json"
-        try #"{"placement":"paywall","user_id":"u-1","ttl_seconds":300,"flow_file":"\#(flow)"}"#
-            .write(toFile: input, atomically: true, encoding: .utf8)
+        try writePutLine(input)
         #expect(try fpctl("cache", "put", "--cache-dir", tmp.file("cache"), "--input", input).status == 0)
         return (tmp, bundle)
     }

@@ -54,16 +54,10 @@ public enum BundleExtractor {
             throw FPError.cannotWrite("\(directory): exists and is not a directory")
         }
         if !force {
-            guard let listing = opendir(directory) else {
+            guard let names = names(in: directory) else {
                 throw FPError.cannotWrite("\(directory): cannot list it: \(Errno.describe(errno))")
             }
-            defer { closedir(listing) }
-            while let entry = readdir(listing) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if name != "." && name != ".." { throw FPError.directoryNotEmpty(directory) }
-            }
+            if !names.isEmpty { throw FPError.directoryNotEmpty(directory) }
         }
         return false
     }
@@ -215,25 +209,25 @@ public enum BundleExtractor {
     /// Removes the staging directory and what is left in it (nothing, after a
     /// whole extract), without following links.
     private static func removeTree(_ path: String) {
-        if let listing = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(listing) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(listing)
-            for name in names {
-                let child = PathName.join(path, name)
-                var info = stat()
-                if lstat(child, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR {
-                    removeTree(child)
-                } else {
-                    unlink(child)
-                }
-            }
+        for name in names(in: path) ?? [] {
+            let child = PathName.join(path, name)
+            var info = stat()
+            if lstat(child, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR { removeTree(child) } else { unlink(child) }
         }
         rmdir(path)
+    }
+
+    /// The names in a directory but "." and ".."; nil (errno set) when it cannot be listed.
+    private static func names(in directory: String) -> [String]? {
+        guard let listing = opendir(directory) else { return nil }
+        defer { closedir(listing) }
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 }

@@ -6,9 +6,6 @@ import Foundation
 public struct ResolveTrace {
     public let resolution: Warmer.Resolution
     public let identity: Identity
-    /// How a failed live resolve reads: its code and message unless the caller
-    /// adds a hint of its own (the command line names `--cacert` for a TLS failure).
-    public var describeFailure: (ResolveFailure) -> String = { "\($0.code): \($0.message)" }
     /// Why the bundled tier was not looked at when no bundle was given.
     public var noBundleGiven = "no bundle given"
 
@@ -49,7 +46,7 @@ public struct ResolveTrace {
         case .noEntry: "no entry for this identity"
         case .liveFlow(let ttl): "ok, cached with ttl \(ttl)s"
         case .liveNoFlow: "the backend has no flow for this placement"
-        case .liveFailed(let failure): "failed (\(describeFailure(failure)))"
+        case .liveFailed(let failure): "failed (\(failure))"
         case .staleServed: "served the last-known-good flow"
         case .staleMissing: "nothing cached"
         case .bundledServed: "served from the bundle"

@@ -69,8 +69,7 @@ struct Serve: AsyncParsableCommand {
                 Console.out("\(url)\n")
             }
         } catch {
-            Console.error("cannot serve on \(host):\(port): \(error)")
-            throw ExitCode(.failure)
+            throw FPError.failed("cannot serve on \(host):\(port): \(error)")
         }
     }
 

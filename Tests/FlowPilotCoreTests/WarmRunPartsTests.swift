@@ -106,25 +106,39 @@ struct WarmRunPartsTests {
         #expect(throws: FPError.self) { try IdentityLines(path: "\(dir)/missing.jsonl") }
     }
 
-    @Test("the run's verdict: unavailable when nothing reached the backend, partial per --fail-on, else complete")
+    @Test("the run's verdict: unavailable when nothing reached the backend, partial per --fail-on, else none")
     func verdict() {
-        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, requests: Int = 1, unavailable: Int = 0)
+        let unreachable = ResolveFailure.unreachable("cannot connect")
+        func summary(warmed: Int = 0, noFlow: Int = 0, failed: Int = 0, answered: Int = 1, unanswered: Int = 0)
             -> WarmRun.Summary
         {
             var counts = WarmRun.Counts()
             (counts.warmed, counts.noFlow, counts.failed) = (warmed, noFlow, failed)
-            return WarmRun.Summary(
-                counts: counts, requests: requests, unavailable: unavailable, lateLanded: 0, latePending: 0,
-                elapsed: .zero)
+            var reach = BackendReach()
+            for _ in 0..<answered { reach.record(nil) }
+            for _ in 0..<unanswered { reach.record(unreachable) }
+            return WarmRun.Summary(counts: counts, reach: reach, lateLanded: 0, latePending: 0, elapsed: .zero)
         }
-        #expect(summary(failed: 2, requests: 2, unavailable: 2).verdict(failOn: .never) == .unavailable)
+        #expect(summary(failed: 2, answered: 0, unanswered: 2).verdict(failOn: .never) == .unavailable)
         #expect(
-            summary(warmed: 1, failed: 1, requests: 2, unavailable: 2).verdict(failOn: .failed) == .partial,
+            summary(warmed: 1, failed: 1, answered: 0, unanswered: 2).verdict(failOn: .failed) == .partial,
             "a flow served from a fallback tier is not 'unavailable'")
         #expect(summary(warmed: 1, failed: 1).verdict(failOn: .failed) == .partial)
-        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .failed) == .complete)
+        #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .failed) == nil)
         #expect(summary(warmed: 1, noFlow: 1).verdict(failOn: .noFlow) == .partial)
-        #expect(summary(failed: 1).verdict(failOn: .never) == .complete)
-        #expect(summary(warmed: 1, requests: 0).verdict(failOn: .failed) == .complete)
+        #expect(summary(failed: 1).verdict(failOn: .never) == nil)
+        #expect(summary(warmed: 1, answered: 0).verdict(failOn: .failed) == nil)
+    }
+
+    @Test("BackendReach: none reached only when requests were made and every one got no answer")
+    func reach() {
+        var reach = BackendReach()
+        #expect(!reach.reachedNone && reach.error == nil, "no request made is not 'unreachable'")
+        reach.record(.tls("the certificate is not trusted"))
+        reach.record(.proxy("cannot connect to the proxy"))
+        #expect(reach.reachedNone)
+        #expect(reach.explanation == "no request reached the backend: tls: the certificate is not trusted")
+        reach.record(.http(status: 503))
+        #expect(!reach.reachedNone, "a backend that answered 503 was reached")
     }
 }

@@ -30,16 +30,16 @@ struct ResolveTraceTests {
         #expect(!text.contains("--"))
     }
 
-    @Test("a caller words failures and the missing bundle its own way, in text and JSON alike")
+    @Test("a caller words the missing bundle its own way, in text and JSON alike; a failure reads as it is named")
     func callerWording() throws {
         var trace = ResolveTrace(untrusted(), identity: identity)
-        trace.describeFailure = { "\($0.code) (trust its CA)" }
         trace.noBundleGiven = "no bundle here"
-        #expect(trace.text().contains("tier 1 live resolve: failed (tls (trust its CA))\n"))
+        #expect(
+            trace.text().contains("tier 1 live resolve: failed (tls: handshake failed: CERTIFICATE_VERIFY_FAILED)\n"))
         let json = try #require(try JSONValue.parse(Data(trace.json().utf8)).objectValue)
         let tiers = try #require(json["tiers"]?.arrayValue)
         #expect(tiers.count == 4)
-        #expect(tiers[1].objectValue?["reason"] == .string("failed (tls (trust its CA))"))
+        #expect(tiers[1].objectValue?["reason"] == .string("failed (tls: handshake failed: CERTIFICATE_VERIFY_FAILED)"))
         #expect(tiers[3].objectValue?["reason"] == .string("no bundle here"))
         #expect(json["result"]?.objectValue?["state"] == .string("failed"))
         #expect(json["user_id"] == .string("u1"))

@@ -224,6 +224,14 @@ struct WarmTests {
         #expect(
             FlowDocument.validate(data: try Data(contentsOf: URL(fileURLWithPath: out)), location: "out").0?.id
                 == "flow_paywall")
+        // The output exists now: replaced only with --overwrite, and refused before anything is resolved.
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: out))
+        let again = try fpctl(["resolve", "paywall", "--output", out] + base)
+        #expect(again.status == 73 && again.stdout.isEmpty, "\(again.stderr)")
+        #expect(again.stderr == "fpctl: error: \(out): already exists (use --overwrite to replace it)\n")
+        #expect(FileManager.default.contents(atPath: out) == Data("mine".utf8))
+        #expect(try fpctl(["resolve", "paywall", "--output", out, "--overwrite"] + base).status == 0)
+        #expect(FileManager.default.contents(atPath: out) != Data("mine".utf8))
         #expect(try fpctl(["ready", "paywall"] + base).status == 0)
         #expect(try fpctl(["ready", "nope"] + base).status == 1)
     }

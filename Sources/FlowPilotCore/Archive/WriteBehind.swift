@@ -29,10 +29,10 @@ final class WriteBehind: @unchecked Sendable {
     // The writer thread's own: where the next block goes.
     private var written = 0
 
-    /// Creates (or truncates) `path` for writing.
-    init(path: String) throws {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ArchiveError(message: "\(path): \(Errno.describe(errno))") }
+    /// Writes to `descriptor` from its current offset; the caller owns it
+    /// (opens, syncs and closes it: `AtomicFile.Output`).
+    init(descriptor: Int32) {
+        fd = descriptor
     }
 
     deinit {
@@ -42,7 +42,6 @@ final class WriteBehind: @unchecked Sendable {
         if current != nil { free.signal() }
         if !finished { queue.sync {} }
         for buffer in allocated { buffer.deallocate() }
-        if !finished { close(fd) }
     }
 
     /// Queues `bytes` to be written after everything appended before.
@@ -61,14 +60,13 @@ final class WriteBehind: @unchecked Sendable {
         }
     }
 
-    /// Writes what is left, waits for every write, and closes the file.
+    /// Writes what is left and waits for every write.
     func finish() throws {
         guard !finished else { return }
         finished = true
         if current != nil { submit() }
         queue.sync {}
-        let closed = close(fd) == 0 ? nil : errno
-        if let error = lock.withLock({ failure }) ?? closed { throw Self.error(error) }
+        if let error = lock.withLock({ failure }) { throw Self.error(error) }
     }
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {

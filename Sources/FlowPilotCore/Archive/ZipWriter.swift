@@ -29,16 +29,16 @@ final class ZipWriter {
     private var deflater: Deflater?
     private var closed = false
 
-    /// Creates (or truncates) `path`; every entry's times are `modified`, which
-    /// must be in the zip date range (1980-2107).
-    init(path: String, modified: Date) throws {
+    /// Writes an archive to `output`'s descriptor; every entry's times are
+    /// `modified`, which must be in the zip date range (1980-2107).
+    init(output file: AtomicFile.Output, modified: Date) throws {
         guard let dos = ZipDate.dos(modified) else {
             throw ArchiveError(message: "\(modified): outside the zip date range 1980-2107")
         }
         self.dos = dos
         extra = CanonicalHeader.extraFields(createdAt: modified)
         extraLength = CanonicalHeader.length(of: extra)
-        output = try WriteBehind(path: path)
+        output = WriteBehind(descriptor: file.descriptor)
     }
 
     /// Adds one regular file of `size` bytes, stored or deflated; `body` is
@@ -94,7 +94,7 @@ final class ZipWriter {
     }
 
     /// Writes the central directory and the end record, then waits for every
-    /// write and closes the file: a disk that filled at the end fails here.
+    /// write: a disk that filled at the end fails here.
     func close() throws {
         guard !closed else { return }
         closed = true

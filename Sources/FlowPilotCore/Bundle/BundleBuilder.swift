@@ -46,7 +46,7 @@ public enum BundleBuilder {
         let manifestData = manifest.data
         options.beforeWriting?()
         let out = try AtomicFile.Output(destination: output, overwrite: options.overwrite)
-        try write(manifestData, plan.files, to: out.temporaryPath, output: output, createdAt: createdAt)
+        try write(manifestData, plan.files, to: out, createdAt: createdAt)
         try out.commit()
         let written = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int64) ?? 0
         return Result(
@@ -61,13 +61,13 @@ public enum BundleBuilder {
     /// for its stamp to tell (`FileStamp`) is hashed again as it is written, on
     /// a second core.
     private static func write(
-        _ manifestData: Data, _ files: [BundlePlan.File], to path: String, output: String, createdAt: Date
+        _ manifestData: Data, _ files: [BundlePlan.File], to out: AtomicFile.Output, createdAt: Date
     ) throws {
         let rehash = HashPipeline()
         var streamed: [(id: Int, file: BundlePlan.File)] = []
         let buffer = ReadBuffer(size: chunkSize)
         do {
-            let writer = try ZipWriter(path: path, modified: createdAt)
+            let writer = try ZipWriter(output: out, modified: createdAt)
             try writer.addFile(path: BundleManifest.path, size: Int64(manifestData.count), store: false) {
                 sink in
                 try manifestData.withUnsafeBytes { try sink($0) }
@@ -89,7 +89,7 @@ public enum BundleBuilder {
             }
             try writer.close()
         } catch let error as ArchiveError {
-            throw FPError.cannotWrite("\(output): \(error.message)")
+            throw FPError.cannotWrite("\(out.destination): \(error.message)")
         }
         let rehashed = rehash.drain()
         for (id, file) in streamed where rehashed[id] != file.sha256 {

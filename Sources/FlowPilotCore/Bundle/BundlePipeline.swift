@@ -45,20 +45,18 @@ public enum BundlePipeline {
     {
         var findings: [Finding] = []
         var flows: [String: FlowDocument] = [:]
-        var unavailable: [ResolveFailure] = []
+        var reach = BackendReach()
         for key in placements {
-            switch await client.resolve(key, identity) {
+            let result = await client.resolve(key, identity)
+            reach.record(result.failure)
+            switch result {
             case .flow(let doc, _): flows[key] = doc
             case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
-            case .failed(let failure):
-                findings.append(.error("pull-failed", key, "\(failure.code): \(failure.message)"))
-                if failure.isUnavailable { unavailable.append(failure) }
+            case .failed(let failure): findings.append(.error("pull-failed", key, failure.description))
             }
         }
         // No request got an answer: the backend is not there, which is not the bundle's fault.
-        if let first = unavailable.first, unavailable.count == placements.count {
-            throw FPError.unavailable("no request reached the backend: \(first.code): \(first.message)")
-        }
+        if let error = reach.error { throw error }
         if findings.hasErrors { throw FPError.invalid(findings) }
         return flows
     }
@@ -101,8 +99,6 @@ public enum BundlePipeline {
         public let bundled: String?
         public let backend: String?
         public let changedMedia: [String]
-        /// A failed row whose request got no answer at all (`ResolveFailure.isUnavailable`).
-        public var unavailable = false
 
         enum CodingKeys: String, CodingKey {
             case placement, status, bundled, backend, changedMedia
@@ -111,13 +107,16 @@ public enum BundlePipeline {
 
     /// Per placement, whether the bundled flow is what the backend resolves now:
     /// same id, version and content hash, same media.
+    /// `reach` tells whether any of its requests reached the backend.
     public static func diff(_ bundle: LoadedBundle, client: ResolveClient, identity: Identity, extra: [String]) async
-        -> [DiffRow]
+        -> (rows: [DiffRow], reach: BackendReach)
     {
         var rows: [DiffRow] = []
+        var reach = BackendReach()
         for key in Set(bundle.flows.keys).union(extra).sorted() {
             let bundled = bundle.flows[key]?.document
             let live = await client.resolve(key, identity)
+            reach.record(live.failure)
             func describe(_ d: FlowDocument) -> String {
                 "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))"
             }
@@ -135,11 +134,10 @@ public enum BundlePipeline {
                         placement: key, status: .missingOnBackend, bundled: describe(b), backend: nil, changedMedia: [])
                 )
             case (let b?, .failed(let failure)):
-                let reason = "\(failure.code): \(failure.message)"
                 rows.append(
                     DiffRow(
-                        placement: key, status: .failed, bundled: describe(b), backend: reason, changedMedia: [],
-                        unavailable: failure.isUnavailable))
+                        placement: key, status: .failed, bundled: describe(b), backend: failure.description,
+                        changedMedia: []))
             case (let b?, .flow(let doc, _)):
                 let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(
                     doc.allImages + doc.fonts.map(\.url)
@@ -151,7 +149,7 @@ public enum BundlePipeline {
                         changedMedia: media))
             }
         }
-        return rows
+        return (rows, reach)
     }
 }
 

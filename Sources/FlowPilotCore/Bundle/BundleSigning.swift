@@ -41,22 +41,19 @@ public enum BundleSigning {
             var info = stat()
             if lstat(path, &info) == 0 { throw FPError.cannotWrite("\(path): already exists") }
         }
-        var written: [String] = []
+        // Both temporary files are written before either is published; the
+        // pair is published key first, and a public key that cannot be
+        // published takes its private key back with it.
+        let outputs = try files.map { path, data, mode in
+            let out = try AtomicFile.Output(destination: path, overwrite: false, mode: mode)
+            try out.write(data)
+            return out
+        }
+        try outputs[0].commit()
         do {
-            for (path, data, mode) in files {
-                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-                guard fd >= 0 else {
-                    throw FPError.cannotWrite("\(path): \(errno == EEXIST ? "already exists" : Errno.describe(errno))")
-                }
-                written.append(path)
-                defer { close(fd) }
-                fchmod(fd, mode)
-                try AtomicFile.writeAll(fd, data, path: path)
-                guard Platform.syncData(fd) else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
-            }
-            try AtomicFile.syncDirectory(PathName.parent(of: base))
+            try outputs[1].commit()
         } catch {
-            for path in written { unlink(path) }
+            unlink(files[0].0)
             throw error
         }
         return id
@@ -135,7 +132,7 @@ public enum BundleSigning {
             // One entry at a time from the old archive into the new one: the manifest
             // (small, needed whole to sign), the new signature, then the rest as they come.
             let reader = try ZipReader(path: bundle)
-            let writer = try ZipWriter(path: out.temporaryPath, modified: manifest.createdAt)
+            let writer = try ZipWriter(output: out, modified: manifest.createdAt)
             while let entry = try reader.next() {
                 if entry.path == BundleManifest.signaturePath { continue }
                 if entry.path == BundleManifest.path {

@@ -14,14 +14,16 @@ public enum FPError: Error, CustomStringConvertible, Sendable {
     case directoryNotEmpty(String)
     /// Arguments that parse but do not make sense together.
     case usage(String)
-    /// No request reached the backend (unreachable, TLS, proxy).
+    /// No request reached the backend (unreachable, TLS, proxy: `BackendReach`).
     case unavailable(String)
+    /// Anything else that stopped the work (a port that cannot be listened on).
+    case failed(String)
 
     public var description: String {
         switch self {
         case .invalid(let findings):
             findings.filter { $0.severity == .error }.bounded().map(\.line).joined(separator: "\n")
-        case .inputMissing(let m), .cannotWrite(let m), .usage(let m), .unavailable(let m): m
+        case .inputMissing(let m), .cannotWrite(let m), .usage(let m), .unavailable(let m), .failed(let m): m
         case .outputExists(let path): "\(path): already exists"
         case .directoryNotEmpty(let path): "\(path): not empty"
         }

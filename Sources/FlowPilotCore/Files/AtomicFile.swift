@@ -114,33 +114,44 @@ extension AtomicFile {
         try out.commit()
     }
 
-    /// An output file that appears whole or not at all, for a writer that
-    /// streams it (a bundle) or has its bytes only at the end (a page, the
-    /// metrics): bytes go to a hidden temporary file in the destination's
+    /// An output file that appears whole or not at all, opened once and
+    /// written as a stream (a bundle entry by entry, a page or the metrics at
+    /// the end): bytes go to a hidden temporary file in the destination's
     /// directory, which `commit` syncs to stable storage, moves into place and
     /// then syncs the directory, so an output fpctl said it wrote survives a
     /// power cut (git's `core.fsync`, Go's renameio). Dropped without `commit`,
-    /// it removes the temporary file.
+    /// it closes and removes the temporary file.
     ///
     /// What is already at the destination decides the rest:
     /// - a symbolic link is followed to the file it names (a dangling one to
     ///   the file it would name), and that file is replaced, never the link;
     /// - a character device or a FIFO (`/dev/null`, `/dev/stdout`, a named
-    ///   pipe) is written through, as a shell's `>` would: `temporaryPath` is
+    ///   pipe) is written through, as a shell's `>` would: the descriptor is
     ///   the destination itself, and nothing is renamed over it or removed;
     /// - a directory or any other kind of file is refused (cannot write);
     /// - a regular file is replaced only with `overwrite`;
     /// - "-" and "" are refused as usage errors: no file is named "-".
     public final class Output {
         public let destination: String
-        public let temporaryPath: String
+        /// Where the bytes go until `commit`: the temporary file, or the
+        /// device or FIFO itself.
+        public let descriptor: Int32
         /// The destination is a device or a FIFO, written in place.
         public let writesThrough: Bool
+        private let temporaryPath: String
         private let target: String
-        private var committed = false
+        private let overwrite: Bool
+        private let mode: mode_t
+        private var state = State.open
 
-        public init(destination: String, overwrite: Bool) throws {
+        private enum State { case open, committed, closed }
+
+        /// `mode` is the published file's (0600 for a private key: the
+        /// temporary file has it from the start).
+        public init(destination: String, overwrite: Bool, mode: mode_t = 0o644) throws {
             self.destination = destination
+            self.overwrite = overwrite
+            self.mode = mode
             // "-" is standard output to most tools: never a file named "-".
             guard destination != "-" else {
                 throw FPError.usage("-: standard output is not a file here; name the output file")
@@ -166,24 +177,25 @@ extension AtomicFile {
             } else {
                 throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
             }
-            self.overwrite = overwrite
             if writesThrough {
+                // A FIFO waits here for its reader, as a shell's `>` does.
                 temporaryPath = target
+                descriptor = open(target, O_WRONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
                 return
             }
             let dir = PathName.parent(of: target)
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+            var dirInfo = stat()
+            guard stat(dir, &dirInfo) == 0, dirInfo.st_mode & S_IFMT == S_IFDIR else {
                 throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
             }
             temporaryPath =
                 "\(dir)/.\(PathName.lastComponent(of: target)).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-            let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else {
+            descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard descriptor >= 0 else {
                 throw FPError.cannotWrite(
                     "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
             }
-            close(fd)
         }
 
         /// The path a chain of symbolic links ends at (at most 40 links, as the
@@ -203,52 +215,55 @@ extension AtomicFile {
             throw FPError.cannotWrite("\(path): \(Errno.describe(ELOOP))")
         }
 
-        private let overwrite: Bool
-
-        /// Puts `bytes` in the temporary file, replacing what it held (or
-        /// through to the device or FIFO).
+        /// Appends `bytes` after everything written before.
         public func write(_ bytes: some ContiguousBytes) throws {
-            let fd = open(temporaryPath, O_WRONLY | (writesThrough ? 0 : O_TRUNC) | O_CLOEXEC)
-            guard fd >= 0 else { throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))") }
-            defer { close(fd) }
-            if let code = bytes.withUnsafeBytes({ FlowPilotCore.writeAll(fd, $0) }) {
+            precondition(state == .open, "AtomicFile.Output written after commit")
+            if let code = bytes.withUnsafeBytes({ FlowPilotCore.writeAll(descriptor, $0) }) {
                 throw FPError.cannotWrite("\(destination): \(Errno.describe(code))")
             }
         }
 
-        /// Moves the finished file into place. Without `overwrite` this fails, rather
-        /// than replaces, when the destination appeared in the meantime.
+        /// Syncs the finished file and moves it into place (a device or FIFO
+        /// is only closed). Without `overwrite` this fails, rather than
+        /// replaces, when the destination appeared in the meantime.
         public func commit() throws {
+            precondition(state == .open, "AtomicFile.Output committed twice")
+            state = .closed
             if writesThrough {
-                committed = true
+                guard close(descriptor) == 0 else {
+                    throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+                }
+                state = .committed
                 return
             }
             // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
-            chmod(temporaryPath, 0o644)
-            let fd = open(temporaryPath, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0, Platform.syncData(fd) else {
-                let reason = Errno.describe(errno)
-                if fd >= 0 { close(fd) }
-                throw FPError.cannotWrite("\(destination): \(reason)")
+            fchmod(descriptor, mode)
+            let synced = Platform.syncData(descriptor) ? nil : errno
+            let closed = close(descriptor) == 0 ? nil : errno
+            if let failure = synced ?? closed {
+                unlink(temporaryPath)
+                throw FPError.cannotWrite("\(destination): \(Errno.describe(failure))")
             }
-            close(fd)
             if overwrite {
                 guard rename(temporaryPath, target) == 0 else {
-                    throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
+                    let reason = Errno.describe(errno)
+                    unlink(temporaryPath)
+                    throw FPError.cannotWrite("\(destination): \(reason)")
                 }
             } else {
-                guard link(temporaryPath, target) == 0 else {
-                    if errno == EEXIST { throw FPError.outputExists(destination) }
-                    throw FPError.cannotWrite("\(destination): \(Errno.describe(errno))")
-                }
+                let linked = link(temporaryPath, target) == 0 ? nil : errno
                 unlink(temporaryPath)
+                if linked == EEXIST { throw FPError.outputExists(destination) }
+                if let linked { throw FPError.cannotWrite("\(destination): \(Errno.describe(linked))") }
             }
-            committed = true
+            state = .committed
             try AtomicFile.syncDirectory(PathName.parent(of: target))
         }
 
         deinit {
-            if !committed && !writesThrough { unlink(temporaryPath) }
+            guard state == .open else { return }
+            close(descriptor)
+            if !writesThrough { unlink(temporaryPath) }
         }
     }
 }

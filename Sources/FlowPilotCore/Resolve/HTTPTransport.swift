@@ -46,6 +46,9 @@ public final class HTTPTransport: Sendable {
     let trustProblem: FPError?
     /// HTTP/1.1 connections per host (`TransportSettings.connectionsPerHost`).
     let connectionsPerHost: Int
+    /// How a person adds a CA (`TransportSettings.caFileName`): named by every
+    /// failure for an untrusted certificate.
+    let caFileName: String
     private let clients = Mutex<[ProxyEndpoint?: HTTPClient]>([:])
 
     /// Direct connections, the system's CAs: what a library caller gets by default.
@@ -65,7 +68,7 @@ public final class HTTPTransport: Sendable {
             tls: tls,
             proxies: try ProxyRules(
                 override: settings.proxy, overrideName: settings.proxyName, environment: settings.environment),
-            trustProblem: problem, connectionsPerHost: settings.connectionsPerHost)
+            trustProblem: problem, connectionsPerHost: settings.connectionsPerHost, caFileName: settings.caFileName)
         return made.withLock { made in
             if let earlier = made[settings] { return earlier }
             made[settings] = transport
@@ -73,7 +76,11 @@ public final class HTTPTransport: Sendable {
         }
     }
 
-    init(tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil, connectionsPerHost: Int = 8) {
+    init(
+        tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil, connectionsPerHost: Int = 8,
+        caFileName: String = TransportSettings().caFileName
+    ) {
+        self.caFileName = caFileName
         self.tls = tls
         self.proxies = proxies
         self.trustProblem = trustProblem
@@ -88,6 +95,17 @@ public final class HTTPTransport: Sendable {
 
     static func needsTLS(_ url: String) -> Bool {
         url.prefix(8).lowercased() == "https://"
+    }
+
+    /// The failure a transport error stands for (`ResolveFailure.transport`),
+    /// naming the way to trust a private CA when the certificate was not
+    /// trusted: the one place that hint is added, for resolves and downloads alike.
+    public func failure(_ error: any Error, proxy: ProxyEndpoint?) -> ResolveFailure {
+        let failure = ResolveFailure.transport(error, proxy: proxy)
+        if failure.isUntrustedCertificate, case .tls(let message) = failure {
+            return .tls("\(message) (trust its CA with \(caFileName))")
+        }
+        return failure
     }
 
     /// The client for `url`, and the proxy it goes through (nil: direct).

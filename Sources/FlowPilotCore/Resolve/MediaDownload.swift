@@ -29,7 +29,7 @@ enum MediaDownload {
             response = try await client.execute(request, timeout: timeout)
         } catch {
             log?.record("media", status: nil)
-            return .failure("download failed: \(ResolveFailure.transport(error, proxy: proxy).message)")
+            return .failure("download failed: \(transport.failure(error, proxy: proxy).message)")
         }
         log?.record("media", status: Int(response.status.code))
         guard response.status.code == 200 else { return .failure("answered \(response.status.code)") }
@@ -42,7 +42,7 @@ enum MediaDownload {
         } catch is NIOTooManyBytesError {
             return .failure("over the \(limit)-byte limit")
         } catch {
-            return .failure("download failed: \(ResolveFailure.transport(error, proxy: proxy).message)")
+            return .failure("download failed: \(transport.failure(error, proxy: proxy).message)")
         }
     }
 }

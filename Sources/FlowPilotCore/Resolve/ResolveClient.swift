@@ -8,6 +8,12 @@ public enum LiveResult: Sendable {
     case flow(FlowDocument, ttlSeconds: Int?)
     case noFlow
     case failed(ResolveFailure)
+
+    /// Why it failed; nil when the backend answered with a flow or without one.
+    public var failure: ResolveFailure? {
+        if case .failed(let failure) = self { return failure }
+        return nil
+    }
 }
 
 /// The resolve API (docs/serve.md serves it) over AsyncHTTPClient: per-placement and
@@ -174,7 +180,7 @@ public struct ResolveClient: Sendable {
                 if status != 429 && status < 500 { return outcome }
             } catch {
                 requests.record(endpoint, status: nil)
-                outcome = .failure(.transport(error, proxy: proxy))
+                outcome = .failure(transport.failure(error, proxy: proxy))
             }
             if attempt >= retries || Task.isCancelled { return outcome }
             attempt += 1

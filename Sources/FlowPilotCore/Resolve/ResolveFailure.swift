@@ -5,11 +5,12 @@ import NIOPosix
 import NIOSSL
 
 /// Why a live resolve failed. Its `code` is the `error` column of a failed
-/// PrefetchOutcome; `isUnavailable` is what makes a run `WarmRun.Verdict.unavailable`.
+/// PrefetchOutcome; `isUnavailable` is what `BackendReach` counts; its
+/// `description` (`code: message`) is how every command names it.
 /// Transport errors are classified by their types (AsyncHTTPClient's and
 /// NIO's), never by their descriptions, so a dependency rewording a message
 /// cannot change an outcome or an exit status.
-public enum ResolveFailure: Error, Sendable, Equatable {
+public enum ResolveFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection could be made: refused, no route, name not found, connect timeout.
     case unreachable(String)
     /// No answer in time: the caller's resolveTimeout, or the transport's deadline.
@@ -55,8 +56,11 @@ public enum ResolveFailure: Error, Sendable, Equatable {
         }
     }
 
-    /// The server's certificate chain is not trusted: a caller that can add a CA should say how.
-    public var isUntrustedCertificate: Bool {
+    /// `code: message`, the one way a failure is named to a person.
+    public var description: String { "\(code): \(message)" }
+
+    /// The server's certificate chain is not trusted: `HTTPTransport.failure` says how to add a CA.
+    var isUntrustedCertificate: Bool {
         if case .tls(let m) = self { return m.contains("CERTIFICATE_VERIFY_FAILED") }
         return false
     }

@@ -13,20 +13,14 @@ final class LiveResolver: Sendable {
         let fingerprint: String
     }
 
-    /// Requests made, and how many of them got no answer from the backend at all.
-    struct Counts: Sendable {
-        var requests = 0
-        var unavailable = 0
-    }
-
     let client: ResolveClient
     let store: CacheStore
     let media: MediaWarmer
     let config: WarmConfiguration
     let aliases: AliasWriter
     private let pool = InflightPool<Key, LiveResult>()
-    private let state = Mutex<(counts: Counts, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>(
-        (Counts(), false, []))
+    private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>(
+        (BackendReach(), false, []))
 
     init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
         self.client = client
@@ -36,7 +30,8 @@ final class LiveResolver: Sendable {
         self.aliases = AliasWriter(store: store)
     }
 
-    var counts: Counts { state.withLock { $0.counts } }
+    /// The live requests made so far, and whether any reached the backend.
+    var reach: BackendReach { state.withLock { $0.reach } }
 
     /// The live resolve of each placement for `identity`: joined when one is
     /// running, else started (together in one batch request when two or more
@@ -98,28 +93,22 @@ final class LiveResolver: Sendable {
 
     private func resolveOne(_ placement: String, _ identity: Identity) async -> LiveResult {
         let result = await client.resolve(placement, identity)
-        state.withLock { state in
-            state.counts.requests += 1
-            if case .failed(let failure) = result, failure.isUnavailable { state.counts.unavailable += 1 }
-        }
+        state.withLock { $0.reach.record(result.failure) }
         return result
     }
 
     private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [String: LiveResult] {
         do {
             let results = try await client.resolveBatch(placements, identity)
-            let unavailable = results.values.allSatisfy {
-                if case .failed(let failure) = $0 { failure.isUnavailable } else { false }
-            }
-            state.withLock { state in
-                state.counts.requests += 1
-                if unavailable { state.counts.unavailable += 1 }
-            }
+            // The batch got no answer when none of its keys did.
+            let failures = results.values.map(\.failure)
+            let unanswered = failures.allSatisfy { $0?.isUnavailable == true }
+            state.withLock { $0.reach.record(unanswered ? failures.first ?? nil : nil) }
             return results
         } catch {
             // 404/405/501: no batch endpoint; remember it for the rest of the run.
             state.withLock { state in
-                state.counts.requests += 1
+                state.reach.record(nil)
                 state.batchUnavailable = true
             }
             return await withTaskGroup(of: (String, LiveResult).self) { group in

@@ -43,34 +43,24 @@ public struct WarmRun: Sendable {
 
     public struct Summary: Sendable {
         public let counts: Counts
-        /// Live requests made, and how many got no answer from the backend at all
-        /// (`ResolveFailure.isUnavailable`: unreachable, tls, proxy).
-        public let requests: Int
-        public let unavailable: Int
+        /// Live requests made, and whether any reached the backend.
+        public let reach: BackendReach
         /// Resolves that outlived their timeout: landed in the cache within the grace, or still running.
         public let lateLanded: Int
         public let latePending: Int
         public let elapsed: Duration
 
         /// `unavailable` when no request reached the backend and nothing was
-        /// warmed; `partial` when outcomes `failOn` counts happened; else `complete`.
-        public func verdict(failOn: FailOn) -> Verdict {
-            if requests > 0 && unavailable == requests && counts.warmed == 0 { return .unavailable }
+        /// warmed; `partial` when outcomes `failOn` counts happened; nil when
+        /// the run did all it was asked.
+        public func verdict(failOn: FailOn) -> Verdict? {
+            if reach.reachedNone && counts.warmed == 0 { return .unavailable }
             switch failOn {
-            case .failed: return counts.failed > 0 ? .partial : .complete
-            case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : .complete
-            case .never: return .complete
+            case .failed: return counts.failed > 0 ? .partial : nil
+            case .noFlow: return counts.failed + counts.noFlow > 0 ? .partial : nil
+            case .never: return nil
             }
         }
-    }
-
-    /// What a run amounts to, for a caller that ends on it.
-    public enum Verdict: Sendable, Equatable {
-        case complete
-        /// Outcomes the run's `FailOn` counts happened.
-        case partial
-        /// No request reached the backend and nothing was warmed.
-        case unavailable
     }
 
     /// Which outcomes make a run partial (`--fail-on`).
@@ -151,9 +141,8 @@ public struct WarmRun: Sendable {
             for try await done in group { record(done) }
         }
         let late = await warmer.waitForLateResolves(grace: options.grace)
-        let requests = warmer.requestCounts
         return Summary(
-            counts: counts, requests: requests.requests, unavailable: requests.unavailable,
+            counts: counts, reach: warmer.reach,
             lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
     }
 }

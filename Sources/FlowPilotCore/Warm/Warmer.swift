@@ -39,13 +39,17 @@ public final class Warmer: Sendable {
             document = decision.document
         }
 
-        /// A live resolve was tried and no request of it reached the backend
-        /// (unreachable, TLS, proxy).
-        public var reachedNoBackend: Bool {
-            steps.contains {
-                if case .liveFailed(let failure) = $0 { return failure.isUnavailable }
-                return false
+        /// The live resolve's request, if one was made, and whether it reached the backend.
+        public var reach: BackendReach {
+            var reach = BackendReach()
+            for step in steps {
+                switch step {
+                case .liveFailed(let failure): reach.record(failure)
+                case .liveFlow, .liveNoFlow: reach.record(nil)
+                default: break
+                }
             }
+            return reach
         }
     }
 
@@ -130,11 +134,8 @@ public final class Warmer: Sendable {
     /// The run's request pacing: its rate limit and the time requests waited for it.
     public var pacer: RequestPacer { live.client.pacer }
 
-    /// Live requests made so far, and how many got no answer from the backend at all.
-    public var requestCounts: (requests: Int, unavailable: Int) {
-        let counts = live.counts
-        return (counts.requests, counts.unavailable)
-    }
+    /// Live requests made so far, and whether any reached the backend.
+    public var reach: BackendReach { live.reach }
 
     /// Tiers 1 to 3 for a placement whose live resolve is `task`.
     private func finish(

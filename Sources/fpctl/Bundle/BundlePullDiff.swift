@@ -66,7 +66,7 @@ struct BundleDiff: AsyncParsableCommand {
 
     func run() async throws {
         let (loaded, client, identity) = (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
-        let rows = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
+        let (rows, reach) = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
         let inSync = rows.allSatisfy { $0.status == .inSync }
         switch output.format {
         case .json: Console.out(try JSONOutput.string(Result(inSync: inSync, placements: rows)))
@@ -82,10 +82,10 @@ struct BundleDiff: AsyncParsableCommand {
                             ]
                         })))
         }
-        if let failed = rows.first, rows.allSatisfy(\.unavailable) {
-            Console.error("no request reached the backend: \(failed.backend ?? "")")
-            throw ExitCode(.unavailable)
+        if reach.reachedNone {
+            Console.error(reach.explanation)
+            throw Verdict.unavailable
         }
-        if !inSync { throw ExitCode(.partial) }
+        if !inSync { throw Verdict.partial }
     }
 }

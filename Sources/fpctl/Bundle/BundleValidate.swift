@@ -58,9 +58,9 @@ struct BundleValidate: ParsableCommand {
 
     func run() throws {
         var results: [FileResult] = []
-        // The status of the first bundle that could not be checked at all
-        // (missing, unreadable): its own, never taken for "missing".
-        var unchecked: ExitStatus?
+        // The first bundle that could not be checked at all (missing,
+        // unreadable): its error decides the status, never taken for "missing".
+        var unchecked: FPError?
         var options = BundleValidator.Options(strict: strict, maxAge: maxAge?.seconds)
         if let publicKey {
             options.publicKey = try BundleSigning.loadPublic(publicKey).rawRepresentation
@@ -73,7 +73,7 @@ struct BundleValidate: ParsableCommand {
                         file: bundle, valid: report.isValid, digest: report.digest,
                         findings: report.findings, error: nil))
             } catch let error as FPError {
-                unchecked = unchecked ?? ExitStatus(error)
+                unchecked = unchecked ?? error
                 results.append(
                     FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
             }
@@ -91,7 +91,7 @@ struct BundleValidate: ParsableCommand {
                 if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
             }
         }
-        if let unchecked { throw ExitCode(unchecked) }
-        if results.contains(where: { !$0.valid }) { throw ExitCode(.invalidData) }
+        if let unchecked { throw Verdict.unchecked(unchecked) }
+        if results.contains(where: { !$0.valid }) { throw Verdict.invalid }
     }
 }

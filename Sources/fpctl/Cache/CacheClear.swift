@@ -36,13 +36,13 @@ struct CacheClear: ParsableCommand {
                 throw FPError.usage("cache clear needs --force when standard input is not a terminal")
             }
             Console.raw("clear \(scope.rawValue) in \(store.root)? [y/N] ")
-            guard readLine()?.lowercased().hasPrefix("y") == true else { throw ExitCode(.failure) }
+            guard readLine()?.lowercased().hasPrefix("y") == true else { throw Verdict.negative }
         }
         let result = try store.clear(scope)
         for failure in result.failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
         Console.note(
             "cleared \(scope.rawValue): \(result.files) files, \(result.bytes) bytes"
                 + (result.failed.isEmpty ? "" : "; could not remove \(result.failed.count)"))
-        if !result.failed.isEmpty { throw ExitCode(.cannotWrite) }
+        if !result.failed.isEmpty { throw Verdict.incomplete }
     }
 }

@@ -83,6 +83,6 @@ struct CachePrune: ParsableCommand {
         Console.note(
             "\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes"
                 + (failed.isEmpty ? "" : "; could not remove \(failed.count)"))
-        if !failed.isEmpty { throw ExitCode(.cannotWrite) }
+        if !failed.isEmpty { throw Verdict.incomplete }
     }
 }

@@ -41,6 +41,6 @@ struct CacheVerify: ParsableCommand {
             for f in findings { Console.out((repair ? "removed: " : "") + f.line + "\n") }
             if findings.isEmpty { Console.out("ok\n") }
         }
-        if !findings.isEmpty { throw ExitCode(.invalidData) }
+        if !findings.isEmpty { throw Verdict.invalid }
     }
 }

@@ -4,9 +4,11 @@ import Foundation
 
 /// The process's entry: checks that the system gives what the Swift runtime
 /// reads, then runs `FPCTL`, and turns what a command throws into its exit
-/// status: a failure of the core through `report` (one line each on standard
-/// error), everything else (usage errors, help, `ExitCode`) with the argument
-/// parser's message and code, printed through `StandardOutput` and `Console`.
+/// status (`ExitStatus`, the one place): a failure of the core through
+/// `report` (one line each on standard error), a `Verdict` as it is (the
+/// command printed what it found), everything else (usage errors, help) with
+/// the argument parser's message and code, printed through `StandardOutput`
+/// and `Console`.
 ///
 /// In a root without /proc (a bare chroot, some build sandboxes) the Swift
 /// runtime cannot work as it should: `CommandLine` reads the arguments from
@@ -43,6 +45,8 @@ enum Entry {
             }
         } catch let error as FPError {
             exit(report(error).rawValue)
+        } catch let verdict as Verdict {
+            exit(ExitStatus(verdict).rawValue)
         } catch {
             // What the argument parser has to say (help, a version, a completion
             // script, a usage error), written through StandardOutput and Console

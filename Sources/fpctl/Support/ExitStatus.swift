@@ -1,7 +1,10 @@
 import FlowPilotCore
 
 /// The exit statuses fpctl documents (fpctl(1), EXIT STATUS). Every command
-/// ends through one of these; no other number leaves the process.
+/// ends through one of these; no other number leaves the process. Commands
+/// return, or throw an `FPError` (stopped) or a `Verdict` (ran to the end, and
+/// the answer is not "all done"); `Entry` maps what they throw here, and only
+/// here.
 enum ExitStatus: Int32, Sendable, CaseIterable {
     /// Everything asked for was done.
     case success = 0
@@ -31,15 +34,19 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
         case .cannotWrite, .outputExists, .directoryNotEmpty: self = .cannotWrite
         case .usage: self = .usage
         case .unavailable: self = .unavailable
+        case .failed: self = .failure
         }
     }
 
-    /// How a warm run ends.
-    init(_ verdict: WarmRun.Verdict) {
+    /// The status of a command's answer.
+    init(_ verdict: Verdict) {
         switch verdict {
-        case .complete: self = .success
+        case .negative: self = .failure
         case .partial: self = .partial
+        case .invalid: self = .invalidData
         case .unavailable: self = .unavailable
+        case .incomplete: self = .cannotWrite
+        case .unchecked(let error): self.init(error)
         }
     }
 }

@@ -71,11 +71,6 @@ enum StandardOutput {
     }
 }
 
-extension ExitCode {
-    /// The documented status, the only way a command picks an exit code.
-    init(_ status: ExitStatus) { self.init(status.rawValue) }
-}
-
 /// Prints a failure of the core (each finding on its own line, with the hint
 /// that names the flag a person can use) and gives its exit status. `Entry`
 /// calls it for whatever a command throws: the one place where a failure
@@ -92,12 +87,6 @@ func report(_ error: FPError) -> ExitStatus {
         Console.error(error.description)
     }
     return ExitStatus(error)
-}
-
-/// A resolve failure for a person: its code and message, and for an untrusted
-/// certificate the flag that trusts a private CA.
-func describe(_ failure: ResolveFailure) -> String {
-    "\(failure.code): \(failure.message)" + (failure.isUntrustedCertificate ? " (trust its CA with --cacert)" : "")
 }
 
 /// Standard output in 64 KiB writes, for long streamed listings.

@@ -42,7 +42,7 @@ final class OutcomeReport {
         guard showRows else { return }
         let identity =
             "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
-        let error = o.failure.map(describe) ?? ""
+        let error = o.failure?.description ?? ""
         let cells = [
             identity, o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
             o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",

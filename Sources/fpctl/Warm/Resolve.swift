@@ -10,7 +10,8 @@ struct Resolve: AsyncParsableCommand {
         discussion: """
             Prints each tier tried and why it was skipped or won, then the flow summary;
             --format json prints the same trace as one document for scripts.
-            With --output, writes the flow JSON to that file instead.
+            With --output, also writes the winning flow's JSON to that file, whole or
+            not at all; an existing file is replaced only with --overwrite.
             Exit status: 0 a flow was found, 1 none, 69 none and the backend could not
             be reached (unreachable, TLS, proxy), 73 the output cannot be written.
             """
@@ -19,22 +20,27 @@ struct Resolve: AsyncParsableCommand {
     @Argument(help: "The placement key.") var placement: String
     @OptionGroup var backend: BackendOptions
     @Option(name: .shortAndLong, help: "Write the winning flow's JSON here.") var output: String?
+    @Flag(help: "Replace the --output file if it exists.") var overwrite = false
     @Option(help: "Output format: table (the trace as text) or json.", completion: .list(["table", "json"]))
     var format: OutputFormat = .table
 
     func run() async throws {
         guard format != .csv else { throw FPError.usage("--format csv: the tier trace is table or json") }
+        // The output is checked (and its temporary file made) before the cache is touched.
+        let file = try output.map { try AtomicFile.Output(destination: $0, overwrite: overwrite) }
         let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
         let resolution = await warmer.resolve(placement, for: identity)
         var trace = ResolveTrace(resolution, identity: identity)
-        trace.describeFailure = describe
         trace.noBundleGiven = "no --bundle given"
         Console.out(format == .json ? try trace.json() : trace.text())
         let outcome = resolution.outcome
         guard outcome.state == .warmed, outcome.deliverySource != nil, let doc = resolution.document else {
-            throw ExitCode(resolution.reachedNoBackend ? .unavailable : .failure)
+            throw resolution.reach.reachedNone ? Verdict.unavailable : Verdict.negative
         }
-        if let output { try AtomicFile.write(CanonicalJSON.prettyData(doc.json), to: output, overwrite: true) }
+        if let file {
+            try file.write(CanonicalJSON.prettyData(doc.json))
+            try file.commit()
+        }
     }
 }
 
@@ -61,11 +67,13 @@ struct Ready: AsyncParsableCommand {
             Console.out("ready\n")
         case .notReady(let failure):
             Console.out("not ready\n")
-            if let failure, failure.isUnavailable {
-                Console.error("no request reached the backend: \(describe(failure))")
-                throw ExitCode(.unavailable)
+            var reach = BackendReach()
+            if let failure { reach.record(failure) }
+            if reach.reachedNone {
+                Console.error(reach.explanation)
+                throw Verdict.unavailable
             }
-            throw ExitCode(.failure)
+            throw Verdict.negative
         }
     }
 }

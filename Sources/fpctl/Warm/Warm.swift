@@ -125,10 +125,10 @@ struct Warm: AsyncParsableCommand {
             runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: shard,
             placements: prepared.run.options.placements, startedAt: startedAt, endedAt: Date(),
             resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
-        let status = ExitStatus(result.verdict(failOn: failOn))
-        presentation.finish(run: run, result: result, warmer: prepared.run.warmer, success: status == .success)
+        let verdict = result.verdict(failOn: failOn)
+        presentation.finish(run: run, result: result, warmer: prepared.run.warmer, success: verdict == nil)
         try presentation.writeMetrics(to: prepared.metricsOutput, warmer: prepared.run.warmer, endedAt: run.endedAt)
-        if status != .success { throw ExitCode(status) }
+        if let verdict { throw verdict }
     }
 
     /// What a run needs, checked before the cache is touched: the earlier

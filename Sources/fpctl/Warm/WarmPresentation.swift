@@ -10,8 +10,6 @@ final class WarmPresentation {
     private lazy var rowsOnTerminal = report.showRows && isatty(STDOUT_FILENO) != 0
     private var placementSummary = OutcomeSummary()
     private let metrics: WarmMetrics?
-    /// The first failure that reached no backend, named when the run ends `unavailable`.
-    private var unavailable: ResolveFailure?
 
     init(format: OutputFormat, rows: Bool, metrics: Bool) {
         report = OutcomeReport(format: format, rows: rows)
@@ -21,7 +19,6 @@ final class WarmPresentation {
     /// One identity's outcomes, as it finishes.
     func record(_ outcomes: [PrefetchOutcome], _ counts: WarmRun.Counts) {
         for outcome in outcomes {
-            if unavailable == nil, let failure = outcome.failure, failure.isUnavailable { unavailable = failure }
             report.add(outcome)
             placementSummary.add(outcome)
             metrics?.record(outcome)
@@ -39,9 +36,7 @@ final class WarmPresentation {
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         StandardOutputSync.sync()
         Console.note(Warm.summaryLine(result, pacer: warmer.pacer))
-        if result.verdict(failOn: .never) == .unavailable, let unavailable {
-            Console.error("no request reached the backend: \(describe(unavailable))")
-        }
+        if result.verdict(failOn: .never) == .unavailable { Console.error(result.reach.explanation) }
         succeeded = success
     }
 

@@ -21,8 +21,9 @@ struct Serve: AsyncParsableCommand {
             So does every mistake in rules.json (rule rules-invalid, naming its JSON
             path): a weight that is not a whole number from 1 to 1000000000, a zero
             total, a flow the bundle lacks, an unknown condition.
-            Exit status: 0 after SIGINT or SIGTERM, 65 invalid content, 66 missing
-            content, 64 bad options.
+            Exit status: 0 after SIGINT or SIGTERM, 1 the address cannot be listened
+            on (in use, not permitted), 65 invalid content, 66 missing content,
+            64 bad options.
             """
     )
 

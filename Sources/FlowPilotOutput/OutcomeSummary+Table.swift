@@ -27,3 +27,22 @@ extension OutcomeSummary {
         ]
     }
 }
+
+/// `fpctl report`: the per-placement summary over warm outputs, with the
+/// runs they came from and the rows read.
+public struct WarmReportSummary: Rendering {
+    public let result: WarmReport.Result
+
+    public init(_ result: WarmReport.Result) { self.result = result }
+
+    public func text() -> String { result.summary.table().text() }
+
+    public var table: Table? { result.summary.table() }
+
+    public var document: JSONValue {
+        .object([
+            "runs": .array(result.runs.map(\.json)), "rows": .number(Double(result.rows)),
+            "summary": result.summary.json,
+        ])
+    }
+}

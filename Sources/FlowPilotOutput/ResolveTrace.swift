@@ -3,7 +3,7 @@ import Foundation
 
 /// One placement's walk down the resolution chain, for people and for scripts: each
 /// tier tried, what it found and why, then the result (`fpctl resolve`).
-public struct ResolveTrace {
+public struct ResolveTrace: Rendering {
     public let resolution: Warmer.Resolution
     public let identity: Identity
     /// Why the bundled tier was not looked at when no bundle was given.
@@ -29,9 +29,9 @@ public struct ResolveTrace {
     }
 
     /// The same trace as one JSON document (`resolve --format json`).
-    public func json() throws -> String {
-        try JSONOutput.string(Document(self))
-    }
+    public var document: Document { Document(self) }
+
+    public static var formats: [OutputFormat] { [.text, .json] }
 
     /// Where a step looked, by its tier.
     static func source(_ step: TierChain.Step) -> String {
@@ -66,7 +66,7 @@ public struct ResolveTrace {
     }
 
     /// The JSON document: placement, identity, each tier tried, the result.
-    struct Document: Encodable {
+    public struct Document: Encodable {
         struct Tier: Encodable {
             let tier: Int
             let source: String
@@ -96,7 +96,6 @@ public struct ResolveTrace {
         let fingerprint: String
         let tiers: [Tier]
         let result: Result
-        let schemaVersion = JSONOutput.schemaVersion
 
         init(_ trace: ResolveTrace) {
             let o = trace.resolution.outcome

@@ -1,8 +1,7 @@
 import FlowPilotCore
 import Foundation
 
-/// Records rendered as an aligned text table, CSV with a header row, or JSON
-/// with sorted keys and a `schema_version`.
+/// Records rendered as an aligned text table or CSV with a header row.
 public struct Table: Sendable {
     public var columns: [String]
     public var rows: [[String]]
@@ -34,27 +33,15 @@ public struct Table: Sendable {
 
     /// RFC 4180 CSV: quoted when a cell holds a comma, quote or newline.
     public func csv() -> String {
+        ([columns] + rows).map(Self.csvLine).joined()
+    }
+
+    /// One CSV record and its newline, for a caller that streams rows.
+    public static func csvLine(_ cells: [String]) -> String {
         func cell(_ s: String) -> String {
             s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
         }
-        return ([columns] + rows).map { $0.map(cell).joined(separator: ",") }.joined(separator: "\n") + "\n"
-    }
-}
-
-/// JSON output for machines: sorted keys, `schema_version`, no escaped slashes.
-public enum JSONOutput {
-    public static let schemaVersion = 1
-
-    public static func string<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        // Report types name their fields in camelCase; the documents use snake_case.
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .custom { date, enc in
-            var c = enc.singleValueContainer()
-            try c.encode(RFC3339.string(date))
-        }
-        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+        return cells.map(cell).joined(separator: ",") + "\n"
     }
 }

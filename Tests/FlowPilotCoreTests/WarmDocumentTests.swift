@@ -17,7 +17,7 @@ struct WarmDocumentTests {
         }
         var summary = OutcomeSummary()
         var writer = WarmOutputFile.Writer(rows: true)
-        var document = Data(writer.start.utf8)
+        var document = writer.start
         for outcome in outcomes {
             document += writer.row(outcome)
             summary.add(outcome)
@@ -25,7 +25,7 @@ struct WarmDocumentTests {
         let run = WarmRunInfo(
             runID: "run-1", shard: nil, placements: ["paywall"], startedAt: Date(timeIntervalSince1970: 0),
             endedAt: Date(timeIntervalSince1970: 1))
-        document += Data(writer.finish(run: run, summary: summary).utf8)
+        document += writer.finish(run: run, summary: summary)
         let path = dir.appendingPathComponent("warm.json").path
         try document.write(to: URL(fileURLWithPath: path))
 

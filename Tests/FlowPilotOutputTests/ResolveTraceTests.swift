@@ -36,7 +36,7 @@ struct ResolveTraceTests {
         trace.noBundleGiven = "no bundle here"
         #expect(
             trace.text().contains("tier 1 live resolve: failed (tls: handshake failed: CERTIFICATE_VERIFY_FAILED)\n"))
-        let json = try #require(try JSONValue.parse(Data(trace.json().utf8)).objectValue)
+        let json = try #require(try JSONValue.parse(Data(trace.rendered(as: .json).utf8)).objectValue)
         let tiers = try #require(json["tiers"]?.arrayValue)
         #expect(tiers.count == 4)
         #expect(tiers[1].objectValue?["reason"] == .string("failed (tls: handshake failed: CERTIFICATE_VERIFY_FAILED)"))

@@ -82,7 +82,7 @@ struct HTTPSProxyTests {
         let missing = try warm(backend.url, ["--cacert", backend.dir.file("nope.pem")])
         #expect(missing.result.status == 66)
         #expect(
-            missing.result.stderr == "fpctl: error: --cacert \(backend.dir.file("nope.pem")): cannot read the file\n")
+            missing.result.stderr == "fpctl: error: --cacert \(backend.dir.file("nope.pem")): no such CA file\n")
         let notPEM = backend.dir.file("server.ext")
         let garbage = try warm(backend.url, ["--cacert", notPEM])
         #expect(garbage.result.status == 65)

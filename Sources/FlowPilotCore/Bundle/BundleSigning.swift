@@ -60,10 +60,7 @@ public enum BundleSigning {
     }
 
     public static func loadPrivate(_ path: String) throws -> KeyPair {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FPError.inputMissing("\(path): cannot read the key file")
-        }
-        return try privateKey(data, path: path)
+        try privateKey(try InputFile.contents(path, "key file"), path: path)
     }
 
     /// A private key file's bytes; `path` names it in the error.
@@ -78,10 +75,7 @@ public enum BundleSigning {
     }
 
     public static func loadPublic(_ path: String) throws -> Curve25519.Signing.PublicKey {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FPError.inputMissing("\(path): cannot read the public key file")
-        }
-        return try publicKey(data, path: path)
+        try publicKey(try InputFile.contents(path, "public key file"), path: path)
     }
 
     /// A public key file's bytes; `path` names it in the error.

@@ -36,7 +36,7 @@ public enum InputFile {
             break
         case S_IFDIR:
             close(fd)
-            throw FPError.inputMissing("\(path): is a directory; the \(what) must be a file")
+            throw FPError.inputMissing("\(path): is a directory, not a file")
         case S_IFIFO where kind == .stream:
             // Opened without waiting, a FIFO whose writer has not come yet reads
             // as empty: open it again, waiting for the writer, as `cat` does.
@@ -50,7 +50,7 @@ public enum InputFile {
             break
         default:
             close(fd)
-            throw FPError.inputMissing("\(path): not a regular file; the \(what) must be one")
+            throw FPError.inputMissing("\(path): not a regular file (a FIFO or a device cannot be read here)")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return fd
@@ -59,6 +59,19 @@ public enum InputFile {
     /// `open` as a FileHandle that closes the descriptor when it goes.
     public static func handle(_ path: String, _ what: String, kind: Kind = .regular) throws -> FileHandle {
         FileHandle(fileDescriptor: try open(path, what, kind: kind), closeOnDealloc: true)
+    }
+
+    /// The whole of a small input (a key, a CA file), at most `limit` bytes:
+    /// a regular file, or a pipe or device read to its end
+    /// (`--api-key-file <(vault read …)`).
+    public static func contents(_ path: String, _ what: String, limit: Int = 1 << 20) throws -> Data {
+        let handle = try handle(path, what, kind: .stream)
+        let data: Data
+        do { data = try handle.read(upToCount: limit + 1) ?? Data() } catch { throw readFailure(path, what, error) }
+        guard data.count <= limit else {
+            throw FPError.invalid([.error("input-size", path, "the \(what) is larger than \(limit) bytes")])
+        }
+        return data
     }
 
     /// A read that failed after the open (EIO, a device gone): the same one line.

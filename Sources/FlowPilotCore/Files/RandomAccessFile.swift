@@ -9,17 +9,10 @@ final class RandomAccessFile {
 
     init(path: String) throws {
         self.path = path
-        // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer (pread ignores the flag).
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw FPError.inputMissing("\(path): no such file") }
-            throw FPError.inputMissing("\(path): \(Errno.describe(errno))")
-        }
+        // A regular file only: a FIFO is refused, never waited on.
+        fd = try InputFile.open(path, "file")
         var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw FPError.inputMissing("\(path): not a regular file")
-        }
+        fstat(fd, &st)
         size = Int64(st.st_size)
     }
 

@@ -7,7 +7,7 @@ import Foundation
 /// so the rows are never held); the rows stream, a chunk at a time.
 public struct WarmOutputFile: Sendable {
     /// The document's `schema_version`.
-    public static let schemaVersion = 1
+    public static let schemaVersion = JSONDocument.schemaVersion
 
     public struct Row: Sendable {
         public let userID: String
@@ -37,22 +37,22 @@ public struct WarmOutputFile: Sendable {
     /// read back. Without rows, the last line is the whole document.
     public struct Writer: Sendable {
         public let rows: Bool
-        private var written = 0
+        private var stream = JSONDocument.Stream()
 
         public init(rows: Bool) { self.rows = rows }
 
         /// The first line: `{"rows":[`, or nothing without rows.
-        public var start: String { rows ? String(decoding: firstLine, as: UTF8.self) : "" }
+        public var start: Data { rows ? stream.start : Data() }
 
         /// One outcome's row, on a line of its own, after the separator it needs.
         public mutating func row(_ outcome: PrefetchOutcome) -> Data {
-            defer { written += 1 }
-            return Data((written == 0 ? "\n" : ",\n").utf8) + WarmOutputFile.row(outcome)
+            stream.rowData(WarmOutputFile.row(outcome))
         }
 
-        /// The last line: the run and the summary.
-        public func finish(run: WarmRunInfo, summary: OutcomeSummary) -> String {
-            WarmOutputFile.trailer(run: run, summary: summary, afterRows: rows)
+        /// The last line: the run and the summary (without rows, the whole document).
+        public func finish(run: WarmRunInfo, summary: OutcomeSummary) -> Data {
+            let members: [String: JSONValue] = ["run": run.json, "summary": summary.json]
+            return rows ? stream.end(members) : JSONDocument.data(members)
         }
     }
 
@@ -71,15 +71,6 @@ public struct WarmOutputFile: Sendable {
                 "error": o.errorCode.map { .object(["code": .string($0), "message": .string(o.errorMessage ?? "")]) }
                     ?? .null,
             ]))
-    }
-
-    /// What closes the document: the run and the summary, after the rows (the
-    /// last line `report` reads first) or, without rows, as the whole document.
-    static func trailer(run: WarmRunInfo, summary: OutcomeSummary, afterRows: Bool) -> String {
-        let members =
-            "\"run\":" + CanonicalJSON.string(run.json) + ",\"schema_version\":\(schemaVersion)"
-            + ",\"summary\":" + CanonicalJSON.string(summary.json) + "}\n"
-        return afterRows ? "\n]," + members : "{" + members
     }
 
     /// A file cut short standing for `run`, the run that resumed it (`WarmReport`).

@@ -9,9 +9,7 @@ public enum APIKey {
     /// The key in `path`, surrounding whitespace trimmed. A missing file is
     /// `inputMissing`; an empty one is a usage error (it would send no key).
     public static func read(file path: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FPError.inputMissing("\(path): cannot read the API key file")
-        }
+        let data = try InputFile.contents(path, "API key file")
         let key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !key.isEmpty else { throw FPError.usage("\(path): the API key file is empty") }
         return key

@@ -170,8 +170,9 @@ public final class HTTPTransport: Sendable {
 
     /// The certificates of a PEM file, or a one-line error naming the file.
     static func certificates(_ path: String, origin: String) throws -> [NIOSSLCertificate] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FPError.inputMissing("\(origin) \(path): cannot read the file")
+        let data: Data
+        do { data = try InputFile.contents(path, "CA file", limit: 16 << 20) } catch let error as FPError {
+            throw FPError.inputMissing("\(origin) \(error.description)")
         }
         let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(data))
         guard let certificates, !certificates.isEmpty else {

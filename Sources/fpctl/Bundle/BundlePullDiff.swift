@@ -58,34 +58,15 @@ struct BundleDiff: AsyncParsableCommand {
         [String] = []
     @OptionGroup var output: FormatOption
 
-    struct Result: Encodable {
-        let schemaVersion = JSONOutput.schemaVersion
-        let inSync: Bool
-        let placements: [BundlePipeline.DiffRow]
-    }
-
     func run() async throws {
         let (loaded, client, identity) = (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
         let (rows, reach) = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
-        let inSync = rows.allSatisfy { $0.status == .inSync }
-        switch output.format {
-        case .json: Console.out(try JSONOutput.string(Result(inSync: inSync, placements: rows)))
-        case .csv, .table:
-            Console.out(
-                output.render(
-                    Table(
-                        columns: ["placement", "status", "bundled", "backend", "changed_media"],
-                        rows: rows.map {
-                            [
-                                $0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-",
-                                $0.changedMedia.joined(separator: " "),
-                            ]
-                        })))
-        }
+        let report = DiffReport(rows: rows)
+        try output.print(report)
         if reach.reachedNone {
             Console.error(reach.explanation)
             throw Verdict.unavailable
         }
-        if !inSync { throw Verdict.partial }
+        if !report.inSync { throw Verdict.partial }
     }
 }

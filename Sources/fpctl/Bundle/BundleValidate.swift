@@ -33,31 +33,17 @@ struct BundleValidate: ParsableCommand {
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
+        try format.require(ValidateReport.formats, of: "bundle validate")
     }
 
     @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
     var publicKey: String?
 
     @Option(help: "Output format: text or json.", completion: .list(["text", "json"]))
-    var format: ValidateFormat = .text
-
-    enum ValidateFormat: String, ExpressibleByArgument { case text, json }
-
-    private struct FileResult: Encodable {
-        let file: String
-        let valid: Bool
-        let digest: String?
-        let findings: [Finding]
-        let error: String?
-    }
-
-    private struct Output: Encodable {
-        let schemaVersion = JSONOutput.schemaVersion
-        let files: [FileResult]
-    }
+    var format: OutputFormat = .text
 
     func run() throws {
-        var results: [FileResult] = []
+        var results: [ValidateReport.File] = []
         // The first bundle that could not be checked at all (missing,
         // unreadable): its error decides the status, never taken for "missing".
         var unchecked: FPError?
@@ -69,28 +55,19 @@ struct BundleValidate: ParsableCommand {
             do {
                 let report = try BundleValidator.validate(bundle, options: options)
                 results.append(
-                    FileResult(
+                    ValidateReport.File(
                         file: bundle, valid: report.isValid, digest: report.digest,
                         findings: report.findings, error: nil))
             } catch let error as FPError {
                 unchecked = unchecked ?? error
                 results.append(
-                    FileResult(file: bundle, valid: false, digest: nil, findings: [], error: error.description))
+                    ValidateReport.File(file: bundle, valid: false, digest: nil, findings: [], error: error.description)
+                )
             }
         }
-        switch format {
-        case .json:
-            Console.out(try JSONOutput.string(Output(files: results)))
-        case .text:
-            for r in results {
-                if let error = r.error {
-                    Console.error(error)
-                    continue
-                }
-                for f in r.findings.bounded() { Console.out("\(r.file): \(f.line)\n") }
-                if r.valid { Console.out("\(r.file): ok \(r.digest ?? "")\n") }
-            }
-        }
+        let report = ValidateReport(files: results)
+        if format == .text { report.errors.forEach(Console.error) }
+        Console.out(try report.rendered(as: format))
         if let unchecked { throw Verdict.unchecked(unchecked) }
         if results.contains(where: { !$0.valid }) { throw Verdict.invalid }
     }

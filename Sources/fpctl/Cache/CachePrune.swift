@@ -32,21 +32,6 @@ struct CachePrune: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Print what would be removed; remove nothing.") var dryRun = false
     @OptionGroup var output: FormatOption
 
-    struct Result: Encodable {
-        let schemaVersion = JSONOutput.schemaVersion
-        let dryRun: Bool
-        let files: Int
-        let bytes: Int64
-        let removed: [Removal]
-        /// Files that could not be removed, and why.
-        let failed: [Failed]
-    }
-
-    struct Failed: Encodable {
-        let path: String
-        let reason: String
-    }
-
     func validate() throws {
         if images && flows { throw ValidationError("--images and --flows exclude each other") }
         try olderThan?.check("--older-than", from: DurationArgument("0s", seconds: 0), to: .longest)
@@ -65,24 +50,11 @@ struct CachePrune: ParsableCommand {
         o.dryRun = dryRun
         o.now = try Now.date()
         let result = try store.prune(o)
-        let removed = result.removed
-        let bytes = removed.reduce(0) { $0 + $1.bytes }
-        let failed = result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) }
-        switch output.format {
-        case .json:
-            let document = Result(
-                dryRun: dryRun, files: removed.count, bytes: bytes, removed: removed, failed: failed)
-            Console.out(try JSONOutput.string(document))
-        case .csv, .table:
-            let table = Table(
-                columns: ["kind", "path", "bytes", "reason"],
-                rows: removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
-            Console.out(output.render(table))
-        }
-        for failure in failed { Console.warn("could not remove \(failure.path): \(failure.reason)") }
-        Console.note(
-            "\(dryRun ? "would remove" : "removed") \(removed.count) files, \(bytes) bytes"
-                + (failed.isEmpty ? "" : "; could not remove \(failed.count)"))
-        if !failed.isEmpty { throw Verdict.incomplete }
+        let report = PruneReport(result, dryRun: dryRun)
+        try output.print(report)
+        let notes = report.notes
+        notes.warnings.forEach(Console.warn)
+        Console.note(notes.summary)
+        if !result.failed.isEmpty { throw Verdict.incomplete }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 /// Standard error, for logs, warnings and errors (data goes to standard output).
@@ -90,7 +91,7 @@ func report(_ error: FPError) -> ExitStatus {
 }
 
 /// Standard output in 64 KiB writes, for long streamed listings.
-final class BufferedOutput {
+final class BufferedOutput: OutputSink {
     private var buffer = Data()
 
     func write(_ text: String) { write(Data(text.utf8)) }

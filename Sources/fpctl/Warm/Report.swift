@@ -26,16 +26,7 @@ struct Report: ParsableCommand {
 
     func run() throws {
         let result = try WarmReport.summarize(files)
-        switch output.format {
-        case .json:
-            let document: JSONValue = .object([
-                "runs": .array(result.runs.map(\.json)), "rows": .number(Double(result.rows)),
-                "schema_version": .number(Double(JSONOutput.schemaVersion)), "summary": result.summary.json,
-            ])
-            Console.out(String(decoding: CanonicalJSON.prettyData(document), as: UTF8.self) + "\n")
-        case .csv, .table:
-            Console.out(output.render(result.summary.table()))
-        }
+        try output.print(WarmReportSummary(result))
         let runs = Set(result.runs.map(\.runID)).count
         Console.note("\(result.rows) rows from \(files.count) files, \(runs) run\(runs == 1 ? "" : "s")")
     }

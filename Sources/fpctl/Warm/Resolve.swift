@@ -21,18 +21,21 @@ struct Resolve: AsyncParsableCommand {
     @OptionGroup var backend: BackendOptions
     @Option(name: .shortAndLong, help: "Write the winning flow's JSON here.") var output: String?
     @Flag(help: "Replace the --output file if it exists.") var overwrite = false
-    @Option(help: "Output format: table (the trace as text) or json.", completion: .list(["table", "json"]))
-    var format: OutputFormat = .table
+    @Option(
+        help: "Output format: text (or table, the same: the trace) or json.",
+        completion: .list(["text", "table", "json"]))
+    var format: OutputFormat = .text
+
+    func validate() throws { try format.require(ResolveTrace.formats, of: "resolve") }
 
     func run() async throws {
-        guard format != .csv else { throw FPError.usage("--format csv: the tier trace is table or json") }
         // The output is checked (and its temporary file made) before the cache is touched.
         let file = try output.map { try AtomicFile.Output(destination: $0, overwrite: overwrite) }
         let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
         let resolution = await warmer.resolve(placement, for: identity)
         var trace = ResolveTrace(resolution, identity: identity)
         trace.noBundleGiven = "no --bundle given"
-        Console.out(format == .json ? try trace.json() : trace.text())
+        Console.out(try trace.rendered(as: format))
         let outcome = resolution.outcome
         guard outcome.state == .warmed, outcome.deliverySource != nil, let doc = resolution.document else {
             throw resolution.reach.reachedNone ? Verdict.unavailable : Verdict.negative

@@ -1,4 +1,5 @@
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 /// What a person or a pipeline sees of a warm while it runs and when it ends:
@@ -12,7 +13,7 @@ final class WarmPresentation {
     private let metrics: WarmMetrics?
 
     init(format: OutputFormat, rows: Bool, metrics: Bool) {
-        report = OutcomeReport(format: format, rows: rows)
+        report = OutcomeReport(format: format, rows: rows, to: BufferedOutput())
         self.metrics = metrics ? WarmMetrics() : nil
     }
 

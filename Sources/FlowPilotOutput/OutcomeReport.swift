@@ -1,19 +1,29 @@
 import FlowPilotCore
-import FlowPilotOutput
 import Foundation
+
+/// Where a streamed renderer's bytes go: written in order, and pushed to the
+/// file or pipe at `flush` (fpctl's standard output).
+public protocol OutputSink: AnyObject {
+    func write(_ data: Data)
+    func flush()
+}
+
+extension OutputSink {
+    func write(_ text: String) { write(Data(text.utf8)) }
+}
 
 /// Warm's standard output, streamed: rows are written as identities finish, so
 /// a million identities never sit in memory, then the per-placement summary.
-/// - table: the rows, then (when the run covered more than one identity) a
+/// - text: the rows, then (when the run covered more than one identity) a
 ///   blank line and the summary table; with `--summary`, the summary only.
 /// - csv: the rows (one table per CSV stream); with `--summary`, the summary only.
 /// - json: `{"rows":[` one row per line `],"run":{…},"schema_version":1,"summary":{…}}`,
 ///   the run and summary on the last line (what `fpctl report` reads back);
 ///   with `--summary`, no `rows`.
-final class OutcomeReport {
-    let format: OutputFormat
-    let showRows: Bool
-    private let out = BufferedOutput()
+public final class OutcomeReport {
+    public let format: OutputFormat
+    public let showRows: Bool
+    private let out: any OutputSink
     private var document: WarmOutputFile.Writer
     static let columns = [
         "identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl",
@@ -22,7 +32,8 @@ final class OutcomeReport {
     ]
     static let widths = [22, 16, 8, 10, 15, 12, 20, 12, 5, 6]
 
-    init(format: OutputFormat, rows: Bool) {
+    public init(format: OutputFormat, rows: Bool, to out: any OutputSink) {
+        self.out = out
         self.format = format
         self.showRows = rows
         document = WarmOutputFile.Writer(rows: rows)
@@ -33,12 +44,12 @@ final class OutcomeReport {
             // (`identityDone`): what a killed run leaves is what --resume reads.
             out.write(document.start)
         case .csv: out.write(Self.columns.joined(separator: ",") + "\n")
-        case .table: out.write(line(Self.columns.map { $0.uppercased() }))
+        case .text: out.write(line(Self.columns.map { $0.uppercased() }))
         }
         out.flush()
     }
 
-    func add(_ o: PrefetchOutcome) {
+    public func add(_ o: PrefetchOutcome) {
         guard showRows else { return }
         let identity =
             "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
@@ -49,8 +60,8 @@ final class OutcomeReport {
             o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error,
         ]
         switch format {
-        case .table: out.write(line(cells))
-        case .csv: out.write(Table(columns: cells).csv())
+        case .text: out.write(line(cells))
+        case .csv: out.write(Table.csvLine(cells))
         case .json: out.write(document.row(o))
         }
     }
@@ -58,22 +69,22 @@ final class OutcomeReport {
     /// An identity's rows are all added: they reach the file or pipe now, in
     /// every format, so a reader sees rows as identities finish and a killed
     /// run loses at most the identities in flight (what --resume reads).
-    func identityDone() {
+    public func identityDone() {
         if showRows { out.flush() }
     }
 
     /// The summary after the rows (see the type's comment for when).
-    func finish(run: WarmRunInfo, summary: OutcomeSummary, identities: Int) {
+    public func finish(run: WarmRunInfo, summary: OutcomeSummary, identities: Int) {
         switch format {
         case .json:
             out.write(document.finish(run: run, summary: summary))
         case .csv where !showRows:
             out.write(summary.table().csv())
-        case .table where !showRows:
+        case .text where !showRows:
             out.write(summary.table().text())
-        case .table where identities > 1:
+        case .text where identities > 1:
             out.write("\n" + summary.table().text())
-        case .csv, .table:
+        case .csv, .text:
             break
         }
         out.flush()

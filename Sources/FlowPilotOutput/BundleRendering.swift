@@ -1,0 +1,148 @@
+import FlowPilotCore
+import Foundation
+
+/// `bundle inspect`: the manifest's facts, the placements and the kinds of
+/// entries as text; one row per entry as CSV; all of it as JSON.
+public struct InspectReport: Rendering {
+    public struct Placement: Encodable {
+        let placement: String
+        let flowID: String
+        let version: String
+        let path: String
+        let size: Int64
+    }
+
+    public struct Document: Encodable {
+        let digest: String
+        let appID: String
+        let createdAt: String
+        let generator: String
+        let placements: [Placement]
+        let kinds: [String: BundleReport.KindTotal]
+        let archiveBytes: Int64
+    }
+
+    public let file: String
+    public let document: Document
+    private let entries: [BundleReport.Entry]
+    private let flowOf: [String: (String, BundleManifest.Placement)]
+
+    /// `archiveBytes` is the bundle file's size.
+    public init(report: BundleReport, manifest: BundleManifest, digest: String, archiveBytes: Int64) {
+        file = report.file
+        entries = report.entries
+        let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
+        let placements = CanonicalJSON.sortedKeys(manifest.placements.keys).compactMap { key -> Placement? in
+            guard let p = manifest.placements[key] else { return nil }
+            return Placement(
+                placement: key, flowID: p.flowID, version: p.version, path: p.path, size: sizes[p.path] ?? 0)
+        }
+        flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
+        document = Document(
+            digest: digest, appID: manifest.appID, createdAt: RFC3339.string(manifest.createdAt),
+            generator: manifest.generator, placements: placements, kinds: report.kinds, archiveBytes: archiveBytes)
+    }
+
+    public func text() -> String {
+        """
+        file        \(file)
+        digest      \(document.digest)
+        app_id      \(document.appID)
+        created_at  \(document.createdAt)
+        generator   \(document.generator)
+
+
+        """ + placementTable.text() + "\n" + kindTable.text()
+    }
+
+    var placementTable: Table {
+        Table(
+            columns: ["placement", "flow_id", "version", "path", "size"],
+            rows: document.placements.map { [$0.placement, $0.flowID, $0.version, $0.path, String($0.size)] })
+    }
+
+    var kindTable: Table {
+        Table(
+            columns: ["kind", "files", "bytes", "compressed_bytes"],
+            rows: document.kinds.sorted { $0.key < $1.key }.map { k, v in
+                [k, String(v.files), String(v.bytes), String(v.compressedBytes)]
+            })
+    }
+
+    public var table: Table? {
+        Table(
+            columns: ["kind", "path", "size", "compressed_size", "sha256", "placement", "flow_id", "version"],
+            rows: entries.map { e in
+                let flow = flowOf[e.path]
+                return [
+                    BundleReport.kind(of: e.path), e.path, String(e.size), String(e.compressedSize), e.sha256 ?? "",
+                    flow?.0 ?? "", flow?.1.flowID ?? "", flow?.1.version ?? "",
+                ]
+            })
+    }
+}
+
+/// `bundle validate`: per bundle its findings and `FILE: ok DIGEST`, or
+/// why it could not be checked (that line goes to standard error: `errors`).
+public struct ValidateReport: Rendering {
+    public struct File: Encodable {
+        public let file: String
+        public let valid: Bool
+        public let digest: String?
+        public let findings: [Finding]
+        public let error: String?
+
+        public init(file: String, valid: Bool, digest: String?, findings: [Finding], error: String?) {
+            (self.file, self.valid, self.digest, self.findings, self.error) = (file, valid, digest, findings, error)
+        }
+    }
+
+    public struct Document: Encodable {
+        let files: [File]
+    }
+
+    public let document: Document
+    public static var formats: [OutputFormat] { [.text, .json] }
+
+    public init(files: [File]) { document = Document(files: files) }
+
+    /// Findings and `ok` lines, on standard output.
+    public func text() -> String {
+        document.files.map { r in
+            r.findings.bounded().map { "\(r.file): \($0.line)\n" }.joined()
+                + (r.valid ? "\(r.file): ok \(r.digest ?? "")\n" : "")
+        }.joined()
+    }
+
+    /// The bundles that could not be checked at all, a line each, for standard error.
+    public var errors: [String] { document.files.compactMap(\.error) }
+}
+
+/// `bundle diff`: per placement, whether the bundle is what the backend serves.
+public struct DiffReport: Rendering {
+    public struct Document: Encodable {
+        let inSync: Bool
+        let placements: [BundlePipeline.DiffRow]
+    }
+
+    public let document: Document
+
+    public init(rows: [BundlePipeline.DiffRow]) {
+        document = Document(inSync: rows.allSatisfy { $0.status == .inSync }, placements: rows)
+    }
+
+    public var inSync: Bool { document.inSync }
+
+    public func text() -> String { table?.text() ?? "" }
+
+    public var table: Table? {
+        Table(
+            columns: ["placement", "status", "bundled", "backend", "changed_media"],
+            rows: document.placements.map {
+                [
+                    $0.placement, $0.status.rawValue, $0.bundled ?? "-", $0.backend ?? "-",
+                    $0.changedMedia.joined(separator: " "),
+                ]
+            })
+    }
+}

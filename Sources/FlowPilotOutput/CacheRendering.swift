@@ -1,0 +1,204 @@
+import FlowPilotCore
+import Foundation
+
+/// `cache info`: the counts and budgets as text, one row per placement as
+/// CSV, the core's summary as JSON.
+public struct CacheInfoReport: Rendering {
+    public let document: CacheSummary
+
+    public init(_ summary: CacheSummary) { document = summary }
+
+    public func text() -> String {
+        let info = document
+        let range =
+            "\(info.oldestResolvedAt.map(RFC3339.string) ?? "-") .. \(info.newestResolvedAt.map(RFC3339.string) ?? "-")"
+        var out = """
+            cache_dir   \(info.cacheDir)
+            flows       \(info.flows) (\(info.fresh) fresh, \(info.stale) stale), \(info.aliases) aliases, \(info.flowBytes) bytes
+            images      \(info.images) (\(info.expiredImages) expired), \(info.imageBytes) of \(info.imageBudgetBytes) bytes
+            fonts       \(info.fonts), \(info.fontBytes) bytes
+            resolved    \(range)
+
+            """
+        if !info.placements.isEmpty { out += "\n" + placements(alias: { $0 ? "yes" : "no" }).text() }
+        return out
+    }
+
+    public var table: Table? { placements(alias: { "\($0)" }) }
+
+    /// The per-placement table; CSV says the alias as `true`/`false`, text as `yes`/`no`.
+    private func placements(alias: (Bool) -> String) -> Table {
+        Table(
+            columns: ["placement", "entries", "fresh", "stale", "bytes", "alias"],
+            rows: document.placements.map {
+                [$0.placement, "\($0.entries)", "\($0.fresh)", "\($0.stale)", "\($0.bytes)", alias($0.alias)]
+            })
+    }
+}
+
+/// `cache list`: one row per flow entry, streamed in every format (a
+/// listing of 100,000 entries never becomes one document in memory): `start`,
+/// a `row` per entry, `end`, each handed to the caller's writer.
+public struct FlowListing {
+    public let format: OutputFormat
+    public let now: Date
+    private var stream = JSONDocument.Stream()
+    private var rows: [[String]] = []
+
+    static let columns = ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"]
+
+    public init(format: OutputFormat, now: Date) {
+        self.format = format
+        self.now = now
+    }
+
+    /// What comes before the rows.
+    public var start: Data {
+        switch format {
+        case .json: stream.start
+        case .csv: Data(Table.csvLine(Self.columns).utf8)
+        case .text: Data()
+        }
+    }
+
+    /// One entry: its bytes now (JSON, CSV), or kept for the aligned table (text).
+    public mutating func row(_ e: CachedFlow) -> Data {
+        switch format {
+        case .json:
+            return stream.row(
+                .object([
+                    "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
+                    "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
+                    "version": .string(e.version), "resolved_at": .string(RFC3339.string(e.resolvedAt)),
+                    "age_seconds": .number(Double(Int(e.age(at: now)))),
+                    "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
+                    "size": .number(Double(e.size)),
+                ]))
+        case .csv:
+            return Data(Table.csvLine(cells(e)).utf8)
+        case .text:
+            rows.append(cells(e))
+            return Data()
+        }
+    }
+
+    /// What comes after the rows (the aligned table, for text: its widths need every row).
+    public func end() -> Data {
+        switch format {
+        case .json: stream.end()
+        case .csv: Data()
+        case .text: Data(Table(columns: Self.columns, rows: rows).text().utf8)
+        }
+    }
+
+    private func cells(_ e: CachedFlow) -> [String] {
+        [
+            e.placement, e.userID ?? "-", String(e.fingerprint.prefix(12)), e.flowID, e.version,
+            "\(Int(e.age(at: now)))s", "\(e.ttlSeconds)s", e.isFresh(at: now) ? "fresh" : "stale", "\(e.size)",
+        ]
+    }
+}
+
+/// `cache list --images`: one row per image.
+public struct ImageListing: Rendering {
+    public struct Row: Encodable {
+        let url: String
+        let size: Int64
+        let ageSeconds: Int
+        let lastAccess: Date
+        let expired: Bool
+    }
+
+    public struct Document: Encodable { let rows: [Row] }
+
+    public let document: Document
+
+    public init(_ images: [CachedImage], now: Date, ttl: TimeInterval) {
+        document = Document(
+            rows: images.map {
+                Row(
+                    url: $0.url ?? "?", size: $0.size, ageSeconds: Int(now.timeIntervalSince($0.downloadedAt)),
+                    lastAccess: $0.lastAccess, expired: $0.isExpired(at: now, ttl: ttl))
+            }.sorted { $0.url < $1.url })
+    }
+
+    public func text() -> String { table?.text() ?? "" }
+
+    public var table: Table? {
+        Table(
+            columns: ["url", "size", "age", "last_access", "expired"],
+            rows: document.rows.map {
+                [$0.url, "\($0.size)", "\($0.ageSeconds)s", RFC3339.string($0.lastAccess), $0.expired ? "yes" : "no"]
+            })
+    }
+}
+
+/// `cache prune`: the files removed (or that would be), and those that could not be.
+public struct PruneReport: Rendering {
+    public struct Failed: Encodable {
+        let path: String
+        let reason: String
+    }
+
+    public struct Document: Encodable {
+        let dryRun: Bool
+        let files: Int
+        let bytes: Int64
+        let removed: [Removal]
+        /// Files that could not be removed, and why.
+        let failed: [Failed]
+    }
+
+    public let document: Document
+
+    public init(_ result: RemovalResult, dryRun: Bool) {
+        document = Document(
+            dryRun: dryRun, files: result.removed.count, bytes: result.removed.reduce(0) { $0 + $1.bytes },
+            removed: result.removed, failed: result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) })
+    }
+
+    public func text() -> String { table?.text() ?? "" }
+
+    public var table: Table? {
+        Table(
+            columns: ["kind", "path", "bytes", "reason"],
+            rows: document.removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
+    }
+
+    /// A line per file that could not be removed, and the closing line, for standard error.
+    public var notes: (warnings: [String], summary: String) {
+        let d = document
+        return (
+            d.failed.map { "could not remove \($0.path): \($0.reason)" },
+            "\(d.dryRun ? "would remove" : "removed") \(d.files) files, \(d.bytes) bytes"
+                + (d.failed.isEmpty ? "" : "; could not remove \(d.failed.count)")
+        )
+    }
+}
+
+/// `cache verify`: a finding per line (`removed: ` before each with
+/// --repair, for the files really removed), or `ok`.
+public struct VerifyReport: Rendering {
+    public struct Document: Encodable {
+        let clean: Bool
+        let repaired: Bool
+        let findings: [Finding]
+    }
+
+    public let document: Document
+
+    public init(findings: [Finding], repaired: Bool) {
+        document = Document(clean: findings.isEmpty, repaired: repaired, findings: findings)
+    }
+
+    public func text() -> String {
+        if document.findings.isEmpty { return "ok\n" }
+        return document.findings.map { (document.repaired ? "removed: " : "") + $0.line + "\n" }.joined()
+    }
+
+    public var table: Table? {
+        Table(
+            columns: ["rule", "path", "message", "removed"],
+            rows: document.findings.map { [$0.rule, $0.path, $0.message, String(document.repaired)] })
+    }
+}

@@ -1,0 +1,77 @@
+import FlowPilotCore
+import Foundation
+
+/// How a result is printed: `text` for people (`table` is accepted as another
+/// name for it: the two meant the same), `json` and `csv` for machines.
+public enum OutputFormat: String, Sendable, CaseIterable {
+    case text, json, csv
+
+    /// `text`, `table` (the same), `json` or `csv`.
+    public init?(name: String) {
+        if name == "table" { self = .text } else { self.init(rawValue: name) }
+    }
+}
+
+/// A result a command prints, rendering itself in every format it has: the
+/// one renderer per result and format (as SwiftPM's dumpers are), so a
+/// command parses, calls the core and hands the result here. `Entry` never
+/// sees a format.
+public protocol Rendering {
+    associatedtype Document: Encodable
+    /// What `--format text` prints.
+    func text() -> String
+    /// What `--format csv` prints; nil for a result that is not a table
+    /// (`formats` leaves csv out).
+    var table: Table? { get }
+    /// The JSON document (`JSONOutput` adds `schema_version`).
+    var document: Document { get }
+    /// The formats it has.
+    static var formats: [OutputFormat] { get }
+}
+
+extension Rendering {
+    public var table: Table? { nil }
+    public static var formats: [OutputFormat] { OutputFormat.allCases }
+
+    /// The result as `format` prints it.
+    public func rendered(as format: OutputFormat) throws -> String {
+        switch format {
+        case .text: return text()
+        case .json: return try JSONOutput.string(document)
+        case .csv:
+            guard let table else { throw FPError.usage("--format csv: this result is not a table; use text or json") }
+            return table.csv()
+        }
+    }
+}
+
+/// JSON output for machines, every document in the one layout of
+/// `JSONDocument` (sorted keys, compact, rows one per line, `schema_version`
+/// added once, there). Report types name their fields in camelCase; the
+/// documents use snake_case; times are RFC 3339.
+public enum JSONOutput {
+    public static let schemaVersion = JSONDocument.schemaVersion
+
+    public static func string<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try data(value), as: UTF8.self)
+    }
+
+    public static func data<T: Encodable>(_ value: T) throws -> Data {
+        // Values already in JSON keep their keys as they are.
+        if case .object(let members)? = value as? JSONValue { return JSONDocument.data(members) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .custom { date, enc in
+            var c = enc.singleValueContainer()
+            try c.encode(RFC3339.string(date))
+        }
+        guard case .object(let members) = try JSONValue.parse(try encoder.encode(value)) else {
+            preconditionFailure("a JSON document is an object")
+        }
+        return JSONDocument.data(members)
+    }
+
+    /// A document made of values already in hand.
+    public static func data(_ members: [String: JSONValue]) -> Data { JSONDocument.data(members) }
+}

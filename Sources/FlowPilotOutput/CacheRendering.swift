@@ -176,29 +176,54 @@ public struct PruneReport: Rendering {
     }
 }
 
-/// `cache verify`: a finding per line (`removed: ` before each with
-/// --repair, for the files really removed), or `ok`.
+/// `cache verify`: a finding per line, or `ok`. With --repair, `removed: `
+/// before each finding whose file is gone, and `not removed (REASON): `
+/// before one whose file could not be removed.
 public struct VerifyReport: Rendering {
+    public struct NotRemoved: Encodable {
+        let path: String
+        let reason: String
+    }
+
     public struct Document: Encodable {
         let clean: Bool
         let repaired: Bool
         let findings: [Finding]
+        /// With --repair, the findings' files that could not be removed.
+        let notRemoved: [NotRemoved]
     }
 
     public let document: Document
 
-    public init(findings: [Finding], repaired: Bool) {
-        document = Document(clean: findings.isEmpty, repaired: repaired, findings: findings)
+    public init(_ verification: CacheStore.Verification, repaired: Bool) {
+        document = Document(
+            clean: verification.findings.isEmpty, repaired: repaired, findings: verification.findings,
+            notRemoved: verification.notRemoved.sorted { $0.key < $1.key }.map {
+                NotRemoved(path: $0.key, reason: $0.value)
+            })
+    }
+
+    /// Some file a finding named is still there after --repair.
+    public var incomplete: Bool { !document.notRemoved.isEmpty }
+
+    private func removal(_ finding: Finding) -> (Bool, String?) {
+        guard document.repaired else { return (false, nil) }
+        let reason = document.notRemoved.first { $0.path == finding.path }?.reason
+        return (reason == nil, reason)
     }
 
     public func text() -> String {
         if document.findings.isEmpty { return "ok\n" }
-        return document.findings.map { (document.repaired ? "removed: " : "") + $0.line + "\n" }.joined()
+        return document.findings.map { finding in
+            let (removed, reason) = removal(finding)
+            let prefix = removed ? "removed: " : reason.map { "not removed (\($0)): " } ?? ""
+            return prefix + finding.line + "\n"
+        }.joined()
     }
 
     public var table: Table? {
         Table(
             columns: ["rule", "path", "message", "removed"],
-            rows: document.findings.map { [$0.rule, $0.path, $0.message, String(document.repaired)] })
+            rows: document.findings.map { [$0.rule, $0.path, $0.message, String(removal($0).0)] })
     }
 }

@@ -140,13 +140,15 @@ final class CacheStoreTests {
         ] {
             try damage.write(to: URL(fileURLWithPath: stored.path))
             #expect(store.lookupFlow(placement: "p", identity: alice) == nil)
-            #expect(try store.verify(repair: false).contains { $0.rule == "cache-corrupt-entry" })
+            #expect(try store.verify(repair: false).findings.contains { $0.rule == "cache-corrupt-entry" })
         }
         try Data("junk".utf8).write(to: URL(fileURLWithPath: "\(root)/flows/p/stray.bin"))
         try Data("junk".utf8).write(to: URL(fileURLWithPath: "\(root)/notes.txt"))
-        let findings = try store.verify(repair: true)
+        let verification = try store.verify(repair: true)
+        let findings = verification.findings
+        #expect(verification.notRemoved.isEmpty)
         #expect(Set(findings.map(\.rule)) == ["cache-corrupt-entry", "cache-foreign-file", "cache-dangling-alias"])
-        #expect(try store.verify(repair: false).isEmpty)
+        #expect(try store.verify(repair: false).findings.isEmpty)
         #expect(store.lookupFlow(placement: "q", identity: bob)?.1.id == "g", "repair removed only what was broken")
         _ = other
     }

@@ -203,4 +203,32 @@ struct CacheCommandTests {
         #expect(
             try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count == 2)
     }
+
+    @Test("--repair says so when a file it names cannot be removed (a read-only mount): not removed, status 73")
+    func repairThatCannotRemove() throws {
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("cache")
+        #expect(
+            try fpctl(
+                "cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 1))
+            ).status == 0)
+        let placement = try #require(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows").first)
+        let stray = "\(dir)/flows/\(placement)/stray.bin"
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: stray))
+        // The placement's directory read-only for root too: a read-only bind mount (CI runs as root).
+        let mount = try tool("mount")
+        let folder = "\(dir)/flows/\(placement)"
+        try #require(try run(mount, ["--bind", folder, folder]).status == 0)
+        defer { _ = try? run(try tool("umount"), [folder]) }
+        try #require(try run(mount, ["-o", "remount,ro,bind", folder]).status == 0)
+        let repair = try fpctl("cache", "verify", "--cache-dir", dir, "--repair")
+        #expect(repair.status == 73, "\(repair.stdout)\(repair.stderr)")
+        #expect(
+            repair.stdout
+                == "not removed (Read-only file system (EROFS)): cache-foreign-file: flows/\(placement)/stray.bin: not part of the cache layout\n"
+        )
+        #expect(FileManager.default.fileExists(atPath: stray))
+        let json = try fpctl("cache", "verify", "--cache-dir", dir, "--repair", "--format", "json")
+        #expect(json.stdout.contains(#"],"not_removed":["# + "\n" + #"{"path":"flows/\#(placement)/stray.bin","#))
+    }
 }

@@ -20,11 +20,20 @@ public struct Removal: Sendable, Codable {
 extension CacheStore {
     // MARK: Verify
 
+    /// What `verify` found, and with `repair` what it could not remove.
+    public struct Verification: Sendable {
+        public let findings: [Finding]
+        /// The findings' paths (relative to the cache) that `repair` could
+        /// not remove, and why; every other finding's file is gone.
+        public let notRemoved: [String: String]
+    }
+
     /// Reads every entry and checks it; one finding per problem (rule ids
     /// `cache-corrupt-entry`, `cache-dangling-alias`, `cache-font-hash`,
     /// `cache-image-url`, `cache-temp-debris`, `cache-foreign-file`). With
-    /// `repair`, removes exactly the files the findings name, nothing else.
-    public func verify(repair: Bool) throws -> [Finding] {
+    /// `repair`, removes exactly the files the findings name, nothing else,
+    /// and says which it could not remove.
+    public func verify(repair: Bool) throws -> Verification {
         let scan = scan()
         var findings: [Finding] = []
         var broken: [String] = []
@@ -70,12 +79,19 @@ extension CacheStore {
             bad("cache-temp-debris", temp.path, "temporary file of a writer that is gone")
         }
         for file in scan.foreign { bad("cache-foreign-file", file.path, "not part of the cache layout") }
+        var notRemoved: [String: String] = [:]
         if repair && !broken.isEmpty {
             try withLock(exclusive: true) {
-                for path in broken { try? FileManager.default.removeItem(atPath: path) }
+                for path in broken {
+                    if unlink(path) == 0 || errno == ENOENT { continue }
+                    // A foreign directory goes whole: it is what the finding names.
+                    if errno == EISDIR, (try? FileManager.default.removeItem(atPath: path)) != nil { continue }
+                    notRemoved[relative(path)] = Errno.describe(errno)
+                }
+                try? AtomicFile.syncDirectory(root)
             }
         }
-        return findings
+        return Verification(findings: findings, notRemoved: notRemoved)
     }
 
     /// `.tmp-<pid>-…`: is that process still running?

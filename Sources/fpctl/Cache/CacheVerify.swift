@@ -8,8 +8,10 @@ struct CacheVerify: ParsableCommand {
         abstract: "Check every entry, alias, image and font; --repair removes what is broken",
         discussion: """
             Prints one finding per line, RULE: PATH: MESSAGE, or ok (or JSON, CSV).
-            With --repair, removes exactly the files the findings name.
-            Exit status: 0 clean, 65 findings (also after a repair, which says what it removed).
+            With --repair, removes exactly the files the findings name, and says of
+            each whether it was removed (removed: ...) or not (not removed (REASON): ...).
+            Exit status: 0 clean, 65 findings (also after a repair that removed them
+            all), 73 a file a finding names could not be removed.
             """
     )
 
@@ -19,8 +21,10 @@ struct CacheVerify: ParsableCommand {
 
     func run() throws {
         let store = try cache.open()
-        let findings = try store.verify(repair: repair)
-        try output.print(VerifyReport(findings: findings, repaired: repair))
-        if !findings.isEmpty { throw Verdict.invalid }
+        let verification = try store.verify(repair: repair)
+        let report = VerifyReport(verification, repaired: repair)
+        try output.print(report)
+        if report.incomplete { throw Verdict.incomplete }
+        if !verification.findings.isEmpty { throw Verdict.invalid }
     }
 }

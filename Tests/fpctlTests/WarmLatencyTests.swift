@@ -38,6 +38,25 @@ struct WarmLatencyTests {
         #expect((stats["routes"] as? [String: Int])?["resolve-batch"] == 192)
     }
 
+    @Test(
+        "a backend with no batch endpoint: --concurrency 64 over 2 placements puts 128 resolves in flight, not 72 (the old budget)"
+    )
+    func concurrencyWithoutBatches() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "200", "--no-batch"])
+        let result = try fpctl(
+            "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
+            "--identities", try identities(384), "--cache-dir", tmp.file("c"), "--concurrency", "64", "--summary",
+            "--format", "csv")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("TOTAL,768,768"), "\(result.stdout)")
+        let stats = try await stats(server)
+        let peak = try #require(stats["peak_in_flight"] as? Int)
+        // Before, the connections were --concurrency + --media-concurrency (72) whatever the batch fallback did.
+        #expect(peak >= 120, "peak in flight \(peak)")
+        #expect(peak <= 128, "more requests than 64 identities' placements: \(peak)")
+        #expect((stats["routes"] as? [String: Int])?["resolve"] == 768)
+    }
+
     @Test("--rate 3000/m: 100 identities' batches take at least 99 slots of 20 ms, and the summary names the limit")
     func rateLimit() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])

@@ -27,7 +27,7 @@ public struct WarmConfiguration: Sendable {
     public var resolveTimeout: Duration = .seconds(4)
     public var media = MediaStrategy.firstScreen
     public var batch = true
-    public var mediaConcurrency = 8
+    public var mediaConcurrency = WarmRun.Options.defaultConcurrency
     /// The time the run takes as now, for reproducible runs (fpctl reads it
     /// from `FPCTL_NOW`): which cached flows are fresh, and the `resolved_at`
     /// of the flows it writes. nil: the clock.

@@ -23,7 +23,10 @@ public struct WarmResume: Sendable {
     /// `shard`: rows of another placement or shard, or a run that names other
     /// placements or another shard, are `invalid` (rule `resume-input`), as is
     /// a file that is not a warm output at all. A missing file is `inputMissing`.
-    public static func read(_ path: String, placements: [String], shard: Shard?) throws -> WarmResume {
+    /// `runID`, when given, must be the earlier run's.
+    public static func read(_ path: String, placements: [String], shard: Shard?, runID: String? = nil) throws
+        -> WarmResume
+    {
         let index = Dictionary(placements.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         var done = Set<Pair>()
         var retried = 0
@@ -51,6 +54,9 @@ public struct WarmResume: Sendable {
             guard run.shard == shard else {
                 throw refused(
                     path, "its run is shard \(run.shard?.description ?? "none"), not \(shard?.description ?? "none")")
+            }
+            if let runID, run.runID != runID {
+                throw refused(path, "its run is \(run.runID), not --run-id \(runID)")
             }
         }
         return WarmResume(previous: whole, kept: done.count, retried: retried, done: done, placements: placements)

@@ -7,8 +7,10 @@ import Foundation
 public struct WarmRun: Sendable {
     public struct Options: Sendable {
         public var placements: [String]
-        /// Identities prefetched at once.
-        public var concurrency = 8
+        /// Identities prefetched at once (`--concurrency`).
+        public var concurrency = Options.defaultConcurrency
+        /// The default of `concurrency`, and of the media downloads at once.
+        public static let defaultConcurrency = 8
         public var shard: Shard?
         /// How long to wait at the end for late resolves and fonts.
         public var grace: Duration = .seconds(10)
@@ -19,6 +21,16 @@ public struct WarmRun: Sendable {
         public init(placements: [String]) {
             var seen = Set<String>()
             self.placements = placements.filter { seen.insert($0).inserted }
+        }
+
+        /// The HTTP connections a run needs to one backend host so that no
+        /// request waits for one: each identity in flight has one batch
+        /// request, or, when the backend has no batch endpoint (found out
+        /// during the run, or `--no-batch`), one request per placement; plus
+        /// the media downloads. A pool only opens connections as requests need
+        /// them, so a backend with batches still uses `concurrency`.
+        public func connections(mediaConcurrency: Int) -> Int {
+            concurrency * max(1, placements.count) + mediaConcurrency
         }
     }
 

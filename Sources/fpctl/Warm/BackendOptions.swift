@@ -52,14 +52,14 @@ struct RemoteOptions: ParsableArguments {
         try apiKeyFile.map(APIKey.read(file:)) ?? APIKey.fromEnvironment()
     }
 
-    /// `connections`: HTTP/1.1 connections per host, the requests that can be in flight at once.
-    func client(retries: Int = 2, connections: Int = 8, rate: RequestPacer.Rate? = nil) throws -> ResolveClient {
+    /// `connections`: HTTP/1.1 connections per host, the requests that can be
+    /// in flight at once (nil: the transport's default).
+    func client(retries: Int = 2, connections: Int? = nil, rate: RequestPacer.Rate? = nil) throws -> ResolveClient {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
-        var settings = TransportSettings(
-            caFile: caFile, proxy: proxy, connectionsPerHost: connections,
-            environment: ProcessInfo.processInfo.environment)
+        var settings = TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment)
+        if let connections { settings.connectionsPerHost = max(1, connections) }
         (settings.caFileName, settings.proxyName) = ("--cacert", "--proxy")
         let transport = try HTTPTransport.make(settings)
         try transport.requireTrust(for: apiURL)
@@ -90,12 +90,13 @@ struct BackendOptions: ParsableArguments {
 
     func identity() throws -> Identity { try remote.identity() }
 
-    /// `concurrency` identities at once, each with its one batch request, and
-    /// `mediaConcurrency` downloads: the connections per host are their sum.
+    /// `connections` per host (`WarmRun.Options.connections`, for warm; the
+    /// transport's default for one resolve) and `mediaConcurrency` downloads.
     func makeWarmer(
-        media: MediaStrategy, concurrency: Int = 8, mediaConcurrency: Int = 8, rate: RequestPacer.Rate? = nil
+        media: MediaStrategy, connections: Int? = nil,
+        mediaConcurrency: Int = WarmRun.Options.defaultConcurrency, rate: RequestPacer.Rate? = nil
     ) throws -> Warmer {
-        let client = try remote.client(retries: retries, connections: concurrency + mediaConcurrency, rate: rate)
+        let client = try remote.client(retries: retries, connections: connections, rate: rate)
         let store = try cache.open(create: true)
         let loaded = try bundle.map { try LoadedBundle.open($0) }
         var config = WarmConfiguration()

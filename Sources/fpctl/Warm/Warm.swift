@@ -54,11 +54,11 @@ struct Warm: AsyncParsableCommand {
             Identities warmed at once, each with its one batch request in flight (HTTP/1.1: as many \
             connections per host; HTTP/2: streams, within the server's limit).
             """)
-    var concurrency = 8
+    var concurrency = WarmRun.Options.defaultConcurrency
     @Option(
         name: .customLong("media-concurrency"), parsing: .unconditional,
         help: "Image and font downloads at once, the image cache's concurrency cap, apart from --concurrency.")
-    var mediaConcurrency = 8
+    var mediaConcurrency = WarmRun.Options.defaultConcurrency
     @Option(
         help: """
             Requests per second across the whole run, retries and media included: N, N/s or N/m. \
@@ -148,10 +148,9 @@ struct Warm: AsyncParsableCommand {
         options.resume = try resume.map { try resumed($0, options.placements) }
         let file = try identities.map(IdentityLines.init(path:))
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
-        // One batch request per identity; without batches, one request per placement.
-        let perIdentity = backend.noBatch ? options.placements.count : 1
         let warmer = try backend.makeWarmer(
-            media: media, concurrency: concurrency * perIdentity, mediaConcurrency: mediaConcurrency, rate: rate)
+            media: media, connections: options.connections(mediaConcurrency: mediaConcurrency),
+            mediaConcurrency: mediaConcurrency, rate: rate)
         return Prepared(
             run: WarmRun(warmer: warmer, options: options), single: try backend.identity(), identities: file,
             metricsOutput: metricsOutput)
@@ -160,12 +159,7 @@ struct Warm: AsyncParsableCommand {
     /// The earlier attempt `--resume` names, checked against this run's
     /// placements, shard and `--run-id`.
     func resumed(_ path: String, _ placements: [String]) throws -> WarmResume {
-        let resume = try WarmResume.read(path, placements: placements, shard: shard)
-        if let earlier = resume.previous.run?.runID, let runID, earlier != runID {
-            throw FPError.invalid([
-                .error("resume-input", path, "cannot be resumed: its run is \(earlier), not --run-id \(runID)")
-            ])
-        }
+        let resume = try WarmResume.read(path, placements: placements, shard: shard, runID: runID)
         Console.note(
             "resuming \(path): \(resume.kept) pairs warmed or without a flow there, \(resume.retried) failed ones tried again"
         )

@@ -77,4 +77,47 @@ struct FIFOInputTests {
         // Every identity's row, once the run is over.
         #expect(text.split(separator: "\n").filter { $0.contains("u-") }.count == 40, "\(text)")
     }
+
+    @Test("warm with a slow input: each identity's row comes out while the input waits for its next line")
+    func rowsWhileInputWaits() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let tmp = try TemporaryDirectory()
+        let fifo = tmp.file("ids")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let rows = tmp.file("rows.csv")
+        _ = FileManager.default.createFile(atPath: rows, contents: nil)
+        let warm = Process()
+        warm.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        warm.arguments = [
+            "warm", "paywall", "--api-url", server.url, "--app-id", "demo", "--identities", fifo, "--cache-dir",
+            tmp.file("cache"), "--media", "none", "--format", "csv",
+        ]
+        warm.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: rows))
+        warm.standardError = FileHandle.nullDevice
+        try warm.run()
+        defer { if warm.isRunning { warm.terminate() } }
+        // The writer side of the FIFO: opened once fpctl reads it.
+        var fd: Int32 = -1
+        let opened = Date().addingTimeInterval(20)
+        while fd < 0 && warm.isRunning && Date() < opened {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if fd < 0 { usleep(20_000) }
+        }
+        try #require(fd >= 0, "fpctl never opened the FIFO")
+        defer { close(fd) }
+        // One identity at a time, the next only once the last one's row is out
+        // (with --concurrency 8, rows used to wait for 8 identities or the end).
+        for i in 0..<3 {
+            let line = #"{"user_id":"slow-\#(i)"}"# + "\n"
+            _ = line.withCString { write(fd, $0, strlen($0)) }
+            let deadline = Date().addingTimeInterval(15)
+            var seen = false
+            while !seen && Date() < deadline {
+                seen = ((try? String(contentsOfFile: rows, encoding: .utf8)) ?? "").contains("slow-\(i) ")
+                if !seen { usleep(20_000) }
+            }
+            #expect(seen, "the row of identity \(i) did not come out while the input waited")
+            if !seen { return }
+        }
+    }
 }

@@ -74,6 +74,20 @@ public enum InputFile {
         return data
     }
 
+    /// What one read(2) gives, up to `limit` bytes: what a pipe holds now, not
+    /// `limit` bytes or the end as Foundation's `read(upToCount:)` waits for
+    /// (a line written to a pipe is read when it comes). Empty at the end.
+    public static func chunk(_ handle: FileHandle, limit: Int = 1 << 16, name: String, _ what: String) throws -> Data {
+        var data = Data(count: limit)
+        let fd = handle.fileDescriptor
+        while true {
+            let n = data.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, limit) }
+            if n >= 0 { return data.prefix(n) }
+            if errno == EINTR { continue }
+            throw FPError.inputMissing("\(name): cannot read the \(what): \(Errno.describe(errno))")
+        }
+    }
+
     /// A read that failed after the open (EIO, a device gone): the same one line.
     public static func readFailure(_ path: String, _ what: String, _ error: Error) -> FPError {
         let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription

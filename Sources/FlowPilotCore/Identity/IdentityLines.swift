@@ -2,7 +2,8 @@ import Foundation
 import NIOPosix
 
 /// Identities from JSON Lines, `{"user_id": "…", "attributes": {…}}` a line,
-/// blank lines skipped. Read in 64 KiB chunks on NIO's blocking-I/O thread pool
+/// blank lines skipped. Read in chunks of up to 64 KiB (what a pipe holds
+/// now: a line is handed on when it comes) on NIO's blocking-I/O thread pool
 /// as the consumer asks for them: never the whole input in memory, no blocking
 /// read on a Swift concurrency thread, and no reader running ahead of the work.
 public struct IdentityLines: AsyncSequence, Sendable {
@@ -46,11 +47,9 @@ public struct IdentityLines: AsyncSequence, Sendable {
                 let handle = self.handle
                 let name = self.name
                 let chunk = try await NIOThreadPool.singleton.runIfActive {
-                    do { return try handle.read(upToCount: 1 << 16) } catch {
-                        throw InputFile.readFailure(name, "identities file", error)
-                    }
+                    try InputFile.chunk(handle, name: name, "identities file")
                 }
-                if let chunk, !chunk.isEmpty { lines.append(chunk) } else { atEnd = true }
+                if chunk.isEmpty { atEnd = true } else { lines.append(chunk) }
             }
         }
 

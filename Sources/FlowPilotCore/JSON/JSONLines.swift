@@ -12,7 +12,7 @@ public enum JSONLines {
             lineNumber += 1
             if let value = try value(of: line, name: name, lineNumber: lineNumber) { try body(lineNumber, value) }
         }
-        while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+        while case let chunk = try InputFile.chunk(handle, name: name, "input"), !chunk.isEmpty {
             lines.append(chunk)
             while let line = lines.nextLine() { try emit(line) }
         }

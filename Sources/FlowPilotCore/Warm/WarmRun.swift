@@ -119,10 +119,12 @@ public struct WarmRun: Sendable {
         }
     }
 
-    /// Runs the warm. `onIdentity` gets each identity's outcomes, in the order
-    /// the identities finish, one call at a time; a new identity starts only
-    /// after it returns, so a slow consumer slows the run instead of growing it.
-    /// Errors from `identities` (an unreadable line) end the run and are rethrown.
+    /// Runs the warm. `onIdentity` gets each identity's outcomes as soon as it
+    /// finishes, in the order the identities finish, one call at a time, also
+    /// while the input waits for its next line (a slow pipe); the next
+    /// identity is read only while fewer than `concurrency` are in flight, so
+    /// a slow consumer slows the run instead of growing it. Errors from
+    /// `identities` (an unreadable line) end the run and are rethrown.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, onIdentity: ([PrefetchOutcome], Counts) -> Void
     ) async throws -> Summary where Identities.Element == Identity {
@@ -131,26 +133,40 @@ public struct WarmRun: Sendable {
         var seen = Set<FingerprintKey>()
         let warmer = self.warmer
         let placements = options.placements
-        try await withThrowingTaskGroup(of: [PrefetchOutcome].self) { group in
-            func record(_ outcomes: [PrefetchOutcome]) {
-                counts.add(outcomes)
-                onIdentity(outcomes, counts)
-            }
+        var iterator = identities.makeAsyncIterator()
+        let input = InputReader { try await iterator.next() }
+        try await withThrowingTaskGroup(of: Event.self) { group in
+            // Two kinds of task: one reading the next identity (at most one at a
+            // time), and the identities being prefetched.
             var running = 0
-            for try await identity in identities {
-                let fingerprint = identity.fingerprint
-                if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { continue }
-                if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { continue }
-                let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
-                if keys.isEmpty { continue }
-                if running >= options.concurrency, let done = try await group.next() {
-                    running -= 1
-                    record(done)
-                }
-                group.addTask { await warmer.prefetch(keys, for: identity) }
-                running += 1
+            var reading = false
+            var ended = false
+            func readNext() {
+                guard !reading, !ended, running < options.concurrency else { return }
+                reading = true
+                group.addTask { .read(try await input.next()) }
             }
-            for try await done in group { record(done) }
+            readNext()
+            while let event = try await group.next() {
+                switch event {
+                case .finished(let outcomes):
+                    running -= 1
+                    counts.add(outcomes)
+                    onIdentity(outcomes, counts)
+                case .read(nil):
+                    (reading, ended) = (false, true)
+                case .read(let identity?):
+                    reading = false
+                    let fingerprint = identity.fingerprint
+                    if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
+                    if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
+                    let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
+                    if keys.isEmpty { break }
+                    group.addTask { .finished(await warmer.prefetch(keys, for: identity)) }
+                    running += 1
+                }
+                readNext()
+            }
         }
         let late = await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
@@ -183,5 +199,25 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
         // The first 15 hex digits (60 bits) fit a UInt64 whatever the digits.
         let number = UInt64(fingerprint.prefix(15), radix: 16) ?? 0
         return Int(number % UInt64(max(count, 1))) + 1
+    }
+}
+
+extension WarmRun {
+    /// What a task of a run hands back: an identity read (nil at the end of
+    /// the input), or one prefetched.
+    enum Event: Sendable {
+        case read(Identity?)
+        case finished([PrefetchOutcome])
+    }
+
+    /// The input's iterator, moved into the one reading task at a time
+    /// (`run` never starts a read while one is pending), which is what makes
+    /// handing it across tasks safe.
+    final class InputReader: @unchecked Sendable {
+        private let read: () async throws -> Identity?
+
+        init(_ read: @escaping () async throws -> Identity?) { self.read = read }
+
+        func next() async throws -> Identity? { try await read() }
     }
 }

@@ -5,7 +5,9 @@ import Testing
 /// a rate a person can trust, and gone before the summary is printed.
 @Suite("warm's progress line in a pty")
 struct ProgressLineTests {
-    @Test("the rate is never taken over less than a second, and the summary starts at the margin")
+    @Test(
+        "the rate is never taken over less than a second, the share done and the time left are shown, and the summary starts at the margin"
+    )
     func progressInPTY() throws {
         // 30 identities, one at a time, 60 ms each: about 2 s, at most ~17/s.
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "60"])
@@ -27,6 +29,17 @@ struct ProgressLineTests {
         }
         #expect(!rates.isEmpty, "no progress line: \(screen.debugDescription)")
         #expect(rates.allSatisfy { $0 <= 25 }, "\(rates)")
+        // The identities come from a file: each line starts with the share done,
+        // never going back, and once there is a rate it says the time left.
+        let lines = screen.split(separator: "\r").filter { $0.contains(" identities, ") }
+        let shares = lines.compactMap { line -> Int? in
+            let text = line.replacingOccurrences(of: "\u{1B}[2K", with: "")
+            guard let percent = text.firstIndex(of: "%") else { return nil }
+            return Int(text[..<percent])
+        }
+        #expect(shares.count == lines.count, "a progress line without its percentage: \(lines)")
+        #expect(shares == shares.sorted() && shares.allSatisfy { (0...100).contains($0) }, "\(shares)")
+        #expect(lines.contains { $0.contains("/s, ") && $0.contains("s left") }, "no time left shown: \(lines)")
         // The summary table starts on a line of its own, after the line was cleared.
         let header = try #require(screen.range(of: "PLACEMENT"))
         let before = screen[..<header.lowerBound]

@@ -1,5 +1,6 @@
 import Foundation
 import NIOPosix
+import Synchronization
 
 /// Identities from JSON Lines, `{"user_id": "…", "attributes": {…}}` a line,
 /// blank lines skipped. Read in chunks of up to 64 KiB (what a pipe holds
@@ -12,6 +13,10 @@ public struct IdentityLines: AsyncSequence, Sendable {
     let handle: FileHandle
     /// Names the input in error messages.
     let name: String
+    /// The input's size when it is a regular file: with `consumed`, how far a
+    /// run has come (a progress line's percentage); nil for a pipe.
+    public let size: Int64?
+    private let consumedBytes = Counter()
 
     /// `-` reads standard input; a missing file, a directory or one that cannot
     /// be read is `FPError.inputMissing`. A pipe is read like a file.
@@ -21,25 +26,41 @@ public struct IdentityLines: AsyncSequence, Sendable {
         } else {
             (handle, name) = (try InputFile.handle(path, "identities file", kind: .stream), path)
         }
+        var info = stat()
+        let regular = fstat(handle.fileDescriptor, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        size = regular && info.st_size > 0 ? Int64(info.st_size) : nil
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(handle: handle, name: name) }
+    /// The bytes of the lines handed out so far (blank and skipped ones too).
+    public var consumed: Int64 { consumedBytes.value.load(ordering: .relaxed) }
+
+    /// The share of the input handed out, 0 to 1, when its size is known.
+    public var fraction: Double? { size.map { Swift.min(1, Double(consumed) / Double($0)) } }
+
+    final class Counter: Sendable {
+        let value = Atomic<Int64>(0)
+    }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(handle: handle, name: name, consumed: consumedBytes) }
 
     public struct Iterator: AsyncIteratorProtocol {
         let handle: FileHandle
         let name: String
+        let consumed: Counter
         private var lines = LineBuffer()
         private var lineNumber = 0
         private var atEnd = false
 
-        init(handle: FileHandle, name: String) {
+        init(handle: FileHandle, name: String, consumed: Counter) {
             self.handle = handle
             self.name = name
+            self.consumed = consumed
         }
 
         public mutating func next() async throws -> Identity? {
             while true {
                 if let line = lines.nextLine() ?? (atEnd ? lines.remainder() : nil) {
+                    consumed.value.add(Int64(line.count + 1), ordering: .relaxed)
                     if let identity = try parse(line) { return identity }
                     continue
                 }

@@ -108,8 +108,10 @@ struct Warm: AsyncParsableCommand {
         }
         let prepared = try prepare()
         let startedAt = Date()
+        let identities = prepared.identities
         let presentation = WarmPresentation(
-            format: output.format, rows: !summary, metrics: prepared.metricsOutput != nil)
+            format: output.format, rows: !summary, metrics: prepared.metricsOutput != nil,
+            fraction: { identities?.fraction })
         let result: WarmRun.Summary
         if let file = prepared.identities {
             result = try await prepared.run.run(file, onIdentity: presentation.record)
@@ -190,17 +192,25 @@ struct Warm: AsyncParsableCommand {
 /// A one-line progress counter on standard error, only when it is a terminal,
 /// redrawn at most five times a second. The rate is over the last few seconds
 /// (a window of samples), never over less than one: a first second's 65 rows
-/// read as 65,000/s, and a rate since the start hides a run slowing down. It is
-/// cleared before anything else reaches the terminal (`clear`).
+/// read as 65,000/s, and a rate since the start hides a run slowing down. When
+/// the identities come from a file, its size makes the run's share known
+/// (`fraction`: the bytes of the lines read): the line starts with the
+/// percentage, and after a second ends with the time left at the recent
+/// pace. It is cleared before anything else reaches the terminal (`clear`).
 final class Progress {
     let enabled: Bool
+    /// The share of the input done, 0 to 1, when it is known.
+    let fraction: () -> Double?
     private var shown = false
     private var last = ContinuousClock.now
     private let start = ContinuousClock.now
     /// (seconds since start, identities) at each redraw, the last five seconds' worth.
     private var samples: [(Double, Int)] = [(0, 0)]
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(enabled: Bool, fraction: @escaping () -> Double? = { nil }) {
+        self.enabled = enabled
+        self.fraction = fraction
+    }
 
     func update(_ counts: WarmRun.Counts) {
         let now = ContinuousClock.now
@@ -210,12 +220,30 @@ final class Progress {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         samples.append((seconds, counts.identities))
         while samples.count > 2, seconds - samples[1].0 >= 5 { samples.removeFirst() }
-        var line = "\r\u{1B}[2K\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed"
+        let done = fraction()
+        var line = "\r\u{1B}[2K"
+        if let done { line += "\(Int((done * 100).rounded(.down)))% " }
+        line += "\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed"
         if let first = samples.first, seconds - first.0 >= 1 {
-            line += ", \(Int((Double(counts.identities - first.1) / (seconds - first.0)).rounded()))/s"
+            let rate = Double(counts.identities - first.1) / (seconds - first.0)
+            line += ", \(Int(rate.rounded()))/s"
+            // The time left at the window's pace: the identities still to come
+            // are those done so far times what is left of the input over its share done.
+            if let done, done > 0, rate > 0 {
+                let left = Double(counts.identities) * (1 - done) / done / rate
+                line += ", \(Self.duration(left)) left"
+            }
         }
         Console.raw(line)
         shown = true
+    }
+
+    /// `42s`, `3m05s`, `2h07m`.
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded(.up))
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }
+        return "\(s / 3600)h\(String(format: "%02d", s % 3600 / 60))m"
     }
 
     /// Takes the line away, so that rows or the summary start at the margin;

@@ -7,12 +7,14 @@ import Foundation
 /// standard error, and the metrics file.
 final class WarmPresentation {
     private let report: OutcomeReport
-    private let progress = Progress(enabled: isatty(STDERR_FILENO) != 0)
+    private let progress: Progress
     private lazy var rowsOnTerminal = report.showRows && isatty(STDOUT_FILENO) != 0
     private var placementSummary = OutcomeSummary()
     private let metrics: WarmMetrics?
 
-    init(format: OutputFormat, rows: Bool, metrics: Bool) {
+    /// `fraction`: the share of the input done, when it is known.
+    init(format: OutputFormat, rows: Bool, metrics: Bool, fraction: @escaping () -> Double?) {
+        progress = Progress(enabled: isatty(STDERR_FILENO) != 0, fraction: fraction)
         report = OutcomeReport(format: format, rows: rows, to: BufferedOutput())
         self.metrics = metrics ? WarmMetrics() : nil
     }

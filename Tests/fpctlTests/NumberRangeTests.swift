@@ -109,6 +109,29 @@ struct NumberRangeTests {
         #expect(!list.stdout.contains("paywall,u-1"))
     }
 
+    @Test(
+        "cache put: a resolved_at in the future, before 1970 or not a time is an invalid line (65); nothing is written",
+        arguments: [
+            ("9999-12-31T23:59:59Z", "is in the future (now is 2026-11-01T10:00:00Z)"),
+            ("2026-11-01T10:00:01Z", "is in the future"), ("1969-12-31T23:59:59Z", "is before 1970"),
+            ("yesterday", "must be an RFC 3339 time"),
+        ])
+    func putResolvedAt(resolvedAt: String, message: String) throws {
+        let tmp = try TemporaryDirectory()
+        let input = tmp.file("in.jsonl")
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        try #"{"placement":"paywall","user_id":"u-1","flow_file":"\#(flow)","resolved_at":"\#(resolvedAt)"}"#
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let now = ["FPCTL_NOW": "2026-11-01T10:00:00Z"]
+        let r = try fpctl(["cache", "put", "--cache-dir", tmp.file("cache"), "--input", input], environment: now)
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("fpctl: error: put-field: \(input):1: resolved_at "), "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        let list = try fpctl(["cache", "list", "--cache-dir", tmp.file("cache"), "--format", "csv"], environment: now)
+        #expect(!list.stdout.contains("paywall,u-1"))
+    }
+
     @Test("serve --ttl out of range is a usage error that names the range")
     func serveTTL() throws {
         let r = try fpctl("serve", Paths.sample("demo"), "--port", "0", "--ttl", "9223372036854775807")

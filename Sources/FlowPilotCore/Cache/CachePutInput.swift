@@ -10,6 +10,11 @@ public struct CachePutInput {
     /// Files named by several lines are read and validated once.
     private var flowFiles: [String: FlowDocument] = [:]
     private var imageFiles: [String: Data] = [:]
+    /// A pinned now (`FPCTL_NOW`), else the clock as each line is written:
+    /// the `resolved_at` of lines without one, and the latest a line may give
+    /// (an entry resolved in the future would be fresh longer than its TTL and
+    /// list with a negative age).
+    public var now: Date?
 
     public init(store: CacheStore) { self.store = store }
 
@@ -43,7 +48,7 @@ public struct CachePutInput {
             throw FPError.invalid([.error("put-flow", at, "flow missing or invalid")])
         }
         let identity = Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:])
-        let resolvedAt = json["resolved_at"]?.stringValue.flatMap(RFC3339.parse) ?? Date()
+        let resolvedAt = try Self.resolvedAt(json["resolved_at"], at: at, now: now ?? Date())
         let ttlValue = json["ttl_seconds"]?.numberValue ?? 300
         guard let ttl = TTL.seconds(ttlValue) else {
             throw FPError.invalid([.error("put-field", at, TTL.outOfRange("ttl_seconds", ttlValue))])
@@ -51,6 +56,24 @@ public struct CachePutInput {
         try store.storeFlow(
             placement: placement, identity: identity, document: doc,
             ttlSeconds: ttl, tier: .network, resolvedAt: resolvedAt)
+    }
+
+    /// `resolved_at`: an RFC 3339 time from 1970 (the cache's names count
+    /// milliseconds since then) to now; now when the line has none.
+    static func resolvedAt(_ value: JSONValue?, at: String, now: Date) throws -> Date {
+        guard let value, value != .null else { return now }
+        guard let text = value.stringValue, let date = RFC3339.parse(text) else {
+            throw FPError.invalid([.error("put-field", at, "resolved_at must be an RFC 3339 time")])
+        }
+        guard date.timeIntervalSince1970 >= 0 else {
+            throw FPError.invalid([.error("put-field", at, "resolved_at \(text) is before 1970")])
+        }
+        guard date <= now else {
+            throw FPError.invalid([
+                .error("put-field", at, "resolved_at \(text) is in the future (now is \(RFC3339.string(now)))")
+            ])
+        }
+        return date
     }
 
     /// The line's flow, inline or from `flow_file`; nil when missing or invalid.

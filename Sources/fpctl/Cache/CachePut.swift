@@ -10,6 +10,8 @@ struct CachePut: ParsableCommand {
             Each line is a flow entry, {"placement", "user_id", "attributes",
             "ttl_seconds", "flow" or "flow_file", "resolved_at"?}, or an image,
             {"image_url", "image_file"}.
+            resolved_at is an RFC 3339 time, not in the future (default: now);
+            ttl_seconds is 0 to 2147483647 (default 300).
             Flows are validated before they are written; an invalid line is reported
             (exit 65) and the lines before it stay written.
             The directory is created when missing.
@@ -25,6 +27,7 @@ struct CachePut: ParsableCommand {
             input == "-" ? FileHandle.standardInput : try InputFile.handle(input, "put input", kind: .stream)
         let store = try cache.open(create: true)
         var put = CachePutInput(store: store)
+        put.now = try Now.pinned()
         let count = try put.write(handle, name: input)
         Console.note("wrote \(count) entries to \(store.root)")
     }

@@ -114,14 +114,16 @@ public enum BundleSigning {
 
     /// Re-writes a valid bundle with `manifest.sig` as its second entry, every
     /// other entry and header as before, so it stays canonical; replaces the file
-    /// atomically (or writes `output`).
-    public static func sign(_ bundle: String, key: KeyPair, output: String? = nil) throws -> String {
+    /// atomically (or writes `output`, replacing a file there only with `overwrite`).
+    public static func sign(_ bundle: String, key: KeyPair, output: String? = nil, overwrite: Bool = false) throws
+        -> String
+    {
         let report = try BundleValidator.validate(bundle)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
             throw FPError.invalid(report.findings)
         }
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
-        let out = try AtomicFile.Output(destination: output ?? bundle, overwrite: true)
+        let out = try AtomicFile.Output(destination: output ?? bundle, overwrite: output == nil || overwrite)
         do {
             // One entry at a time from the old archive into the new one: the manifest
             // (small, needed whole to sign), the new signature, then the rest as they come.

@@ -48,20 +48,20 @@ public final class CacheStore: Sendable {
                 throw FPError.cannotWrite("\(root): cannot create (\(error))")
             }
         } else if !isDir.boolValue {
-            throw FPError.invalid([.error("cache-format", "", "\(root): not a directory")])
+            throw FPError.invalid([.error("cache-format", root, "not a directory")])
         }
         let marker = "\(root)/\(Self.markerName)"
         if let data = fm.contents(atPath: marker) {
             guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == Self.format,
                 let version = json["version"]?.numberValue
             else {
-                throw FPError.invalid([.error("cache-format", "", "\(marker): not an fpctl cache marker")])
+                throw FPError.invalid([.error("cache-format", marker, "not an fpctl cache marker")])
             }
             if version > Double(Self.formatVersion) {
                 throw FPError.invalid([
                     .error(
-                        "cache-format", "",
-                        "\(root): cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
+                        "cache-format", root,
+                        "cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
                     )
                 ])
             }
@@ -75,7 +75,7 @@ public final class CacheStore: Sendable {
             guard contents.isEmpty else {
                 throw FPError.invalid([
                     .error(
-                        "cache-format", "", "\(root): not an fpctl cache (no \(Self.markerName)); refusing to touch it")
+                        "cache-format", root, "not an fpctl cache (no \(Self.markerName)); refusing to touch it")
                 ])
             }
             guard create else { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }

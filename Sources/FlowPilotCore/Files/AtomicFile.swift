@@ -157,6 +157,10 @@ extension AtomicFile {
                 throw FPError.usage("-: standard output is not a file here; name the output file")
             }
             guard !destination.isEmpty else { throw FPError.usage("the output file's name is empty") }
+            // "x/" names a directory: refused before any work, not when it is published.
+            guard !destination.hasSuffix("/") else {
+                throw FPError.usage("\(destination): ends in '/', which names a directory; give the file's name")
+            }
             target = try Self.followLinks(destination)
             var info = stat()
             if stat(target, &info) == 0 {
@@ -189,8 +193,10 @@ extension AtomicFile {
             guard stat(dir, &dirInfo) == 0, dirInfo.st_mode & S_IFMT == S_IFDIR else {
                 throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
             }
-            temporaryPath =
-                "\(dir)/.\(PathName.lastComponent(of: target)).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            // The name's start, so that a 255-byte name still leaves room for the suffix.
+            var base = Substring(PathName.lastComponent(of: target))
+            while base.utf8.count > 200 { base = base.dropLast() }
+            temporaryPath = "\(dir)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
             descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             guard descriptor >= 0 else {
                 throw FPError.cannotWrite(

@@ -10,16 +10,19 @@ struct BundleSign: ParsableCommand {
             an Ed25519 signature over the exact bytes of manifest.json, with the key id.
             Every other entry and header stays as it was, so the archive stays canonical.
             Verify with bundle validate --public-key.
+            With -o, writes the signed bundle there instead, replacing an existing
+            file only with --overwrite.
             """
     )
 
     @Argument(help: "The .fpbundle to sign (replaced atomically unless -o is given).") var bundle: String
     @Option(help: "The private key file from bundle keygen.") var key: String
     @Option(name: .shortAndLong, help: "Write the signed bundle here instead.") var output: String?
+    @Flag(help: "Replace the -o file if it exists.") var overwrite = false
 
     func run() throws {
         let pair = try BundleSigning.loadPrivate(key)
-        let digest = try BundleSigning.sign(bundle, key: pair, output: output)
+        let digest = try BundleSigning.sign(bundle, key: pair, output: output, overwrite: overwrite)
         Console.out("\(digest)  \(output ?? bundle)\n")
         Console.note("signed with key \(pair.keyID)")
     }

@@ -9,8 +9,9 @@ import Testing
 struct StreamStateTests {
     /// Commands that print to standard output.
     static let names = [
-        "bundle validate", "bundle inspect", "bundle build", "bundle preview", "bundle keygen", "cache info",
-        "cache list", "--help",
+        "bundle validate", "bundle validate --format json", "bundle inspect", "bundle build", "bundle preview",
+        "bundle keygen", "bundle sign", "cache info", "cache list", "cache list --images", "cache verify",
+        "cache prune", "report", "resolve", "resolve --format json", "warm", "--help", "--version",
     ]
 
     /// A directory with the demo bundle and a cache with one entry.
@@ -20,17 +21,42 @@ struct StreamStateTests {
         let input = tmp.file("in.jsonl")
         try writePutLine(input)
         #expect(try fpctl("cache", "put", "--cache-dir", tmp.file("cache"), "--input", input).status == 0)
+        #expect(try fpctl("bundle", "keygen", "-o", tmp.file("signing")).status == 0)
+        let warm = try fpctl(warmArguments(tmp, bundle) + ["--format", "json"])
+        try warm.stdout.write(toFile: tmp.file("warm.json"), atomically: true, encoding: .utf8)
         return (tmp, bundle)
+    }
+
+    /// A warm served by the bundle: nobody listens at the backend's address.
+    func warmArguments(_ tmp: TemporaryDirectory, _ bundle: String) -> [String] {
+        [
+            "warm", "paywall", "onboarding", "--user-id", "u", "--api-url", "http://127.0.0.1:9", "--app-id", "demo",
+            "--bundle", bundle, "--cache-dir", tmp.file("warm-cache"),
+        ]
     }
 
     /// The command `name` with what it needs from `tmp` and the demo `bundle`.
     func arguments(_ name: String, _ tmp: TemporaryDirectory, _ bundle: String) -> [String] {
         switch name {
         case "bundle validate": ["bundle", "validate", bundle]
+        case "bundle validate --format json": ["bundle", "validate", bundle, "--format", "json"]
+        case "bundle sign":
+            ["bundle", "sign", bundle, "--key", tmp.file("signing.key"), "-o", tmp.file("signed-\(UUID())")]
+        case "cache list --images": ["cache", "list", "--cache-dir", tmp.file("cache"), "--images"]
+        case "cache verify": ["cache", "verify", "--cache-dir", tmp.file("cache")]
+        case "cache prune": ["cache", "prune", "--cache-dir", tmp.file("cache"), "--older-than", "1000d"]
+        case "report": ["report", tmp.file("warm.json")]
+        case "resolve", "resolve --format json":
+            [
+                "resolve", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--bundle", bundle,
+                "--cache-dir", tmp.file("resolve-cache"),
+            ] + (name.hasSuffix("json") ? ["--format", "json"] : [])
+        case "warm": warmArguments(tmp, bundle)
+        case "--version": ["--version"]
         case "bundle inspect": ["bundle", "inspect", bundle, "--format", "json"]
         case "bundle build": ["bundle", "build", Paths.sample("demo"), "-o", tmp.file("out.fpbundle")]
         case "bundle preview": ["bundle", "preview", bundle]
-        case "bundle keygen": ["bundle", "keygen", "-o", tmp.file("release")]
+        case "bundle keygen": ["bundle", "keygen", "-o", tmp.file("release-\(UUID())")]
         case "cache info": ["cache", "info", "--cache-dir", tmp.file("cache")]
         case "cache list": ["cache", "list", "--cache-dir", tmp.file("cache"), "--format", "csv"]
         default: ["--help"]
@@ -88,6 +114,24 @@ struct StreamStateTests {
         #expect(missing.status == 66)
         let valid = try run(sh, ["-c", "exec '\(Paths.fpctl)' bundle validate '\(bundle)' 2>&-"])
         #expect(valid.status == 0 && valid.stdout.contains(": ok "))
+    }
+
+    @Test("a full standard error: what the command printed is dropped, its status is its own (0)", arguments: names)
+    func fullStandardError(name: String) throws {
+        let (tmp, bundle) = try prepared()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        process.arguments = arguments(name, tmp, bundle)
+        let output = Pipe()
+        process.standardOutput = output
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        process.standardError = full
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(name)")
+        #expect(!printed.isEmpty, "\(name) printed nothing on standard output")
     }
 
     @Test("warm, whose HTTP client ignores SIGPIPE: a vanished reader still ends it quietly, a full device is 73")

@@ -8,7 +8,7 @@ import PackageDescription
 // path dependency are compiled with testing enabled.
 let targets = [
     "FuzzJSON", "FuzzBundle", "FuzzFlow", "FuzzRules", "FuzzIdentities", "FuzzCache", "FuzzKeys", "FuzzUnits",
-    "FuzzResolveHandler", "FuzzProxy", "FuzzMedia", "FuzzPreview",
+    "FuzzResolveHandler", "FuzzProxy", "FuzzMedia", "FuzzPreview", "FuzzPaths", "FuzzOptions",
 ]
 
 // A path dependency is known by its directory's name, whatever the clone is called.

@@ -3,7 +3,7 @@
 #
 # Builds the libFuzzer targets in Fuzz/ (libFuzzer + AddressSanitizer) and runs
 # TARGET (default: all of them, one after another) for SECONDS each (default 60).
-# Targets: json bundle flow rules identities cache keys units resolve proxy media preview.
+# Targets: json bundle flow rules identities cache keys units resolve proxy media preview paths options.
 # `build` only builds them (Scripts/test.sh runs it beside the release build).
 #
 # Each target first replays, once each, every input that once failed
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../Fuzz"
 
-all=(json bundle flow rules identities cache keys units resolve proxy media preview)
+all=(json bundle flow rules identities cache keys units resolve proxy media preview paths options)
 which=${1:-all}
 seconds=${2:-60}
 case "$which" in
@@ -40,6 +40,7 @@ binary() {
     json) echo FuzzJSON ;; bundle) echo FuzzBundle ;; flow) echo FuzzFlow ;; rules) echo FuzzRules ;;
     identities) echo FuzzIdentities ;; cache) echo FuzzCache ;; keys) echo FuzzKeys ;; units) echo FuzzUnits ;;
     resolve) echo FuzzResolveHandler ;; proxy) echo FuzzProxy ;; media) echo FuzzMedia ;; preview) echo FuzzPreview ;;
+    paths) echo FuzzPaths ;; options) echo FuzzOptions ;;
     esac
 }
 
@@ -47,7 +48,7 @@ binary() {
 # a few entries; the others parse small documents.
 max_len() {
     case "$1" in
-    bundle) echo 16384 ;; resolve) echo 4096 ;; units) echo 64 ;; proxy) echo 512 ;; *) echo 8192 ;;
+    bundle) echo 16384 ;; resolve) echo 4096 ;; units | options) echo 64 ;; proxy) echo 512 ;; paths) echo 300 ;; *) echo 8192 ;;
     esac
 }
 

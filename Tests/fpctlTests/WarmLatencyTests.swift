@@ -51,8 +51,9 @@ struct WarmLatencyTests {
         #expect(result.stdout.contains("TOTAL,768,768"), "\(result.stdout)")
         let stats = try await stats(server)
         let peak = try #require(stats["peak_in_flight"] as? Int)
-        // Before, the connections were --concurrency + --media-concurrency (72) whatever the batch fallback did.
-        #expect(peak >= 120, "peak in flight \(peak)")
+        // Before, the connections were --concurrency + --media-concurrency (72) whatever the batch fallback
+        // did, so no more than 72 could be in flight; a loaded machine may not reach all 128 at one instant.
+        #expect(peak >= 96, "peak in flight \(peak)")
         #expect(peak <= 128, "more requests than 64 identities' placements: \(peak)")
         #expect((stats["routes"] as? [String: Int])?["resolve"] == 768)
     }

@@ -193,15 +193,27 @@ extension AtomicFile {
             guard stat(dir, &dirInfo) == 0, dirInfo.st_mode & S_IFMT == S_IFDIR else {
                 throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
             }
-            // The name's start, so that a 255-byte name still leaves room for the suffix.
-            var base = Substring(PathName.lastComponent(of: target))
-            while base.utf8.count > 200 { base = base.dropLast() }
-            temporaryPath = "\(dir)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+            temporaryPath = PathName.join(dir, Self.temporaryName(for: target))
             descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             guard descriptor >= 0 else {
                 throw FPError.cannotWrite(
                     "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
             }
+        }
+
+        /// The hidden name the bytes are written under until `commit`:
+        /// `.NAME.tmp-PID-RANDOM`, NAME cut to its first 200 bytes (whole
+        /// Unicode scalars, so still UTF-8) so that a 255-byte name stays
+        /// within NAME_MAX.
+        static func temporaryName(for target: String) -> String {
+            var base = String.UnicodeScalarView()
+            var bytes = 0
+            for scalar in PathName.lastComponent(of: target).unicodeScalars {
+                bytes += UTF8.width(scalar)
+                if bytes > 200 { break }
+                base.append(scalar)
+            }
+            return ".\(String(base)).tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         }
 
         /// The path a chain of symbolic links ends at (at most 40 links, as the

@@ -38,3 +38,30 @@ public enum Units {
         return Int64(bytes.rounded())
     }
 }
+
+extension Units {
+    /// A duration option's value, a leading `-` kept as a sign so that the
+    /// caller can say the range (`--timeout -1s`: use more than 0s to 1h)
+    /// rather than call the value unreadable.
+    public static func parseSignedDuration(_ text: String) -> Double? {
+        let negative = text.hasPrefix("-")
+        guard let seconds = parseDuration(negative ? String(text.dropFirst()) : text) else { return nil }
+        return negative ? -seconds : seconds
+    }
+
+    /// `seconds` as a Duration, held within `0...limit` (a value outside is
+    /// refused with its range before this is asked; never a trap).
+    public static func duration(seconds: Double, limit: Double) -> Duration {
+        let held = seconds.isNaN ? 0 : Swift.min(Swift.max(seconds, 0), Swift.max(limit, 0))
+        return .milliseconds(Int64((Swift.min(held, 9e15) * 1000).rounded()))
+    }
+
+    /// `--latency 200` or `100-300`: one or two whole milliseconds, not negative.
+    public static func parseLatency(_ text: String) -> [Int]? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        guard (1...2).contains(parts.count) else { return nil }
+        let values = parts.compactMap { $0 }
+        guard values.count == parts.count, values.allSatisfy({ $0 >= 0 }) else { return nil }
+        return values
+    }
+}

@@ -41,9 +41,8 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
 
     init?(argument: String) {
         // A negative duration parses, so that `check` can say the range.
-        let negative = argument.hasPrefix("-")
-        guard let seconds = Units.parseDuration(negative ? String(argument.dropFirst()) : argument) else { return nil }
-        (self.text, self.seconds) = (argument, negative ? -seconds : seconds)
+        guard let seconds = Units.parseSignedDuration(argument) else { return nil }
+        (self.text, self.seconds) = (argument, seconds)
     }
 
     /// A default value, written as the help shows it.
@@ -55,7 +54,7 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
     static let longest = DurationArgument("36500d", seconds: 36500 * 86400)
 
     /// The value as a Duration; `check` has kept it within `longest`.
-    var duration: Duration { .milliseconds(Int64((min(seconds, Self.longest.seconds) * 1000).rounded())) }
+    var duration: Duration { Units.duration(seconds: seconds, limit: Self.longest.seconds) }
 
     /// A usage error that says the range, for a value outside `lowest...highest`
     /// (`above` excludes the lower bound).
@@ -99,10 +98,7 @@ struct LatencyArgument: ExpressibleByArgument {
     let milliseconds: [Int]
 
     init?(argument: String) {
-        let parts = argument.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
-        guard (1...2).contains(parts.count) else { return nil }
-        let values = parts.compactMap { $0 }
-        guard values.count == parts.count, values.allSatisfy({ $0 >= 0 }) else { return nil }
+        guard let values = Units.parseLatency(argument) else { return nil }
         milliseconds = values
     }
 }

@@ -9,6 +9,15 @@ private func putLines(_ prefix: String, count: Int, placement: String = "paywall
     }.joined(separator: "\n") + "\n"
 }
 
+/// A cache in `tmp` with `entries` flows put into it, as `cache put` writes them.
+private func cache(in tmp: TemporaryDirectory, entries: Int) throws -> String {
+    let dir = tmp.file("cache")
+    let put = try fpctl(
+        "cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: entries)))
+    #expect(put.status == 0, "\(put.stderr)")
+    return dir
+}
+
 private func writeLines(_ tmp: TemporaryDirectory, _ name: String, _ text: String) throws -> String {
     let path = tmp.file(name)
     try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -184,11 +193,7 @@ struct CacheCommandTests {
     @Test("planted corrupt and foreign files: verify exits 65 naming them, --repair removes only them")
     func plantedDamage() throws {
         let tmp = try TemporaryDirectory()
-        let dir = tmp.file("cache")
-        #expect(
-            try fpctl(
-                "cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 3))
-            ).status == 0)
+        let dir = try cache(in: tmp, entries: 3)
         let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(dir)/flows").filter {
             $0.hasSuffix(".json")
         }.sorted()
@@ -209,11 +214,7 @@ struct CacheCommandTests {
     @Test("--repair says so when a file it names cannot be removed (a read-only mount): not removed, status 73")
     func repairThatCannotRemove() throws {
         let tmp = try TemporaryDirectory()
-        let dir = tmp.file("cache")
-        #expect(
-            try fpctl(
-                "cache", "put", "--cache-dir", dir, "--input", try writeLines(tmp, "in.jsonl", putLines("u", count: 1))
-            ).status == 0)
+        let dir = try cache(in: tmp, entries: 1)
         let placement = try #require(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows").first)
         let stray = "\(dir)/flows/\(placement)/stray.bin"
         try Data("junk".utf8).write(to: URL(fileURLWithPath: stray))

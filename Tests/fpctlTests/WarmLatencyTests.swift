@@ -22,16 +22,22 @@ struct WarmLatencyTests {
         try #require(try await http(.GET, server.url + "/_admin/stats").json)
     }
 
-    @Test("--concurrency 64 against a 200 ms backend: the server sees at least 60 batch requests at once")
-    func concurrencyHolds() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "200"])
+    /// `warm onboarding paywall --concurrency 64` over `count` identities against
+    /// `fpctl serve` with `serving`; every pair warmed; the server's stats after.
+    func warmAt64(identities count: Int, serving: [String]) async throws -> [String: Any] {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"] + serving)
         let result = try fpctl(
             "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
-            "--identities", try identities(192), "--cache-dir", tmp.file("c"), "--concurrency", "64", "--summary",
+            "--identities", try identities(count), "--cache-dir", tmp.file("c"), "--concurrency", "64", "--summary",
             "--format", "csv")
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("TOTAL,384,384"), "\(result.stdout)")
-        let stats = try await stats(server)
+        #expect(result.stdout.contains("TOTAL,\(2 * count),\(2 * count)"), "\(result.stdout)")
+        return try await stats(server)
+    }
+
+    @Test("--concurrency 64 against a 200 ms backend: the server sees at least 60 batch requests at once")
+    func concurrencyHolds() async throws {
+        let stats = try await warmAt64(identities: 192, serving: ["--latency", "200"])
         let peak = try #require(stats["peak_in_flight"] as? Int)
         #expect(peak >= 60, "peak in flight \(peak)")
         #expect(peak <= 64, "more requests than --concurrency: \(peak)")
@@ -42,20 +48,14 @@ struct WarmLatencyTests {
         "a backend with no batch endpoint: --concurrency 64 over 2 placements puts 128 resolves in flight, not 72 (the old budget)"
     )
     func concurrencyWithoutBatches() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "200", "--no-batch"])
-        let result = try fpctl(
-            "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
-            "--identities", try identities(384), "--cache-dir", tmp.file("c"), "--concurrency", "64", "--summary",
-            "--format", "csv")
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("TOTAL,768,768"), "\(result.stdout)")
-        let stats = try await stats(server)
+        // 1 s a request: time enough to open 128 connections even on a loaded machine.
+        let stats = try await warmAt64(identities: 128, serving: ["--latency", "1000", "--no-batch"])
         let peak = try #require(stats["peak_in_flight"] as? Int)
         // Before, the connections were --concurrency + --media-concurrency (72) whatever the batch fallback
-        // did, so no more than 72 could be in flight; a loaded machine may not reach all 128 at one instant.
-        #expect(peak >= 96, "peak in flight \(peak)")
+        // did, so no more than 72 could be in flight.
+        #expect(peak > 100, "peak in flight \(peak)")
         #expect(peak <= 128, "more requests than 64 identities' placements: \(peak)")
-        #expect((stats["routes"] as? [String: Int])?["resolve"] == 768)
+        #expect((stats["routes"] as? [String: Int])?["resolve"] == 256)
     }
 
     @Test("--rate 3000/m: 100 identities' batches take at least 99 slots of 20 ms, and the summary names the limit")

@@ -133,20 +133,21 @@ public struct ImageListing: Rendering {
     }
 }
 
+/// A file `prune`, `clear` or `verify --repair` could not remove, and why.
+public struct NotRemoved: Encodable, Sendable {
+    let path: String
+    let reason: String
+}
+
 /// `cache prune`: the files removed (or that would be), and those that could not be.
 public struct PruneReport: Rendering {
-    public struct Failed: Encodable {
-        let path: String
-        let reason: String
-    }
-
     public struct Document: Encodable {
         let dryRun: Bool
         let files: Int
         let bytes: Int64
         let removed: [Removal]
         /// Files that could not be removed, and why.
-        let failed: [Failed]
+        let failed: [NotRemoved]
     }
 
     public let document: Document
@@ -154,7 +155,7 @@ public struct PruneReport: Rendering {
     public init(_ result: RemovalResult, dryRun: Bool) {
         document = Document(
             dryRun: dryRun, files: result.removed.count, bytes: result.removed.reduce(0) { $0 + $1.bytes },
-            removed: result.removed, failed: result.failed.map { Failed(path: $0.removal.path, reason: $0.reason) })
+            removed: result.removed, failed: result.failed.map { NotRemoved(path: $0.removal.path, reason: $0.reason) })
     }
 
     public func text() -> String { table?.text() ?? "" }
@@ -180,11 +181,6 @@ public struct PruneReport: Rendering {
 /// before each finding whose file is gone, and `not removed (REASON): `
 /// before one whose file could not be removed.
 public struct VerifyReport: Rendering {
-    public struct NotRemoved: Encodable {
-        let path: String
-        let reason: String
-    }
-
     public struct Document: Encodable {
         let clean: Bool
         let repaired: Bool
@@ -194,8 +190,11 @@ public struct VerifyReport: Rendering {
     }
 
     public let document: Document
+    /// `verification.notRemoved`: why a finding's file is still there, by its path.
+    private let reasons: [String: String]
 
     public init(_ verification: CacheStore.Verification, repaired: Bool) {
+        reasons = verification.notRemoved
         document = Document(
             clean: verification.findings.isEmpty, repaired: repaired, findings: verification.findings,
             notRemoved: verification.notRemoved.sorted { $0.key < $1.key }.map {
@@ -208,7 +207,7 @@ public struct VerifyReport: Rendering {
 
     private func removal(_ finding: Finding) -> (Bool, String?) {
         guard document.repaired else { return (false, nil) }
-        let reason = document.notRemoved.first { $0.path == finding.path }?.reason
+        let reason = reasons[finding.path]
         return (reason == nil, reason)
     }
 

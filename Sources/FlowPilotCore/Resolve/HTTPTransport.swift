@@ -102,7 +102,7 @@ public final class HTTPTransport: Sendable {
     /// trusted: the one place that hint is added, for resolves and downloads alike.
     public func failure(_ error: any Error, proxy: ProxyEndpoint?) -> ResolveFailure {
         let failure = ResolveFailure.transport(error, proxy: proxy)
-        if failure.isUntrustedCertificate, case .tls(let message) = failure {
+        if case .tls(let message) = failure, failure.isUntrustedCertificate {
             return .tls("\(message) (trust its CA with \(caFileName))")
         }
         return failure

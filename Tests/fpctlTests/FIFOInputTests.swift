@@ -120,4 +120,28 @@ struct FIFOInputTests {
             if !seen { return }
         }
     }
+
+    @Test(
+        "a writer already waiting on the FIFO: what it writes is read, 20 times out of 20 (no close and reopen to lose it)"
+    )
+    func writerFirst() throws {
+        let tmp = try TemporaryDirectory()
+        let fifo = tmp.file("lines")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let input = tmp.file("in.jsonl")
+        try writePutLine(input)
+        for round in 0..<20 {
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: try tool("sh"))
+            writer.arguments = ["-c", "cat '\(input)' > '\(fifo)'"]
+            try writer.run()
+            usleep(50_000)  // the writer now waits in open(2) for a reader
+            let cache = tmp.file("cache-\(round)")
+            let put = try run(Paths.fpctl, ["cache", "put", "--cache-dir", cache, "--input", fifo], timeout: 20)
+            if writer.isRunning { kill(writer.processIdentifier, SIGKILL) }
+            writer.waitUntilExit()
+            #expect(put.status == 0 && put.stderr.contains("wrote 1 entries"), "round \(round): \(put.stderr)")
+            if put.status != 0 { return }
+        }
+    }
 }

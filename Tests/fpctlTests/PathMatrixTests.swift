@@ -390,7 +390,7 @@ struct PathMatrixTests {
                 // Nobody opened the FIFO: let the partner go.
                 let fd = open(c.work + "/fifo", O_RDWR | O_NONBLOCK)
                 if fd >= 0 { close(fd) }
-                partner.terminate()
+                kill(partner.processIdentifier, SIGKILL)
             }
             partner.waitUntilExit()
         }

@@ -18,7 +18,20 @@ public enum InputFile {
     /// An open descriptor for `path`, which the caller closes; `what` names the
     /// input in messages ("identities file", "warm output").
     public static func open(_ path: String, _ what: String, kind: Kind = .regular) throws -> Int32 {
-        // O_NONBLOCK so that opening a FIFO never waits for a writer; cleared below for streams.
+        // A FIFO read as a stream is opened to wait for its writer, as `cat`
+        // does: opened without waiting, it reads as empty until a writer
+        // comes, and closing it to open it again could drop what a writer
+        // that came in between wrote (the pipe's last reader gone).
+        var before = stat()
+        if kind == .stream, stat(path, &before) == 0, before.st_mode & S_IFMT == S_IFIFO {
+            let blocking = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+            guard blocking >= 0 else {
+                throw FPError.inputMissing("\(path): cannot read the \(what): \(Errno.describe(errno))")
+            }
+            return blocking
+        }
+        // O_NONBLOCK so that opening a FIFO where a file is needed never waits
+        // for a writer; cleared below.
         let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
@@ -37,15 +50,6 @@ public enum InputFile {
         case S_IFDIR:
             close(fd)
             throw FPError.inputMissing("\(path): is a directory, not a file")
-        case S_IFIFO where kind == .stream:
-            // Opened without waiting, a FIFO whose writer has not come yet reads
-            // as empty: open it again, waiting for the writer, as `cat` does.
-            close(fd)
-            let blocking = Foundation.open(path, O_RDONLY | O_CLOEXEC)
-            guard blocking >= 0 else {
-                throw FPError.inputMissing("\(path): cannot read the \(what): \(Errno.describe(errno))")
-            }
-            return blocking
         case S_IFCHR where kind == .stream:
             break
         default:

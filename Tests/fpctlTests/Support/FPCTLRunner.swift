@@ -73,7 +73,8 @@ func run(
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning {
         if Date() > deadline {
-            process.terminate()
+            // SIGKILL: the test runner may have been started with SIGTERM ignored, which children inherit.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             Issue.record("\(executable) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout))s")
             break

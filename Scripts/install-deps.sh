@@ -38,11 +38,23 @@ for extra in "$@"; do
     powercut)  # Tests/powercut: the LazyFS file system on FUSE (Debian's python3 and libfuse2 come with it)
       [ -f /usr/lib/python3/dist-packages/fusepy.py ] || need+=(python3-fusepy)
       ;;
+    image)  # Scripts/image.sh and Tests/fleet: podman, with runc (crun cannot run in CI's sandbox)
+      command -v podman >/dev/null || need+=(podman)
+      command -v runc >/dev/null || need+=(runc)
+      ;;
     man)
       command -v man >/dev/null || need+=(man-db)
       command -v col >/dev/null || need+=(bsdextrautils)
       ;;
   esac
+done
+# Tests/fleet: Kubernetes' schemas (kubernetes-validate) and GitHub's workflow
+# schema (check-jsonschema), from PyPI, for the python3 the tests run.
+for extra in "$@"; do
+  if [ "$extra" = fleet ] && ! { command -v kubernetes-validate && command -v check-jsonschema &&
+      python3 -c 'import yaml, kubernetes_validate'; } >/dev/null 2>&1; then
+    python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate check-jsonschema pyyaml >&2
+  fi
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2

@@ -60,6 +60,8 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var held = CircularBuffer<HTTPServerRequestPart>()
     /// The connection closes after an answer: nothing more is read or answered.
     private var closing = false
+    /// The server is shutting down: the owed answer is this connection's last.
+    private var quiescing = false
     private var needsFlush = false
     /// Whether anything passed on to the router since the last read completed:
     /// when nothing did, the handlers after this one have nothing to complete.
@@ -180,6 +182,20 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
+    /// serve's graceful shutdown (SIGTERM, SIGINT) asks every connection to
+    /// quiesce. Hummingbird's connection handler, past the codec, never sees
+    /// the resolves answered here, so it would close a connection whose
+    /// resolve is still owed (a client saw an empty reply). While one is owed,
+    /// the event stops here: the answer is written with `Connection: close`,
+    /// and the connection closes after it.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, pending != nil || delayed != nil {
+            quiescing = true
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         if let delayed = delayed.take() {
             delayed.cancel()
@@ -246,13 +262,14 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             out.writeStaticString("\r\nRetry-After: ")
             out.writeString(String(after))
         }
-        if !request.keepAlive { out.writeStaticString("\r\nConnection: close") }
+        let keepAlive = request.keepAlive && !quiescing
+        if !keepAlive { out.writeStaticString("\r\nConnection: close") }
         out.writeStaticString("\r\n\r\n")
         out.writeImmutableBuffer(body)
         if let logged = request.logged {
             log?.log(method: "POST", path: logged.path, status: reply.status.code, since: logged.start)
         }
-        guard request.keepAlive, !reply.closeMidBody else {
+        guard keepAlive, !reply.closeMidBody else {
             // The last bytes on this connection: flush, and close once they are sent.
             closing = true
             held.removeAll()

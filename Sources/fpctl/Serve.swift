@@ -61,6 +61,9 @@ struct Serve: AsyncParsableCommand {
     var quiet = false
 
     func run() async throws {
+        // The first SIGTERM or SIGINT is the server's (ResolveServer.run: it
+        // stops accepting and finishes its requests); a second ends fpctl at once.
+        Signals.onFirst { _ in }
         let server = try ResolveServer(sources: sources, options: try options())
         for (app, placements) in server.summary {
             Console.note("serving app \(app): \(placements.joined(separator: ", "))")

@@ -15,6 +15,9 @@ public enum Verdict: Error, Sendable, Equatable {
     case unavailable
     /// Some files could not be written or removed (prune, clear).
     case incomplete
+    /// Stopped early by a signal (SIGTERM, SIGINT), cleanly: what was done
+    /// is reported whole, and the rest is for a resumed attempt.
+    case interrupted
     /// An input could not be checked at all (missing, unreadable) while the
     /// others were: the error was printed with the rest, and it decides the
     /// status as if it had stopped the command.
@@ -23,7 +26,7 @@ public enum Verdict: Error, Sendable, Equatable {
     public static func == (a: Verdict, b: Verdict) -> Bool {
         switch (a, b) {
         case (.negative, .negative), (.partial, .partial), (.invalid, .invalid), (.unavailable, .unavailable),
-            (.incomplete, .incomplete):
+            (.incomplete, .incomplete), (.interrupted, .interrupted):
             true
         case (.unchecked(let x), .unchecked(let y)): x.description == y.description
         default: false

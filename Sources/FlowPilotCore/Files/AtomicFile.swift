@@ -120,7 +120,8 @@ extension AtomicFile {
     /// directory, which `commit` syncs to stable storage, moves into place and
     /// then syncs the directory, so an output fpctl said it wrote survives a
     /// power cut (git's `core.fsync`, Go's renameio). Dropped without `commit`,
-    /// it closes and removes the temporary file.
+    /// it closes and removes the temporary file; a signal that ends the
+    /// process removes it too (`TemporaryFiles`).
     ///
     /// What is already at the destination decides the rest:
     /// - a symbolic link is followed to the file it names (a dangling one to
@@ -199,6 +200,7 @@ extension AtomicFile {
                 throw FPError.cannotWrite(
                     "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
             }
+            TemporaryFiles.add(temporaryPath)
         }
 
         /// The hidden name the bytes are written under until `commit`:
@@ -254,6 +256,7 @@ extension AtomicFile {
                 state = .committed
                 return
             }
+            defer { TemporaryFiles.remove(temporaryPath) }
             // A fixed mode, whatever the umask, so reproducible builds stay reproducible on disk too.
             fchmod(descriptor, mode)
             let synced = Platform.syncData(descriptor) ? nil : errno
@@ -281,7 +284,10 @@ extension AtomicFile {
         deinit {
             guard state == .open else { return }
             close(descriptor)
-            if !writesThrough { unlink(temporaryPath) }
+            if !writesThrough {
+                unlink(temporaryPath)
+                TemporaryFiles.remove(temporaryPath)
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// `FPCTL_POSIX_FALLBACK=1` makes Linux take the POSIX paths too: a switch for
 /// the tests, so the path a Mac would take runs in CI rather than going untested.
-enum Platform {
+public enum Platform {
     static let posixFallback = ProcessInfo.processInfo.environment["FPCTL_POSIX_FALLBACK"] == "1"
 
     /// A file in `directory` with no name yet (Linux `O_TMPFILE`); nil where the
@@ -37,7 +37,7 @@ enum Platform {
     /// Puts a file's data and metadata on stable storage: `fsync` on Linux;
     /// on Darwin `F_FULLFSYNC`, since its `fsync` stops at the drive's cache
     /// (falling back to `fsync` where a filesystem refuses it). False with errno set.
-    static func syncData(_ fd: Int32) -> Bool {
+    public static func syncData(_ fd: Int32) -> Bool {
         #if canImport(Darwin)
             if fcntl(fd, F_FULLFSYNC) == 0 { return true }
         #endif

@@ -11,10 +11,14 @@ public enum WarmReport {
         public let summary: OutcomeSummary
         public let runs: [WarmRunInfo]
         public let rows: Int
+        /// The files read (a directory counts its outputs).
+        public var files: Int { runs.count }
     }
 
+    /// `paths` are warm outputs, or directories whose `*.json` files are
+    /// (`warm --output-dir`'s `DIR/RUN_ID`).
     public static func summarize(_ paths: [String]) throws -> Result {
-        let (files, resumed) = try load(paths)
+        let (files, resumed) = try load(WarmAttempts.expand(paths))
         try checkRuns(files, resumed: resumed)
         var summary = OutcomeSummary()
         var rows = 0

@@ -27,39 +27,54 @@ public struct WarmResume: Sendable {
     public static func read(_ path: String, placements: [String], shard: Shard?, runID: String? = nil) throws
         -> WarmResume
     {
+        try read([path], placements: placements, shard: shard, runID: runID)
+    }
+
+    /// Every earlier attempt of a chain, oldest first (`warm --output-dir`):
+    /// a pair any of them warmed or found no flow for is not tried again, a
+    /// pair that failed in all that tried it is. The new output names the
+    /// last one, which named the one before, so `report` links the chain.
+    public static func read(_ paths: [String], placements: [String], shard: Shard?, runID: String? = nil) throws
+        -> WarmResume
+    {
         let index = Dictionary(placements.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         var done = Set<Pair>()
-        var retried = 0
-        let whole = try WarmOutputFile.wholeRows(path: path) { row in
-            guard let placement = index[row.placement] else {
-                throw refused(path, "it holds rows of placement \(row.placement), which this run does not warm")
+        var failed = Set<Pair>()
+        var last: WarmOutputFile.WholeRows?
+        for path in paths {
+            let whole = try WarmOutputFile.wholeRows(path: path) { row in
+                guard let placement = index[row.placement] else {
+                    throw refused(path, "it holds rows of placement \(row.placement), which this run does not warm")
+                }
+                if let shard, !shard.contains(fingerprint: row.fingerprint) {
+                    let home = Shard.index(of: row.fingerprint, among: shard.count)
+                    throw refused(path, "it holds rows of shard \(home)/\(shard.count), not of this run's \(shard)")
+                }
+                let pair = Pair(identity: WarmRun.FingerprintKey(row.fingerprint), placement: placement)
+                if row.state == .failed { failed.insert(pair) } else { done.insert(pair) }
             }
-            if let shard, !shard.contains(fingerprint: row.fingerprint) {
-                let home = Shard.index(of: row.fingerprint, among: shard.count)
-                throw refused(path, "it holds rows of shard \(home)/\(shard.count), not of this run's \(shard)")
+            if let run = whole.run {
+                guard Set(run.placements) == Set(placements) else {
+                    throw refused(
+                        path,
+                        "its run warmed \(run.placements.joined(separator: ", ")), not \(placements.joined(separator: ", "))"
+                    )
+                }
+                guard run.shard == shard else {
+                    throw refused(
+                        path,
+                        "its run is shard \(run.shard?.description ?? "none"), not \(shard?.description ?? "none")")
+                }
+                if let runID, run.runID != runID {
+                    throw refused(path, "its run is \(run.runID), not --run-id \(runID)")
+                }
             }
-            if row.state == .failed {
-                retried += 1
-            } else {
-                done.insert(Pair(identity: WarmRun.FingerprintKey(row.fingerprint), placement: placement))
-            }
+            last = whole
         }
-        if let run = whole.run {
-            guard Set(run.placements) == Set(placements) else {
-                throw refused(
-                    path,
-                    "its run warmed \(run.placements.joined(separator: ", ")), not \(placements.joined(separator: ", "))"
-                )
-            }
-            guard run.shard == shard else {
-                throw refused(
-                    path, "its run is shard \(run.shard?.description ?? "none"), not \(shard?.description ?? "none")")
-            }
-            if let runID, run.runID != runID {
-                throw refused(path, "its run is \(run.runID), not --run-id \(runID)")
-            }
-        }
-        return WarmResume(previous: whole, kept: done.count, retried: retried, done: done, placements: placements)
+        guard let last else { throw refused("--resume", "no earlier attempt was given") }
+        return WarmResume(
+            previous: last, kept: done.count, retried: failed.subtracting(done).count, done: done,
+            placements: placements)
     }
 
     /// The placements still to warm for the identity with this fingerprint, in order.

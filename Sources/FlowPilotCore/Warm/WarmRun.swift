@@ -16,6 +16,11 @@ public struct WarmRun: Sendable {
         public var grace: Duration = .seconds(10)
         /// An earlier attempt whose warmed and no-flow pairs are not tried again.
         public var resume: WarmResume?
+        /// How long the identities in flight get to finish after a stop
+        /// (SIGTERM): well inside Kubernetes' default 30 s termination grace,
+        /// with time left to write the rows and sync them.
+        public var stopTimeout: Duration = Options.defaultStopTimeout
+        public static let defaultStopTimeout: Duration = .seconds(10)
 
         /// `placements` de-duplicated, first occurrences kept in order.
         public init(placements: [String]) {
@@ -61,11 +66,16 @@ public struct WarmRun: Sendable {
         public let lateLanded: Int
         public let latePending: Int
         public let elapsed: Duration
+        /// The run was stopped (`StopRequest`) before its input ended.
+        public var stopped = false
+        /// Identities still in flight when a stop's deadline passed: no rows.
+        public var abandoned = 0
 
-        /// `unavailable` when no request reached the backend and nothing was
-        /// warmed; `partial` when outcomes `failOn` counts happened; nil when
+        /// `interrupted` when it was stopped; `unavailable` when no request
+        /// reached the backend and nothing was warmed; `partial` when outcomes `failOn` counts happened; nil when
         /// the run did all it was asked.
         public func verdict(failOn: FailOn) -> Verdict? {
+            if stopped { return .interrupted }
             if reach.reachedNone && counts.warmed == 0 { return .unavailable }
             switch failOn {
             case .failed: return counts.failed > 0 ? .partial : nil
@@ -125,8 +135,16 @@ public struct WarmRun: Sendable {
     /// identity is read only while fewer than `concurrency` are in flight, so
     /// a slow consumer slows the run instead of growing it. Errors from
     /// `identities` (an unreadable line) end the run and are rethrown.
+    ///
+    /// `stop` (SIGTERM, SIGINT) ends the run early and cleanly: no identity is
+    /// read or started after it, the identities in flight get up to
+    /// `options.stopTimeout` to finish (their rows are handed on as usual),
+    /// those still running then are left without a row (a resumed attempt
+    /// tries them again), no grace is waited, and the summary says `stopped`.
+    /// A read of the input that is waiting for its next line is not waited for.
     public func run<Identities: AsyncSequence>(
-        _ identities: Identities, onIdentity: ([PrefetchOutcome], Counts) -> Void
+        _ identities: Identities, stop: StopRequest = StopRequest(),
+        onIdentity: ([PrefetchOutcome], Counts) -> Void
     ) async throws -> Summary where Identities.Element == Identity {
         let started = ContinuousClock.now
         var counts = Counts()
@@ -135,43 +153,68 @@ public struct WarmRun: Sendable {
         let placements = options.placements
         var iterator = identities.makeAsyncIterator()
         let input = InputReader { try await iterator.next() }
-        try await withThrowingTaskGroup(of: Event.self) { group in
-            // Two kinds of task: one reading the next identity (at most one at a
-            // time), and the identities being prefetched.
-            var running = 0
-            var reading = false
-            var ended = false
-            func readNext() {
-                guard !reading, !ended, running < options.concurrency else { return }
-                reading = true
-                group.addTask { .read(try await input.next()) }
-            }
-            readNext()
-            while let event = try await group.next() {
-                switch event {
-                case .finished(let outcomes):
-                    running -= 1
-                    counts.add(outcomes)
-                    onIdentity(outcomes, counts)
-                case .read(nil):
-                    (reading, ended) = (false, true)
-                case .read(let identity?):
-                    reading = false
-                    let fingerprint = identity.fingerprint
-                    if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
-                    if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
-                    let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
-                    if keys.isEmpty { break }
-                    group.addTask { .finished(await warmer.prefetch(keys, for: identity)) }
-                    running += 1
-                }
-                readNext()
+        // Every task of the run (the one reading the next identity, the
+        // identities being prefetched, the stop and its deadline) reports here;
+        // the tasks are unstructured so that a stopped run need not wait for a
+        // read blocked on a pipe or an identity past its deadline.
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        stop.onRequest { sink.yield(.stop) }
+        var running = 0
+        var reading = false
+        var ended = false
+        var stopped = false
+        var tasks: [Task<Void, Never>] = []
+        defer { for task in tasks { task.cancel() } }
+        func readNext() {
+            guard !reading, !ended, running < options.concurrency else { return }
+            reading = true
+            Task {
+                do { sink.yield(.read(try await input.next())) } catch { sink.yield(.readFailed(error)) }
             }
         }
-        let late = await warmer.waitForLateResolves(grace: options.grace)
+        readNext()
+        loop: for await event in events {
+            switch event {
+            case .finished(let outcomes):
+                running -= 1
+                counts.add(outcomes)
+                onIdentity(outcomes, counts)
+            case .read(nil):
+                (reading, ended) = (false, true)
+            case .read(let identity?):
+                reading = false
+                if stopped { break }
+                let fingerprint = identity.fingerprint
+                if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
+                if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
+                let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
+                if keys.isEmpty { break }
+                running += 1
+                Task { sink.yield(.finished(await warmer.prefetch(keys, for: identity))) }
+            case .readFailed(let error):
+                reading = false
+                if !stopped { throw error }
+            case .stop:
+                guard !stopped else { break }
+                (stopped, ended) = (true, true)
+                let timeout = options.stopTimeout
+                tasks.append(
+                    Task {
+                        try? await Task.sleep(for: timeout)
+                        if !Task.isCancelled { sink.yield(.deadline) }
+                    })
+            case .deadline:
+                break loop
+            }
+            if ended && running == 0 && (stopped || !reading) { break }
+            readNext()
+        }
+        let abandoned = running
+        let late = stopped ? (landed: 0, pending: 0) : await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
             counts: counts, reach: warmer.reach,
-            lateLanded: late.landed, latePending: late.pending, elapsed: .now - started)
+            lateLanded: late.landed, latePending: late.pending, elapsed: .now - started,
+            stopped: stopped, abandoned: abandoned)
     }
 }
 
@@ -207,7 +250,10 @@ extension WarmRun {
     /// the input), or one prefetched.
     enum Event: Sendable {
         case read(Identity?)
+        case readFailed(any Error)
         case finished([PrefetchOutcome])
+        /// A stop was requested, and its deadline passed.
+        case stop, deadline
     }
 
     /// The input's iterator, moved into the one reading task at a time

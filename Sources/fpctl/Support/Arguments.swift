@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import Foundation
 
 // Options with a fixed set of values or a unit parse into the core's own types
 // here, so `--help`, the completions and the man pages list the values, and a
@@ -89,8 +90,42 @@ struct SizeArgument: ExpressibleByArgument {
 }
 
 /// `--shard K/N`.
-extension Shard: ExpressibleByArgument {
-    public init?(argument: String) { self.init(argument) }
+/// `--shard K/N`, or `--shard job/N`: shard JOB_COMPLETION_INDEX + 1 of N, the
+/// index a Kubernetes Indexed Job gives each pod (0 to completions - 1), so the
+/// Job's args need no shell to compute it.
+enum ShardArgument: ExpressibleByArgument, Sendable {
+    case fixed(Shard)
+    case jobIndex(count: Int)
+
+    static let indexVariable = "JOB_COMPLETION_INDEX"
+
+    init?(argument: String) {
+        if argument.hasPrefix("job/") {
+            guard let count = Int(argument.dropFirst(4)), count > 0 else { return nil }
+            self = .jobIndex(count: count)
+        } else {
+            guard let shard = Shard(argument) else { return nil }
+            self = .fixed(shard)
+        }
+    }
+
+    /// The shard, reading the index from `environment` for `job/N`.
+    func resolve(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Shard {
+        switch self {
+        case .fixed(let shard): return shard
+        case .jobIndex(let count):
+            guard let text = environment[Self.indexVariable], !text.isEmpty else {
+                throw FPError.usage(
+                    "--shard job/\(count): \(Self.indexVariable) is not set (a Kubernetes Indexed Job sets it in each pod)"
+                )
+            }
+            guard let index = Int(text), (0..<count).contains(index), let shard = Shard("\(index + 1)/\(count)") else {
+                throw FPError.usage(
+                    "--shard job/\(count): \(Self.indexVariable)=\(text) is not an index from 0 to \(count - 1)")
+            }
+            return shard
+        }
+    }
 }
 
 /// `--latency 200` or `--latency 100-300`, in milliseconds.

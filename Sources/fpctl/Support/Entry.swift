@@ -36,6 +36,7 @@ enum Entry {
             )
             exit(ExitStatus.failure.rawValue)
         }
+        Signals.install()
         do {
             var command = try FPCTL.parseAsRoot()
             if var command = command as? AsyncParsableCommand {

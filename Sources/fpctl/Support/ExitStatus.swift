@@ -24,6 +24,10 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     case unavailable = 69
     /// The output cannot be written.
     case cannotWrite = 73
+    /// Stopped by SIGTERM or SIGINT before the end, cleanly (`warm`: the rows
+    /// of what finished and the closing JSON are written and synced): try
+    /// again, resuming (EX_TEMPFAIL).
+    case interrupted = 75
 
     /// The status of a failure the core reports: the one place where a kind of
     /// failure becomes a number.
@@ -46,6 +50,7 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
         case .invalid: self = .invalidData
         case .unavailable: self = .unavailable
         case .incomplete: self = .cannotWrite
+        case .interrupted: self = .interrupted
         case .unchecked(let error): self.init(error)
         }
     }

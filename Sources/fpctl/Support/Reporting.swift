@@ -107,6 +107,43 @@ final class BufferedOutput: OutputSink {
     }
 }
 
+/// A file fpctl writes as a stream, in 64 KiB writes and at each `flush`
+/// (`warm --output-dir`'s attempt file): `close` syncs it. A write that fails
+/// is one line and status 73, as for standard output: the rows are what a
+/// resumed attempt reads, so a run that cannot keep them stops.
+final class FileOutput: OutputSink {
+    private var buffer = Data()
+    private let descriptor: Int32
+    private let path: String
+
+    init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    func write(_ data: Data) {
+        buffer.append(data)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func flush() {
+        if let code = buffer.withUnsafeBytes({ writeAll(descriptor, $0) }) { failed(code) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, syncs and closes the file.
+    func close() {
+        flush()
+        guard Platform.syncData(descriptor) else { failed(errno) }
+        _ = Glibc.close(descriptor)
+    }
+
+    private func failed(_ code: Int32) -> Never {
+        Console.error("\(path): \(Errno.describe(code))")
+        exit(ExitStatus.cannotWrite.rawValue)
+    }
+}
+
 /// The time `cache info`, `cache list`, `cache prune`, `warm`, `resolve` and
 /// `ready` take as now: `FPCTL_NOW` (RFC 3339) when set, so their output can be
 /// reproduced (the golden tests pin it, WarmTests moves it past a TTL), else

@@ -26,21 +26,24 @@ struct Warm: AsyncParsableCommand {
             limit) makes the row failed, with error cache-write naming the errno.
             --metrics-file writes Prometheus metrics at the end, atomically, for
             node_exporter's textfile collector.
+            SIGTERM or SIGINT stops it cleanly: no new identity starts, those in
+            flight get up to 10 s to finish, then their rows and the JSON's last
+            line are written and synced, and it exits 75; a second signal ends it
+            at once. Other commands end at once, removing their temporary files.
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
             69 no request reached the backend (unreachable, tls or proxy errors;
-            one line on stderr says why), 64 bad options, 65 invalid input
-            (an identities line, --resume's file), 66 a missing input,
-            73 the metrics file cannot be written.
-            Retry 1, 3 and 69 (with --resume PREVIOUS.json, only what that
-            attempt did not warm is tried again); 64, 65, 66 and 73 fail the
-            same way every time (docs/fleet.md has an Indexed Job that acts on it).
-            Example, one of 4 shards (a Kubernetes Indexed Job sets
-            JOB_COMPLETION_INDEX to 0..3; docs/fleet.md has the Job and a GitHub
-            Actions matrix), then the summary of all four:
-              fpctl warm onboarding paywall --identities ids.jsonl --format json \\
-                --shard $((JOB_COMPLETION_INDEX+1))/4 --run-id "$RUN_ID" \\
-                --metrics-file /var/lib/node_exporter/fpctl.prom > shard.json
-              fpctl report shard-*.json
+            one line on stderr says why), 75 stopped by a signal, 64 bad options,
+            65 invalid input (an identities line, --resume's file), 66 a missing
+            input, 73 the metrics file or --output-dir cannot be written.
+            Retry 1, 3, 69 and 75 (with --resume PREVIOUS.json or --output-dir,
+            only what earlier attempts did not warm is tried again); 64, 65, 66
+            and 73 fail the same way every time (deploy/kubernetes has an Indexed
+            Job whose podFailurePolicy acts on it).
+            Example, one pod of a Kubernetes Indexed Job of 4 (JOB_COMPLETION_INDEX
+            0..3; docs/fleet.md), then the summary of every shard and attempt:
+              fpctl warm onboarding paywall --identities ids.jsonl \\
+                --shard job/4 --run-id warm-20261125 --output-dir /results
+              fpctl report /results/warm-20261125
             """
     )
 
@@ -65,7 +68,21 @@ struct Warm: AsyncParsableCommand {
             A Retry-After from the backend holds back every request, with or without it.
             """)
     var rate: RequestPacer.Rate?
-    @Option(help: "Only shard K of N (e.g. 2/4), a stable split of the identities.") var shard: Shard?
+    @Option(
+        name: .customLong("shard"),
+        help: """
+            Only shard K of N (e.g. 2/4), a stable split of the identities; job/N takes K from a Kubernetes \
+            Indexed Job's JOB_COMPLETION_INDEX (0-based: K is the index plus 1).
+            """)
+    var shardArgument: ShardArgument?
+    @Option(
+        name: .customLong("output-dir"),
+        help: """
+            Write the JSON output, rows and all, to a new file per attempt, DIR/RUN_ID/PART.attempt-NNN.json \
+            (PART shard-K-of-N or all), resuming from the earlier attempts there; standard output gets the \
+            summary alone. Needs --run-id.
+            """)
+    var outputDir: String?
     @Option(parsing: .unconditional, help: "How long to wait for resolves that outlived their timeout.")
     var grace = DurationArgument("10s", seconds: 10)
     @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
@@ -99,6 +116,16 @@ struct Warm: AsyncParsableCommand {
         try checkRange("--media-concurrency", mediaConcurrency, Self.concurrencyRange)
         try grace.check("--grace", from: DurationArgument("0s", seconds: 0), to: DurationArgument("1h", seconds: 3600))
         if let runID, runID.isEmpty { throw ValidationError("--run-id must not be empty") }
+        if outputDir != nil {
+            guard let runID else {
+                throw ValidationError("--output-dir needs --run-id: a retried attempt finds the earlier ones by it")
+            }
+            if resume != nil {
+                throw ValidationError("--output-dir resumes from the earlier attempts it holds; leave out --resume")
+            }
+            if noCaching { throw ValidationError("--output-dir has nothing to write with --no-caching") }
+            try WarmAttempts.checkRunID(runID)
+        }
     }
 
     func run() async throws {
@@ -111,20 +138,35 @@ struct Warm: AsyncParsableCommand {
         let identities = prepared.identities
         let presentation = WarmPresentation(
             format: output.format, rows: !summary, metrics: prepared.metricsOutput != nil,
-            fraction: { identities?.fraction })
+            attempt: prepared.attempt, fraction: { identities?.fraction })
+        if let attempt = prepared.attempt {
+            Console.note("attempt \(attempt.number): \(attempt.path)")
+        }
+        // SIGTERM or SIGINT: no new identity starts, those in flight get
+        // WarmRun.Options.stopTimeout, then the rows and the JSON's last line
+        // are written and synced as at any end (status 75). A second signal
+        // ends fpctl at once (Signals).
+        let stop = StopRequest()
+        let stopTimeout = prepared.run.options.stopTimeout
+        Signals.onFirst { number in
+            Console.note(
+                "fpctl: \(Signals.name(number)): stopping: no new identities, those in flight get up to "
+                    + "\(stopTimeout.components.seconds)s; a second signal ends fpctl at once")
+            stop.request()
+        }
         let result: WarmRun.Summary
         if let file = prepared.identities {
-            result = try await prepared.run.run(file, onIdentity: presentation.record)
+            result = try await prepared.run.run(file, stop: stop, onIdentity: presentation.record)
         } else {
             let one = AsyncStream<Identity> { continuation in
                 continuation.yield(prepared.single)
                 continuation.finish()
             }
-            result = try await prepared.run.run(one, onIdentity: presentation.record)
+            result = try await prepared.run.run(one, stop: stop, onIdentity: presentation.record)
         }
         let previous = prepared.run.options.resume?.previous
         let run = WarmRunInfo(
-            runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: shard,
+            runID: previous?.run?.runID ?? runID ?? UUID().uuidString.lowercased(), shard: prepared.run.options.shard,
             placements: prepared.run.options.placements, startedAt: startedAt, endedAt: Date(),
             resumedFrom: previous.map { WarmRunInfo.ResumedFrom(rows: $0.rows, sha256: $0.sha256) })
         let verdict = result.verdict(failOn: failOn)
@@ -140,30 +182,49 @@ struct Warm: AsyncParsableCommand {
         let single: Identity
         let identities: IdentityLines?
         let metricsOutput: AtomicFile.Output?
+        /// `--output-dir`'s file for this attempt.
+        let attempt: WarmAttempts?
     }
 
     func prepare() throws -> Prepared {
         var options = WarmRun.Options(placements: placements)
         options.concurrency = concurrency
+        let shard = try shardArgument?.resolve()
         options.shard = shard
         options.grace = grace.duration
-        options.resume = try resume.map { try resumed($0, options.placements) }
+        options.resume = try resume.map { try resumed([$0], options.placements, shard) }
         let file = try identities.map(IdentityLines.init(path:))
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
         let warmer = try backend.makeWarmer(
             media: media, connections: options.connections(mediaConcurrency: mediaConcurrency),
             mediaConcurrency: mediaConcurrency, rate: rate)
+        let single = try backend.identity()
+        // Last, once everything else is checked: the attempt's file is created here.
+        var attempt: WarmAttempts?
+        if let outputDir, let runID {
+            let claimed = try WarmAttempts.claim(outputDir: outputDir, runID: runID, shard: shard)
+            do {
+                if !claimed.earlier.isEmpty {
+                    options.resume = try resumed(claimed.earlier, options.placements, shard)
+                }
+            } catch {
+                close(claimed.descriptor)
+                unlink(claimed.path)
+                throw error
+            }
+            attempt = claimed
+        }
         return Prepared(
-            run: WarmRun(warmer: warmer, options: options), single: try backend.identity(), identities: file,
-            metricsOutput: metricsOutput)
+            run: WarmRun(warmer: warmer, options: options), single: single, identities: file,
+            metricsOutput: metricsOutput, attempt: attempt)
     }
 
-    /// The earlier attempt `--resume` names, checked against this run's
-    /// placements, shard and `--run-id`.
-    func resumed(_ path: String, _ placements: [String]) throws -> WarmResume {
-        let resume = try WarmResume.read(path, placements: placements, shard: shard, runID: runID)
+    /// The earlier attempts `--resume` or `--output-dir` name, checked against
+    /// this run's placements, shard and `--run-id`.
+    func resumed(_ paths: [String], _ placements: [String], _ shard: Shard?) throws -> WarmResume {
+        let resume = try WarmResume.read(paths, placements: placements, shard: shard, runID: runID)
         Console.note(
-            "resuming \(path): \(resume.kept) pairs warmed or without a flow there, \(resume.retried) failed ones tried again"
+            "resuming \(paths.joined(separator: ", ")): \(resume.kept) pairs warmed or without a flow there, \(resume.retried) failed ones tried again"
         )
         return resume
     }
@@ -175,6 +236,12 @@ struct Warm: AsyncParsableCommand {
         let counts = summary.counts
         var line =
             "warmed \(counts.warmed), no flow \(counts.noFlow), failed \(counts.failed) in \(String(format: "%.2f", seconds))s"
+        if summary.stopped {
+            line += "; stopped by a signal"
+            if summary.abandoned > 0 {
+                line += ", \(summary.abandoned) identities still in flight left for a resumed attempt"
+            }
+        }
         if summary.lateLanded + summary.latePending > 0 {
             line +=
                 "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"

@@ -7,15 +7,27 @@ import Foundation
 /// standard error, and the metrics file.
 final class WarmPresentation {
     private let report: OutcomeReport
+    /// `--output-dir`'s attempt file: the JSON document, rows and all, while
+    /// standard output gets the summary alone.
+    private let attempt: (report: OutcomeReport, file: FileOutput)?
     private let progress: Progress
     private lazy var rowsOnTerminal = report.showRows && isatty(STDOUT_FILENO) != 0
     private var placementSummary = OutcomeSummary()
     private let metrics: WarmMetrics?
 
     /// `fraction`: the share of the input done, when it is known.
-    init(format: OutputFormat, rows: Bool, metrics: Bool, fraction: @escaping () -> Double?) {
+    init(
+        format: OutputFormat, rows: Bool, metrics: Bool, attempt: WarmAttempts?, fraction: @escaping () -> Double?
+    ) {
         progress = Progress(enabled: isatty(STDERR_FILENO) != 0, fraction: fraction)
-        report = OutcomeReport(format: format, rows: rows, to: BufferedOutput())
+        if let attempt {
+            let file = FileOutput(descriptor: attempt.descriptor, path: attempt.path)
+            self.attempt = (OutcomeReport(format: .json, rows: true, to: file), file)
+            report = OutcomeReport(format: format, rows: false, to: BufferedOutput())
+        } else {
+            self.attempt = nil
+            report = OutcomeReport(format: format, rows: rows, to: BufferedOutput())
+        }
         self.metrics = metrics ? WarmMetrics() : nil
     }
 
@@ -23,12 +35,14 @@ final class WarmPresentation {
     func record(_ outcomes: [PrefetchOutcome], _ counts: WarmRun.Counts) {
         for outcome in outcomes {
             report.add(outcome)
+            attempt?.report.add(outcome)
             placementSummary.add(outcome)
             metrics?.record(outcome)
         }
         // Rows on the terminal the progress line is on start at the margin.
         if rowsOnTerminal { progress.clear() }
         report.identityDone()
+        attempt?.report.identityDone()
         progress.update(counts)
     }
 
@@ -36,6 +50,10 @@ final class WarmPresentation {
     /// then the closing line, and why nothing reached the backend if so.
     func finish(run: WarmRunInfo, result: WarmRun.Summary, warmer: Warmer, success: Bool) {
         progress.clear()
+        if let attempt {
+            attempt.report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
+            attempt.file.close()
+        }
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         StandardOutputSync.sync()
         Console.note(Warm.summaryLine(result, pacer: warmer.pacer))

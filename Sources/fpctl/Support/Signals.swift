@@ -1,0 +1,77 @@
+import Dispatch
+import FlowPilotCore
+import Foundation
+import Synchronization
+
+/// What fpctl does with SIGTERM, SIGINT and SIGHUP (fpctl(1), SIGNALS):
+/// - a command that can stop cleanly (`warm`, `serve`) registers how with
+///   `onFirst`; the first signal asks it to, and it ends with its own status;
+/// - any other command, and any command at a second signal, ends at once:
+///   the temporary files of outputs not yet published are removed
+///   (`TemporaryFiles`), then the signal is raised again with its default
+///   action, so the parent sees the process killed by it (shell 128+N).
+///
+/// Signals are taken by Dispatch sources (they are ignored as such, and the
+/// sources see them), so what runs is ordinary code on a queue, not a handler
+/// limited to async-signal-safe calls.
+enum Signals {
+    static let caught: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+    private static let queue = DispatchQueue(label: "fpctl.signals")
+    /// Kept for the process's life; set once, by `install`, before anything runs.
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    private struct State {
+        var received = 0
+        var graceful: (@Sendable (Int32) -> Void)?
+    }
+    private static let state = Mutex(State())
+
+    static func install() {
+        sources = caught.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { received(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// The command stops cleanly at the first signal by calling `handler`.
+    static func onFirst(_ handler: @escaping @Sendable (Int32) -> Void) {
+        state.withLock { $0.graceful = handler }
+    }
+
+    private static func received(_ number: Int32) {
+        let graceful = state.withLock { state -> (@Sendable (Int32) -> Void)? in
+            state.received += 1
+            return state.received == 1 ? state.graceful : nil
+        }
+        if let graceful {
+            graceful(number)
+        } else {
+            end(by: number)
+        }
+    }
+
+    /// Ends the process as killed by `number`, leaving no temporary file.
+    static func end(by number: Int32) -> Never {
+        TemporaryFiles.removeAll()
+        signal(number, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, number)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        kill(getpid(), number)
+        // Not reached: the default action of these signals ends the process.
+        exit(128 + number)
+    }
+
+    /// `SIGTERM`, `SIGINT`, `SIGHUP`.
+    static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(number)"
+        }
+    }
+}

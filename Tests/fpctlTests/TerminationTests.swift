@@ -10,7 +10,14 @@ import Testing
 struct TerminationTests {
     let tmp: TemporaryDirectory
 
-    init() throws { tmp = try TemporaryDirectory() }
+    init() throws {
+        tmp = try TemporaryDirectory()
+        // fpctl keeps a signal its parent ignored (nohup), and a test runner
+        // may be started with SIGTERM or SIGINT ignored: the children here
+        // must get them as Kubernetes' and a shell's children do.
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGINT, SIG_DFL)
+    }
 
     func identities(_ count: Int) throws -> String {
         let path = tmp.file("ids-\(count).jsonl")
@@ -25,11 +32,11 @@ struct TerminationTests {
     }
 
     /// Starts fpctl with its standard output in `stdout` (a file) and standard error discarded.
-    func start(_ arguments: [String], stdout: String) throws -> Process {
+    func start(_ arguments: [String], stdout: String, executable: String = Paths.fpctl) throws -> Process {
         _ = FileManager.default.createFile(atPath: stdout, contents: nil)
         _ = FileManager.default.createFile(atPath: stdout + ".err", contents: nil)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Paths.fpctl)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout + ".err"))
@@ -142,6 +149,25 @@ struct TerminationTests {
         #expect(stopped.count > 20 && stopped.count < 600)
         let err = try String(contentsOfFile: out + ".err", encoding: .utf8)
         #expect(err.contains("SIGINT: stopping") && err.contains("stopped by a signal"), "\(err)")
+    }
+
+    @Test("a signal ignored by fpctl's parent (nohup) stays ignored: warm runs to its end")
+    func inheritedIgnore() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "300"])
+        let ids = try identities(20)
+        // The shell ignores SIGTERM before it execs fpctl, as nohup does with SIGHUP.
+        let out = tmp.file("ignored.json")
+        let process = try start(
+            [
+                "-c", "trap '' TERM; exec \"$0\" \"$@\"", Paths.fpctl, "warm", "onboarding", "--api-url", server.url,
+                "--app-id", "demo", "--media", "none", "--identities", ids, "--cache-dir", tmp.file("cache"),
+                "--format", "json",
+            ], stdout: out, executable: "/bin/sh")
+        waitForLines(out, 1, while: process)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(try rows(out).count == 20)
     }
 
     @Test("a second signal ends warm at once, by that signal, and its metrics file's temporary file is removed")

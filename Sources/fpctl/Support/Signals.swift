@@ -5,8 +5,10 @@ import Synchronization
 
 /// What fpctl does with SIGTERM, SIGINT and SIGHUP (fpctl(1), SIGNALS):
 /// - a command that can stop cleanly (`warm`, `serve`) registers how with
-///   `onFirst`; the first signal asks it to, and it ends with its own status;
-/// - any other command, and any command at a second signal, ends at once:
+///   `onFirst`; the first SIGTERM or SIGINT asks it to, and it ends with its
+///   own status;
+/// - any other command, any command at a second signal, and any at SIGHUP,
+///   ends at once:
 ///   the temporary files of outputs not yet published are removed
 ///   (`TemporaryFiles`), then the signal is raised again with its default
 ///   action, so the parent sees the process killed by it (shell 128+N).
@@ -25,8 +27,11 @@ enum Signals {
     }
     private static let state = Mutex(State())
 
+    /// Takes the signals fpctl was not started with ignored: one its parent
+    /// ignored (`nohup` ignores SIGHUP, a non-interactive shell's `&` SIGINT)
+    /// stays ignored, as a shell's own children keep it.
     static func install() {
-        sources = caught.map { number in
+        sources = caught.filter { !inheritedIgnored($0) }.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { received(number) }
@@ -35,7 +40,14 @@ enum Signals {
         }
     }
 
-    /// The command stops cleanly at the first signal by calling `handler`.
+    private static func inheritedIgnored(_ number: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(number, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+            == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
+    /// The command stops cleanly at the first SIGTERM or SIGINT by calling `handler`.
     static func onFirst(_ handler: @escaping @Sendable (Int32) -> Void) {
         state.withLock { $0.graceful = handler }
     }
@@ -43,7 +55,8 @@ enum Signals {
     private static func received(_ number: Int32) {
         let graceful = state.withLock { state -> (@Sendable (Int32) -> Void)? in
             state.received += 1
-            return state.received == 1 ? state.graceful : nil
+            // A hang-up (the terminal went away) ends even warm at once.
+            return state.received == 1 && number != SIGHUP ? state.graceful : nil
         }
         if let graceful {
             graceful(number)

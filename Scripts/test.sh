@@ -4,7 +4,9 @@
 # builds (warnings are errors in the project's own targets), runs `swift test`
 # (which checks the man pages against the commands and runs their EXAMPLES), checks the
 # install, the release tarball and the .deb, builds the samples in Debian 12 and 13
-# roots and compares the bytes, replays every fuzz target's regression inputs and
+# roots and compares the bytes, builds the container image and runs the
+# Kubernetes Job and GitHub Actions workflow of deploy/ in it (Tests/fleet),
+# replays every fuzz target's regression inputs and
 # committed corpus and fuzzes each briefly, then cuts the power on a FUSE file
 # system and runs a short fault campaign. The long campaigns are Scripts/soak.sh.
 #
@@ -117,6 +119,17 @@ debian() {
     [ -z "${roots:-}" ] || wait "$roots" || true  # a failed fetch is retried, and reported, by check-debian.sh
     Scripts/check-debian.sh
 }
+# The image (Containerfile, Scripts/image.sh) and the fleet path as docs/fleet.md
+# shows it: the Kubernetes manifests validated and their Job run under podman,
+# SIGTERM mid-run, the GitHub Actions workflow (Tests/fleet/fleet.py).
+fleet() {
+    Scripts/install-deps.sh image fleet
+    export CONTAINERS_CONF=$PWD/packaging/container/containers.conf
+    Tests/fleet/base-image.sh
+    local image
+    image=$(Scripts/image.sh)
+    python3 Tests/fleet/fleet.py --fpctl .build/debug/fpctl --image "$image"
+}
 powercut() {
     /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
 }
@@ -136,6 +149,7 @@ stage builds release_and_fuzz_builds
 stage install Scripts/check-install.sh
 # The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
 stage debian debian
+stage fleet fleet
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): every regression input and committed seed, then a short run of each target.
 stage fuzz env FPCTL_FUZZ_BUILT=1 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops

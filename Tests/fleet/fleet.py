@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -460,6 +461,11 @@ def main():
     parser.add_argument("--image", required=True)
     parser.add_argument("--identities", type=int, default=400)
     args = parser.parse_args()
+    # Children (podman, fpctl serve) get SIGTERM and SIGHUP as Kubernetes' do,
+    # even if this script was started with them ignored.
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(number) == signal.SIG_IGN:
+            signal.signal(number, signal.SIG_DFL)
     work = Path(tempfile.mkdtemp(prefix="fpctl-fleet-"))
     os.chmod(work, 0o755)
     try:

@@ -130,6 +130,9 @@ fleet() {
     image=$(Scripts/image.sh)
     python3 Tests/fleet/fleet.py --fpctl .build/debug/fpctl --image "$image"
 }
+release_binary() {
+    echo "$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/fpctl"
+}
 powercut() {
     /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
 }
@@ -149,12 +152,21 @@ stage builds release_and_fuzz_builds
 stage install Scripts/check-install.sh
 # The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
 stage debian debian
-stage fleet fleet
+# The fleet stage mostly waits (containers, a backend's latency), so it runs
+# beside the fuzz, power-cut and fault stages; its log is printed when it ends.
+(stage fleet fleet >.build/fleet.log 2>&1) &
+fleet_job=$!
+trap 'kill ${roots:-} "$fleet_job" 2>/dev/null || true' EXIT
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): every regression input and committed seed, then a short run of each target.
 stage fuzz env FPCTL_FUZZ_BUILT=1 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
 # whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
 stage powercut powercut
-# The fault campaign, small (CONTRIBUTING.md, "Fault campaign", has a full run's figures).
-stage faults python3 Tests/faults/fault_campaign.py --fpctl .build/debug/fpctl --identities 1000 --kills 5
+# The fault campaign, small (CONTRIBUTING.md, "Fault campaign", has a full run's figures),
+# with the release build the packages ship.
+stage faults python3 Tests/faults/fault_campaign.py --fpctl "$(release_binary)" --identities 1000 --kills 5
+fleet_status=0
+wait "$fleet_job" || fleet_status=$?
+cat .build/fleet.log
+[ "$fleet_status" = 0 ] || { echo "stage fleet failed" >&2; exit "$fleet_status"; }
 awk -v a="$run_started" -v b="$(now)" 'BEGIN { printf "stage total %.1f\n", b - a }' | tee -a .build/stage-times.txt

@@ -295,9 +295,13 @@ def failure_policy(image, fpctl, work, job, secret, volumes):
         ("partial: every resolve answered 400", 3, {"FLOWPILOT_API_URL": failing.url}, {}, "Count"),
     ]
     print(f"podFailurePolicy of container {name}:", flush=True)
-    for what, wanted, env, vols, action in cases:
+    for number, (what, wanted, env, vols, action) in enumerate(cases):
         pod = Pod(image, job, secret, volumes, {"FLOWPILOT_API_URL": up.url})
-        overrides = {k: v for k, v in vols.items()}
+        # A cache of its own: the Job's run left every pair fresh in the shared one.
+        cache = work / f"policy-cache-{number}"
+        cache.mkdir()
+        shutil.chown(cache, 65532, 65532)
+        overrides = {"cache": str(cache), **vols}
         merged = {k: v for k, v in {**volumes, **overrides}.items() if v is not None}
         pod.volumes = merged
         result = podman(*pod.command(0, "fleet-policy", env_overrides=env, extra_args=["--run-id", "policy"]),

@@ -39,7 +39,7 @@ public struct WarmAttempts: Sendable {
         shard.map { "shard-\($0.index)-of-\($0.count)" } ?? "all"
     }
 
-    /// Makes `outputDir/runID` if needed, finds the earlier attempts of this
+    /// Makes `outputDir/runID` (and `outputDir`) if needed, finds the earlier attempts of this
     /// part and creates the next attempt's file (never one that exists: two
     /// pods of one index at once each get their own). Earlier files that are
     /// empty (an attempt killed before it wrote its first line) hold nothing
@@ -48,10 +48,7 @@ public struct WarmAttempts: Sendable {
     public static func claim(outputDir: String, runID: String, shard: Shard?) throws -> WarmAttempts {
         try checkRunID(runID)
         var info = stat()
-        guard stat(outputDir, &info) == 0 else {
-            throw FPError.cannotWrite("--output-dir \(outputDir): \(Errno.describe(errno))")
-        }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
+        if stat(outputDir, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
             throw FPError.cannotWrite("--output-dir \(outputDir): not a directory")
         }
         let directory = PathName.join(outputDir, runID)

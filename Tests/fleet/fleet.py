@@ -221,6 +221,30 @@ def validate_manifests():
     return newest
 
 
+def image_checks(image):
+    """What the Containerfile promises: uid 65532, ENTRYPOINT fpctl, the OCI
+    labels (created from SOURCE_DATE_EPOCH, the commit's time by default), CA
+    certificates, and fpctl running with a read-only root."""
+    info = json.loads(podman("image", "inspect", image).stdout)[0]
+    config = info["Config"]
+    check(config.get("User") == USER, f"the image's user is {config.get('User')}")
+    check(config.get("Entrypoint") == ["fpctl"], f"the image's entrypoint is {config.get('Entrypoint')}")
+    labels = config.get("Labels") or {}
+    version = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True,
+                             text=True).stdout.strip()
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", version))))
+    for key, want in [("source", None), ("version", None), ("revision", None), ("created", created)]:
+        value = labels.get(f"org.opencontainers.image.{key}")
+        check(value and (want is None or value == want), f"label org.opencontainers.image.{key} is {value!r}")
+    result = podman("run", "--rm", "--network", "none", "--read-only", "--entrypoint", "sh", image, "-c",
+                    "test -s /etc/ssl/certs/ca-certificates.crt && id -u && fpctl --version", check_status=False)
+    check(result.returncode == 0 and result.stdout.split() == ["65532", labels["org.opencontainers.image.version"]],
+          f"the image's CA bundle, user or fpctl: {result.returncode} {result.stdout}{result.stderr}")
+    size = info["Size"]
+    print(f"image {image}: user {USER}, entrypoint fpctl, labels {sorted(labels)}, CA certificates, "
+          f"{size / 1e6:.0f} MB", flush=True)
+
+
 def run_job(image, fpctl, work, identities):
     job, secret = load("job.yaml"), load("secret.yaml")
     configmap = load("identities-configmap.yaml")
@@ -473,6 +497,7 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="fpctl-fleet-"))
     os.chmod(work, 0o755)
     try:
+        image_checks(args.image)
         newest = validate_manifests()
         print(f"manifests valid for Kubernetes 1.29 and {newest}", flush=True)
         job, secret, pod, volumes, placements = run_job(args.image, args.fpctl, work, args.identities)

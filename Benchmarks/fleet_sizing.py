@@ -16,7 +16,8 @@ wall time, scaled by arithmetic printed beside each figure. Nothing is
 extrapolated but by that arithmetic.
 
 Usage: Benchmarks/fleet_sizing.py [--fpctl PATH] [--identities 10000]
-                                 [--latencies 0,100] [--concurrency 64,256]
+                                 [--latencies 0,100] [--concurrency 64,256,1024]
+                                 [--backend-budget 5000]
 Needs /usr/bin/time (Scripts/install-deps.sh time).
 """
 import argparse
@@ -90,7 +91,9 @@ def main():
     parser.add_argument("--fpctl")
     parser.add_argument("--identities", type=int, default=10000)
     parser.add_argument("--latencies", default="0,100")
-    parser.add_argument("--concurrency", default="64,256")
+    parser.add_argument("--concurrency", default="64,256,1024")
+    parser.add_argument("--backend-budget", type=int, default=5000,
+                        help="requests/s the backend allows the whole fleet (pods are paced with --rate past it)")
     args = parser.parse_args()
     fpctl = release_fpctl(args.fpctl, static=True)
     work = Path(tempfile.mkdtemp(prefix="fpctl-sizing-"))
@@ -122,22 +125,32 @@ def main():
               f"| {f['requests_per_s']:,.0f} | {f['rss_mib']:.0f} | {f['cache_bytes_per_entry'] * 1e6 / 2**30:.2f} GiB "
               f"| {f['output_bytes_per_row'] * 1e6 / 2**20:.0f} MiB |")
 
-    # Scaling: pods for a target wall time at the slowest measured backend and the widest C.
+    # Scaling: pods for a target wall time, from the slowest backend measured
+    # and the --concurrency that was fastest against it.
     latency = max(latencies)
-    c = max(concurrencies)
+    c = max(concurrencies, key=lambda c: measured[(latency, c)]["identities_per_s"])
     f = measured[(latency, c)]
     rate = f["identities_per_s"]
-    print(f"\nScaled from {latency} ms, --concurrency {c}: {rate:,.0f} identities/s a pod "
-          f"({f['requests_per_s']:,.0f} requests/s at the backend), {f['rss_mib']:.0f} MiB peak RSS.")
-    print("| identities | pairs | target wall time | pods = ceil(identities / (rate x seconds)) | wall time "
-          "| backend requests/s (pods x rate) | cache disk (pairs x bytes/entry) | results (pairs x bytes/row) |")
-    print("|---|---|---|---|---|---|---|---|")
+    budget = args.backend_budget
+    print(f"\nScaled from {latency} ms at --concurrency {c}, the fastest measured there: {rate:,.0f} identities/s "
+          f"a pod ({f['requests_per_s']:,.0f} requests/s at the backend: one batch an identity), "
+          f"{f['rss_mib']:.0f} MiB peak RSS; the backend allows the whole fleet {budget:,} requests/s.")
+    print("| identities | pairs | target | pods = ceil(identities / (rate x target)) | --concurrency | --rate a pod "
+          "| wall time | backend requests/s | memory a pod | cache disk (pairs x bytes/entry) "
+          "| results (pairs x bytes/row) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for identities, hours in [(1_000_000, 1), (10_000_000, 1), (100_000_000, 4)]:
         pods = math.ceil(identities / (rate * hours * 3600))
-        wall = identities / (rate * pods)
+        fleet = pods * rate
+        per_pod = "none"
+        if fleet > budget:  # the backend's budget, not the pods, bounds the run: pace every pod under it
+            per_pod = f"{budget // pods}/s"
+            fleet = (budget // pods) * pods
+        wall = identities / fleet
         pairs = identities * len(PLACEMENTS)
-        print(f"| {identities:,} | {pairs:,} | {hours} h | {pods} | {wall / 60:.0f} min | {pods * rate:,.0f} "
-              f"| {pairs * f['cache_bytes_per_entry'] / 2**30:,.1f} GiB | {pairs * f['output_bytes_per_row'] / 2**30:,.1f} GiB |")
+        print(f"| {identities:,} | {pairs:,} | {hours} h | {pods} | {c} | {per_pod} | {wall / 60:.0f} min "
+              f"| {fleet:,.0f} | {f['rss_mib']:.0f} MiB | {pairs * f['cache_bytes_per_entry'] / 2**30:,.1f} GiB "
+              f"| {pairs * f['output_bytes_per_row'] / 2**30:,.1f} GiB |")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ struct UnitsAndPathsTests {
     @Test(
         "sizes: bytes, decimal k/M/G and binary KiB/MiB/GiB",
         arguments: [
-            ("512", Int64(512)), ("1k", 1000), ("200MiB", 209_715_200), ("2G", 2_000_000_000), ("1.5KiB", 1536),
+            ("512", Int64(512)), ("1k", 1000), ("1KB", 1000), ("1MB", 1_000_000), ("200MiB", 209_715_200),
+            ("2G", 2_000_000_000), ("1.5KiB", 1536),
         ])
     func sizes(text: String, bytes: Int64) {
         #expect(Units.parseSize(text) == bytes)

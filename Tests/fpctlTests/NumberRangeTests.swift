@@ -158,6 +158,46 @@ struct NumberRangeTests {
         #expect(!r.stderr.contains("Missing value"))
     }
 
+    @Test(
+        "warm options that contradict each other are usage errors (64) that say why, before anything is written",
+        arguments: [
+            (["--identities", "ids.jsonl", "--user-id", "u"], "--identities many: give one or the other"),
+            (["--identities", "ids.jsonl", "--attribute", "plan=pro"], "--identities many: give one or the other"),
+            (["--output-dir", "out"], "--output-dir needs --run-id"),
+            (["--output-dir", "out", "--run-id", "r", "--resume", "old.json"], "leave out --resume"),
+            (
+                ["--output-dir", "out", "--run-id", "../r"],
+                "--run-id ../r: with --output-dir the run id names a directory"
+            ),
+            (["--output-dir", "out", "--run-id", ".r"], "--run-id .r: with --output-dir the run id names a directory"),
+            (["--shard", "job/0"], "The value 'job/0' is invalid for '--shard"),
+        ])
+    func warmCombinations(extra: [String], message: String) throws {
+        let tmp = try TemporaryDirectory()
+        try "{\"user_id\":\"a\"}\n".write(toFile: tmp.file("ids.jsonl"), atomically: true, encoding: .utf8)
+        let r = try fpctl(
+            ["warm", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--cache-dir", "c"] + extra,
+            currentDirectory: tmp.path)
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path) == ["ids.jsonl"], "nothing written")
+    }
+
+    @Test("--shard job/N without JOB_COMPLETION_INDEX, or with one outside 0..N-1, is a usage error naming it")
+    func jobShard() throws {
+        let base = ["warm", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--user-id", "u"]
+        let tmp = try TemporaryDirectory()
+        let unset = try fpctl(base + ["--cache-dir", tmp.file("c"), "--shard", "job/4"])
+        #expect(unset.status == 64 && unset.stderr.contains("JOB_COMPLETION_INDEX is not set"), "\(unset.stderr)")
+        for index in ["4", "-1", "x"] {
+            let bad = try fpctl(
+                base + ["--cache-dir", tmp.file("c"), "--shard", "job/4"], environment: ["JOB_COMPLETION_INDEX": index])
+            #expect(
+                bad.status == 64 && bad.stderr.contains("JOB_COMPLETION_INDEX=\(index) is not an index from 0 to 3"),
+                "\(bad.stderr)")
+        }
+    }
+
     @Test("serve --port -1 and prune --older-than past a century say their ranges")
     func otherOptions() throws {
         let port = try fpctl("serve", Paths.sample("demo"), "--port", "-1")

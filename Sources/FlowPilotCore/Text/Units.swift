@@ -27,7 +27,7 @@ public enum Units {
     /// Bytes, or `k/M/G` (decimal) and `KiB/MiB/GiB` (binary), e.g. `200MiB`.
     public static func parseSize(_ text: String) -> Int64? {
         let units: [String: Double] = [
-            "": 1, "b": 1, "B": 1, "k": 1e3, "K": 1e3, "kB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9,
+            "": 1, "b": 1, "B": 1, "k": 1e3, "K": 1e3, "kB": 1e3, "KB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9,
             "KiB": 1024, "MiB": 1_048_576, "GiB": 1_073_741_824,
         ]
         let number = text.prefix(while: { $0.isASCII && ($0.isNumber || $0 == ".") })

@@ -19,8 +19,9 @@ public struct WarmAttempts: Sendable {
     public let descriptor: Int32
 
     /// A run id names a directory: letters, digits, `.`, `_` and `-`, not
-    /// starting with a dot, at most 200 bytes (Kubernetes' names fit).
-    public static func checkRunID(_ runID: String) throws {
+    /// starting with a dot, at most 200 bytes (Kubernetes' names fit). What
+    /// is wrong with `runID`, or nil when it can name one.
+    public static func runIDProblem(_ runID: String) -> String? {
         let allowed = runID.utf8.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
                 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
@@ -28,10 +29,10 @@ public struct WarmAttempts: Sendable {
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
         }
         guard allowed, !runID.isEmpty, !runID.hasPrefix("."), runID.utf8.count <= 200 else {
-            throw FPError.usage(
-                "--run-id \(runID): with --output-dir the run id names a directory: use letters, digits, '.', '_' and '-' (not a leading '.'), at most 200"
-            )
+            return "--run-id \(runID): with --output-dir the run id names a directory: "
+                + "use letters, digits, '.', '_' and '-' (not a leading '.'), at most 200"
         }
+        return nil
     }
 
     /// `shard-2-of-4` or `all`.
@@ -46,7 +47,7 @@ public struct WarmAttempts: Sendable {
     /// and are removed, so that `report` over the directory does not trip on
     /// them.
     public static func claim(outputDir: String, runID: String, shard: Shard?) throws -> WarmAttempts {
-        try checkRunID(runID)
+        if let problem = runIDProblem(runID) { throw FPError.usage(problem) }
         var info = stat()
         if stat(outputDir, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
             throw FPError.cannotWrite("--output-dir \(outputDir): not a directory")

@@ -116,6 +116,10 @@ struct Warm: AsyncParsableCommand {
         try checkRange("--media-concurrency", mediaConcurrency, Self.concurrencyRange)
         try grace.check("--grace", from: DurationArgument("0s", seconds: 0), to: DurationArgument("1h", seconds: 3600))
         if let runID, runID.isEmpty { throw ValidationError("--run-id must not be empty") }
+        if identities != nil, !backend.remote.userID.isEmpty || !backend.remote.attributes.isEmpty {
+            throw ValidationError(
+                "--user-id and --attribute name one identity, --identities many: give one or the other")
+        }
         if outputDir != nil {
             guard let runID else {
                 throw ValidationError("--output-dir needs --run-id: a retried attempt finds the earlier ones by it")
@@ -124,7 +128,7 @@ struct Warm: AsyncParsableCommand {
                 throw ValidationError("--output-dir resumes from the earlier attempts it holds; leave out --resume")
             }
             if noCaching { throw ValidationError("--output-dir has nothing to write with --no-caching") }
-            try WarmAttempts.checkRunID(runID)
+            if let problem = WarmAttempts.runIDProblem(runID) { throw ValidationError(problem) }
         }
     }
 

@@ -10,10 +10,7 @@ struct FleetTests {
     init() throws { tmp = try TemporaryDirectory() }
 
     func identities(_ count: Int) throws -> String {
-        let path = tmp.file("ids-\(count).jsonl")
-        try (0..<count).map { #"{"user_id":"u\#($0)","attributes":{"plan":"\#($0 % 3 == 0 ? "pro" : "free")"}}"# }
-            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+        try tmp.identities(count) { #"{"plan":"\#($0 % 3 == 0 ? "pro" : "free")"}"# }
     }
 
     func warm(_ server: ServeProcess, _ args: [String]) throws -> ProcessResult {

@@ -19,12 +19,7 @@ struct TerminationTests {
         signal(SIGINT, SIG_DFL)
     }
 
-    func identities(_ count: Int) throws -> String {
-        let path = tmp.file("ids-\(count).jsonl")
-        try (0..<count).map { #"{"user_id":"u\#($0)","attributes":{}}"# }
-            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
+    func identities(_ count: Int) throws -> String { try tmp.identities(count) }
 
     func batches(_ server: ServeProcess) async throws -> Int {
         let routes = try #require(try await http(.GET, server.url + "/_admin/stats").json?["routes"] as? [String: Int])

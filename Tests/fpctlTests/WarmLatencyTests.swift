@@ -11,12 +11,7 @@ struct WarmLatencyTests {
 
     init() throws { tmp = try TemporaryDirectory() }
 
-    func identities(_ count: Int) throws -> String {
-        let path = tmp.file("ids-\(count).jsonl")
-        try (0..<count).map { #"{"user_id":"u\#($0)","attributes":{}}"# }
-            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
+    func identities(_ count: Int) throws -> String { try tmp.identities(count) }
 
     func stats(_ server: ServeProcess) async throws -> [String: Any] {
         try #require(try await http(.GET, server.url + "/_admin/stats").json)

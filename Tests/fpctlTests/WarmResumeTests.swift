@@ -9,12 +9,7 @@ struct WarmResumeTests {
 
     init() throws { tmp = try TemporaryDirectory() }
 
-    func identities(_ count: Int) throws -> String {
-        let path = tmp.file("ids-\(count).jsonl")
-        try (0..<count).map { #"{"user_id":"u\#($0)","attributes":{}}"# }
-            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
+    func identities(_ count: Int) throws -> String { try tmp.identities(count) }
 
     func warmArguments(_ server: ServeProcess, _ ids: String, cache: String, _ extra: [String] = []) -> [String] {
         [

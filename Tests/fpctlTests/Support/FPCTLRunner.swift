@@ -115,6 +115,15 @@ final class TemporaryDirectory: Sendable {
 
     func file(_ name: String) -> String { "\(path)/\(name)" }
 
+    /// `ids-COUNT.jsonl` here: COUNT identities `u0`, `u1`, … a line each,
+    /// with the attributes `attributes(i)` gives (none by default).
+    func identities(_ count: Int, attributes: (Int) -> String = { _ in "{}" }) throws -> String {
+        let path = file("ids-\(count).jsonl")
+        try (0..<count).map { #"{"user_id":"u\#($0)","attributes":\#(attributes($0))}"# }
+            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// `fpctl bundle build` of the sample `name` into this directory, as `NAME.fpbundle`.
     func buildSample(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
         let bundle = file("\(name).fpbundle")

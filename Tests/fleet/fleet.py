@@ -3,6 +3,9 @@
 
 Usage: Tests/fleet/fleet.py --fpctl PATH --image NAME [--identities N]
 
+0. The image is what the Containerfile promises: uid 65532, ENTRYPOINT
+   fpctl, the OCI labels, CA certificates; and https:// works with its system
+   trust store (a CA mounted where Debian keeps it is trusted, none is not).
 1. Every manifest under deploy/kubernetes is validated strictly by
    kubernetes-validate against Kubernetes 1.29 and the newest version it knows.
 2. The Job's pod template runs as Kubernetes runs an Indexed Job: for each
@@ -243,6 +246,49 @@ def image_checks(image):
     size = info["Size"]
     print(f"image {image}: user {USER}, entrypoint fpctl, labels {sorted(labels)}, CA certificates, "
           f"{size / 1e6:.0f} MB", flush=True)
+
+
+def system_trust(image, work):
+    """https:// with the image's own trust store: a loopback TLS server whose
+    certificate comes from a CA made here. With that CA where Debian's
+    ca-certificates keeps the system's bundle, fpctl's request passes TLS (the
+    server then answers 501: http_501); without it, it fails with tls."""
+    import http.server
+    import ssl
+
+    tls = work / "tls"
+    tls.mkdir()
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tls)
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=fleet CA")
+    openssl("req", *key, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    (tls / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    # It answers every POST 501: an answer over TLS is what is checked.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls / "server.pem", tls / "server.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    resolve = ["resolve", "paywall", "--api-url", url, "--app-id", "demo", "--cache-dir", "/tmp/c", "--timeout", "5s"]
+    base = ["run", "--rm", "--network", "host", "--user", USER, "--read-only", "--tmpfs", "/tmp", "--pull", "never"]
+    trusted = podman(*base, "--volume", f"{tls / 'ca.pem'}:/etc/ssl/certs/ca-certificates.crt:ro", image,
+                     *resolve, check_status=False)
+    untrusted = podman(*base, image, *resolve, check_status=False)
+    server.shutdown()
+    check("http_501: backend answered" in trusted.stdout + trusted.stderr,
+          f"with the CA in the system's store: {trusted.returncode}\n{trusted.stdout}{trusted.stderr}")
+    check("(tls" in untrusted.stdout + untrusted.stderr and "http_501" not in untrusted.stdout + untrusted.stderr,
+          f"without it: {untrusted.returncode}\n{untrusted.stdout}{untrusted.stderr}")
+    print("https:// with the image's system trust store: a CA in /etc/ssl/certs/ca-certificates.crt is trusted "
+          "(the server answered 501), the same server without it fails with tls", flush=True)
 
 
 def run_job(image, fpctl, work, identities):
@@ -498,6 +544,7 @@ def main():
     os.chmod(work, 0o755)
     try:
         image_checks(args.image)
+        system_trust(args.image, work)
         newest = validate_manifests()
         print(f"manifests valid for Kubernetes 1.29 and {newest}", flush=True)
         job, secret, pod, volumes, placements = run_job(args.image, args.fpctl, work, args.identities)

@@ -165,7 +165,7 @@ class Pod:
         env = self.env(index)
         env.update(env_overrides or {})
         security = self.container.get("securityContext", {})
-        run = ["run", "--name", name, "--network", "host", "--pull", "never"]
+        run = ["run", "--name", name, "--replace", "--network", "host", "--pull", "never"]
         user = self.pod_security.get("runAsUser")
         group = self.pod_security.get("runAsGroup", user)
         check(user not in (None, 0), "the pod runs as root")
@@ -549,7 +549,7 @@ def main():
         print(f"manifests valid for Kubernetes 1.29 and {newest}", flush=True)
         job, secret, pod, volumes, placements = run_job(args.image, args.fpctl, work, args.identities)
         policy, name = failure_policy(args.image, args.fpctl, work, job, secret, volumes)
-        sigterm(args.image, args.fpctl, work, job, secret, policy, name, 600, placements)
+        sigterm(args.image, args.fpctl, work, job, secret, policy, name, 1200, placements)
         if WORKFLOW.exists():
             workflow(args.image, args.fpctl, work, 200)
         print("fleet: every claim held", flush=True)

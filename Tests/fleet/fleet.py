@@ -112,10 +112,13 @@ def pod_failure_action(policy, exit_code, container):
 
 
 class Serve:
+    started = []  # every server, stopped by main's finally even when a check fails
+
     def __init__(self, fpctl, *extra):
         self.process = subprocess.Popen(
             [fpctl, "serve", str(ROOT / "bundles" / "demo"), "--host", "127.0.0.1", "--port", "0", "-q", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        Serve.started.append(self.process)
         self.url = self.process.stdout.readline().strip()
         check(self.url.startswith("http://"), "fpctl serve did not start")
 
@@ -554,6 +557,10 @@ def main():
             workflow(args.image, args.fpctl, work, 200)
         print("fleet: every claim held", flush=True)
     finally:
+        for process in Serve.started:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
 
 

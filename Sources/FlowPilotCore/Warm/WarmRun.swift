@@ -72,8 +72,9 @@ public struct WarmRun: Sendable {
         public var abandoned = 0
 
         /// `interrupted` when it was stopped; `unavailable` when no request
-        /// reached the backend and nothing was warmed; `partial` when outcomes `failOn` counts happened; nil when
-        /// the run did all it was asked.
+        /// reached the backend and nothing was warmed; `partial` when
+        /// outcomes `failOn` counts happened; nil when the run did all it was
+        /// asked.
         public func verdict(failOn: FailOn) -> Verdict? {
             if stopped { return .interrupted }
             if reach.reachedNone && counts.warmed == 0 { return .unavailable }

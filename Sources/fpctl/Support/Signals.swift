@@ -74,7 +74,9 @@ enum Signals {
         sigaddset(&set, number)
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         kill(getpid(), number)
-        // Not reached: the default action of these signals ends the process.
+        // Reached only as a PID namespace's init (fpctl as a container's first
+        // process), where the kernel drops a signal the process sends itself
+        // when its action is the default: exit with the figure a shell shows.
         exit(128 + number)
     }
 

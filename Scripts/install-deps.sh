@@ -20,6 +20,7 @@ command -v mandoc >/dev/null || need+=(mandoc)
 command -v groff >/dev/null || need+=(groff-base)  # ManPageTests renders the section-5 pages with it too
 command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
+command -v pgrep >/dev/null || need+=(procps)  # ProgressLineTests finds fpctl under script(1)
 command -v strace >/dev/null || need+=(strace)  # DurabilityTests: the order of syncs and publishes
 command -v promtool >/dev/null || need+=(prometheus)  # promtool checks warm's --metrics-file
 command -v nginx >/dev/null || need+=(nginx-light)

@@ -47,4 +47,39 @@ struct ProgressLineTests {
             before.isEmpty || before.hasSuffix("\u{1B}[2K") || before.hasSuffix("\n"),
             "\(before.suffix(80).debugDescription)")
     }
+
+    @Test("SIGINT on a terminal: the progress line is cleared before the stopping note, and warm exits 75")
+    func interruptedInPTY() throws {
+        signal(SIGINT, SIG_DFL)  // as a terminal's children get it, even if this runner ignores it
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "100"])
+        let tmp = try TemporaryDirectory()
+        let ids = try tmp.identities(200)
+        let command = [
+            Paths.fpctl, "warm", "paywall", "--api-url", server.url, "--app-id", "demo", "--identities", ids,
+            "--cache-dir", tmp.file("cache"), "--media", "none", "--concurrency", "2", "--summary",
+        ].map { "'\($0)'" }.joined(separator: " ")
+        let output = tmp.file("screen")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: try tool("script"))
+        script.arguments = ["-qefc", command, "/dev/null"]
+        script.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        script.standardInput = FileHandle.nullDevice
+        try script.run()
+        // Once the progress line is up (it needs a second for its rate), the interrupt goes to fpctl.
+        let deadline = Date().addingTimeInterval(30)
+        while script.isRunning, Date() < deadline,
+            !((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("/s")
+        {
+            usleep(20_000)
+        }
+        let found = try run(try tool("pgrep"), ["-f", "^\(Paths.fpctl) warm .*\(tmp.file("cache"))"])
+        let pid = try #require(Int32(found.stdout.split(separator: "\n").first ?? ""), "no fpctl: \(found.stdout)")
+        kill(pid, SIGINT)
+        script.waitUntilExit()
+        #expect(script.terminationStatus == 75)
+        let screen = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(screen.contains("\r\u{1B}[2Kfpctl: SIGINT: stopping"), "\(screen.suffix(300).debugDescription)")
+        #expect(screen.contains("stopped by a signal"), "\(screen.suffix(300).debugDescription)")
+    }
 }

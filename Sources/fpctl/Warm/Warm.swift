@@ -152,10 +152,13 @@ struct Warm: AsyncParsableCommand {
         // ends fpctl at once (Signals).
         let stop = StopRequest()
         let stopTimeout = prepared.run.options.stopTimeout
+        let onTerminal = isatty(STDERR_FILENO) != 0
         Signals.onFirst { number in
-            Console.note(
-                "fpctl: \(Signals.name(number)): stopping: no new identities, those in flight get up to "
-                    + "\(stopTimeout.components.seconds)s; a second signal ends fpctl at once")
+            // On a terminal the progress line is cleared first, so the note starts at the margin.
+            Console.raw(
+                (onTerminal ? "\r\u{1B}[2K" : "") + "fpctl: \(Signals.name(number)): stopping: no new identities, "
+                    + "those in flight get up to \(stopTimeout.components.seconds)s; a second signal ends fpctl at once\n"
+            )
             stop.request()
         }
         let result: WarmRun.Summary

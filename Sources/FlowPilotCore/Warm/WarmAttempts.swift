@@ -40,12 +40,15 @@ public struct WarmAttempts: Sendable {
         shard.map { "shard-\($0.index)-of-\($0.count)" } ?? "all"
     }
 
-    /// Makes `outputDir/runID` (and `outputDir`) if needed, finds the earlier attempts of this
-    /// part and creates the next attempt's file (never one that exists: two
-    /// pods of one index at once each get their own). Earlier files that are
-    /// empty (an attempt killed before it wrote its first line) hold nothing
-    /// and are removed, so that `report` over the directory does not trip on
-    /// them.
+    /// Makes `outputDir/runID` (and `outputDir`) if needed, finds the earlier
+    /// attempts of this part and creates the next attempt's file, never one
+    /// that exists (`O_EXCL`). Earlier files that are empty (an attempt killed
+    /// before it wrote its first line) hold nothing and are removed, so that
+    /// `report` over the directory does not trip on them. Attempts of one part
+    /// run one after another (Kubernetes starts a replacement pod only once
+    /// the failed one is gone, with a podFailurePolicy): one started beside a
+    /// running attempt that has not written its first line yet would take that
+    /// attempt's empty file for a dead one.
     public static func claim(outputDir: String, runID: String, shard: Shard?) throws -> WarmAttempts {
         if let problem = runIDProblem(runID) { throw FPError.usage(problem) }
         var info = stat()

@@ -26,13 +26,29 @@ struct TerminationTests {
         return routes["resolve-batch"] ?? 0
     }
 
-    /// Starts fpctl with its standard output in `stdout` (a file) and standard error discarded.
-    func start(_ arguments: [String], stdout: String, executable: String = Paths.fpctl) throws -> Process {
+    /// `fpctl warm PLACEMENTS` against `server` over `ids`, into this test's cache, no media.
+    func warm(_ server: ServeProcess, _ ids: String, _ placements: [String], _ extra: [String] = []) -> [String] {
+        ["warm"] + placements + [
+            "--api-url", server.url, "--app-id", "demo", "--media", "none", "--identities", ids, "--cache-dir",
+            tmp.file("cache"),
+        ] + extra
+    }
+
+    /// The hidden temporary files (`.NAME.tmp-PID-…`) in this test's directory.
+    func temporaryFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.contains(".tmp-") }
+    }
+
+    /// Starts fpctl with its standard output in `stdout` (a file) and standard error in `stdout.err`.
+    func start(
+        _ arguments: [String], stdout: String, executable: String = Paths.fpctl, environment: [String: String] = [:]
+    ) throws -> Process {
         _ = FileManager.default.createFile(atPath: stdout, contents: nil)
         _ = FileManager.default.createFile(atPath: stdout + ".err", contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout + ".err"))
         process.standardInput = FileHandle.nullDevice
@@ -69,19 +85,14 @@ struct TerminationTests {
         let ids = try identities(300)
         let results = tmp.file("results")
         try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
-        let arguments = [
-            "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
-            "--identities", ids, "--cache-dir", tmp.file("cache"), "--concurrency", "16", "--shard", "job/2",
-            "--run-id", "r1", "--output-dir", results, "--metrics-file", tmp.file("warm.prom"),
-        ]
+        let arguments = warm(
+            server, ids, ["onboarding", "paywall"],
+            [
+                "--concurrency", "16", "--shard", "job/2", "--run-id", "r1", "--output-dir", results,
+                "--metrics-file", tmp.file("warm.prom"),
+            ])
         let environment = ["JOB_COMPLETION_INDEX": "1"]
-        let first = Process()
-        first.executableURL = URL(fileURLWithPath: Paths.fpctl)
-        first.arguments = arguments
-        first.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        first.standardOutput = FileHandle.nullDevice
-        first.standardError = FileHandle.nullDevice
-        try first.run()
+        let first = try start(arguments, stdout: tmp.file("first.out"), environment: environment)
         let attempt1 = "\(results)/r1/shard-2-of-2.attempt-001.json"
         waitForLines(attempt1, 60, while: first)
         #expect(first.isRunning, "the warm ended before it was stopped")
@@ -132,10 +143,7 @@ struct TerminationTests {
         let ids = try identities(300)
         let out = tmp.file("out.json")
         let process = try start(
-            [
-                "warm", "onboarding", "paywall", "--api-url", server.url, "--app-id", "demo", "--media", "none",
-                "--identities", ids, "--cache-dir", tmp.file("cache"), "--concurrency", "8", "--format", "json",
-            ], stdout: out)
+            warm(server, ids, ["onboarding", "paywall"], ["--concurrency", "8", "--format", "json"]), stdout: out)
         waitForLines(out, 20, while: process)
         kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
@@ -153,11 +161,9 @@ struct TerminationTests {
         // The shell ignores SIGTERM before it execs fpctl, as nohup does with SIGHUP.
         let out = tmp.file("ignored.json")
         let process = try start(
-            [
-                "-c", "trap '' TERM; exec \"$0\" \"$@\"", Paths.fpctl, "warm", "onboarding", "--api-url", server.url,
-                "--app-id", "demo", "--media", "none", "--identities", ids, "--cache-dir", tmp.file("cache"),
-                "--format", "json",
-            ], stdout: out, executable: "/bin/sh")
+            ["-c", "trap '' TERM; exec \"$0\" \"$@\"", Paths.fpctl]
+                + warm(server, ids, ["onboarding"], ["--format", "json"]),
+            stdout: out, executable: "/bin/sh")
         waitForLines(out, 1, while: process)
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
@@ -171,11 +177,7 @@ struct TerminationTests {
         let ids = try identities(50)
         let out = tmp.file("out.txt")
         let process = try start(
-            [
-                "warm", "onboarding", "--api-url", server.url, "--app-id", "demo", "--media", "none",
-                "--identities", ids, "--cache-dir", tmp.file("cache"), "--timeout", "20s",
-                "--metrics-file", tmp.file("m.prom"),
-            ], stdout: out)
+            warm(server, ids, ["onboarding"], ["--timeout", "20s", "--metrics-file", tmp.file("m.prom")]), stdout: out)
         usleep(800_000)
         kill(process.processIdentifier, SIGTERM)
         usleep(300_000)
@@ -186,8 +188,7 @@ struct TerminationTests {
         #expect(!process.isRunning, "a second signal ends it at once")
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
-        let left = try FileManager.default.contentsOfDirectory(atPath: tmp.path).filter { $0.contains(".tmp-") }
-        #expect(left.isEmpty, "\(left)")
+        #expect(temporaryFiles().isEmpty, "\(temporaryFiles())")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("m.prom")))
     }
 
@@ -204,15 +205,12 @@ struct TerminationTests {
             ], stdout: tmp.file("resolve.out"))
         // The temporary file exists while the resolve waits for the backend.
         let deadline = Date().addingTimeInterval(10)
-        func temporary() -> [String] {
-            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.contains(".tmp-") }
-        }
-        while temporary().isEmpty, Date() < deadline { usleep(10_000) }
-        #expect(!temporary().isEmpty, "resolve --output makes its temporary file first")
+        while temporaryFiles().isEmpty, Date() < deadline { usleep(10_000) }
+        #expect(!temporaryFiles().isEmpty, "resolve --output makes its temporary file first")
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
-        #expect(temporary().isEmpty, "\(temporary())")
+        #expect(temporaryFiles().isEmpty, "\(temporaryFiles())")
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "mine\n")
     }
 

@@ -7,14 +7,9 @@ import Foundation
 /// earlier attempt of the same part, so a retried pod needs no script to find
 /// the file to resume. docs/fleet.md, "A Kubernetes Indexed Job".
 public struct WarmAttempts: Sendable {
-    /// `DIR/RUN_ID`, which `fpctl report` reads whole.
-    public let directory: String
     /// This attempt's file, created empty (and its name synced) by `claim`.
     public let path: String
     public let number: Int
-    /// Earlier attempts of this part that hold anything, oldest first: what
-    /// this attempt resumes from.
-    public let earlier: [String]
     /// The descriptor of `path`, open for writing.
     public let descriptor: Int32
 
@@ -22,11 +17,8 @@ public struct WarmAttempts: Sendable {
     /// starting with a dot, at most 200 bytes (Kubernetes' names fit). What
     /// is wrong with `runID`, or nil when it can name one.
     public static func runIDProblem(_ runID: String) -> String? {
-        let allowed = runID.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        let allowed = runID.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
         }
         guard allowed, !runID.isEmpty, !runID.hasPrefix("."), runID.utf8.count <= 200 else {
             return "--run-id \(runID): with --output-dir the run id names a directory: "
@@ -41,15 +33,21 @@ public struct WarmAttempts: Sendable {
     }
 
     /// Makes `outputDir/runID` (and `outputDir`) if needed, finds the earlier
-    /// attempts of this part and creates the next attempt's file, never one
-    /// that exists (`O_EXCL`). Earlier files that are empty (an attempt killed
+    /// attempts of this part (those that hold anything, oldest first) and
+    /// creates the next attempt's file, never one that exists (`O_EXCL`).
+    /// Earlier files that are empty (an attempt killed
     /// before it wrote its first line) hold nothing and are removed, so that
     /// `report` over the directory does not trip on them. Attempts of one part
     /// run one after another (Kubernetes starts a replacement pod only once
     /// the failed one is gone, with a podFailurePolicy): one started beside a
     /// running attempt that has not written its first line yet would take that
     /// attempt's empty file for a dead one.
-    public static func claim(outputDir: String, runID: String, shard: Shard?) throws -> WarmAttempts {
+    ///
+    /// `resume` gets the earlier attempts before the new file is made, so a
+    /// refusal there (another run's file) leaves nothing behind.
+    public static func claim<Resume>(
+        outputDir: String, runID: String, shard: Shard?, resume: ([String]) throws -> Resume
+    ) throws -> (WarmAttempts, Resume) {
         if let problem = runIDProblem(runID) { throw FPError.usage(problem) }
         var info = stat()
         if stat(outputDir, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
@@ -72,13 +70,14 @@ public struct WarmAttempts: Sendable {
         for (_, path, size) in numbered {
             if size == 0 { unlink(path) } else { earlier.append(path) }
         }
+        let resumed = try resume(earlier)
         var number = (numbered.last?.0 ?? 0) + 1
         while true {
             let path = PathName.join(directory, "\(prefix)\(String(format: "%03d", number)).json")
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 {
                 try AtomicFile.syncDirectory(directory)
-                return WarmAttempts(directory: directory, path: path, number: number, earlier: earlier, descriptor: fd)
+                return (WarmAttempts(path: path, number: number, descriptor: fd), resumed)
             }
             guard errno == EEXIST else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
             number += 1

@@ -90,9 +90,21 @@ func report(_ error: FPError) -> ExitStatus {
     return ExitStatus(error)
 }
 
-/// Standard output in 64 KiB writes, for long streamed listings.
+/// Bytes in 64 KiB writes, and at each `flush`, for long streamed output:
+/// standard output (listings, warm's rows), or a file fpctl writes as a
+/// stream (`file`, warm --output-dir's attempt file).
 final class BufferedOutput: OutputSink {
     private var buffer = Data()
+    private let drain: (Data) -> Void
+    private let finish: () -> Void
+
+    /// `drain` writes what was buffered, whole, or ends fpctl (standard
+    /// output's way, by default); `finish` is what `close` does after the
+    /// last flush.
+    init(drain: @escaping (Data) -> Void = { StandardOutput.write($0) }, finish: @escaping () -> Void = {}) {
+        self.drain = drain
+        self.finish = finish
+    }
 
     func write(_ text: String) { write(Data(text.utf8)) }
 
@@ -102,45 +114,33 @@ final class BufferedOutput: OutputSink {
     }
 
     func flush() {
-        StandardOutput.write(buffer)
-        buffer.removeAll(keepingCapacity: true)
-    }
-}
-
-/// A file fpctl writes as a stream, in 64 KiB writes and at each `flush`
-/// (`warm --output-dir`'s attempt file): `close` syncs it. A write that fails
-/// is one line and status 73, as for standard output: the rows are what a
-/// resumed attempt reads, so a run that cannot keep them stops.
-final class FileOutput: OutputSink {
-    private var buffer = Data()
-    private let descriptor: Int32
-    private let path: String
-
-    init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
-        self.path = path
-    }
-
-    func write(_ data: Data) {
-        buffer.append(data)
-        if buffer.count >= 1 << 16 { flush() }
-    }
-
-    func flush() {
-        if let code = buffer.withUnsafeBytes({ writeAll(descriptor, $0) }) { failed(code) }
+        drain(buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Flushes, syncs and closes the file.
+    /// The last flush, then `finish`.
     func close() {
         flush()
-        guard Platform.syncData(descriptor) else { failed(errno) }
-        _ = Glibc.close(descriptor)
+        finish()
     }
 
-    private func failed(_ code: Int32) -> Never {
-        Console.error("\(path): \(Errno.describe(code))")
-        exit(ExitStatus.cannotWrite.rawValue)
+    /// Into the open file `descriptor` (named `path` in errors), which `close`
+    /// syncs and closes. A write or sync that fails is one line and status 73,
+    /// as for standard output: the rows are what a resumed attempt reads, so
+    /// a run that cannot keep them stops.
+    static func file(_ descriptor: Int32, path: String) -> BufferedOutput {
+        func failed(_ code: Int32) -> Never {
+            Console.error("\(path): \(Errno.describe(code))")
+            exit(ExitStatus.cannotWrite.rawValue)
+        }
+        return BufferedOutput(
+            drain: { data in
+                if let code = data.withUnsafeBytes({ writeAll(descriptor, $0) }) { failed(code) }
+            },
+            finish: {
+                guard Platform.syncData(descriptor) else { failed(errno) }
+                _ = Glibc.close(descriptor)
+            })
     }
 }
 

@@ -209,17 +209,10 @@ struct Warm: AsyncParsableCommand {
         // Last, once everything else is checked: the attempt's file is created here.
         var attempt: WarmAttempts?
         if let outputDir, let runID {
-            let claimed = try WarmAttempts.claim(outputDir: outputDir, runID: runID, shard: shard)
-            do {
-                if !claimed.earlier.isEmpty {
-                    options.resume = try resumed(claimed.earlier, options.placements, shard)
-                }
-            } catch {
-                close(claimed.descriptor)
-                unlink(claimed.path)
-                throw error
+            let placements = options.placements
+            (attempt, options.resume) = try WarmAttempts.claim(outputDir: outputDir, runID: runID, shard: shard) {
+                earlier in try earlier.isEmpty ? nil : resumed(earlier, placements, shard)
             }
-            attempt = claimed
         }
         return Prepared(
             run: WarmRun(warmer: warmer, options: options), single: single, identities: file,

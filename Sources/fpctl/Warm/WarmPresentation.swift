@@ -9,7 +9,7 @@ final class WarmPresentation {
     private let report: OutcomeReport
     /// `--output-dir`'s attempt file: the JSON document, rows and all, while
     /// standard output gets the summary alone.
-    private let attempt: (report: OutcomeReport, file: FileOutput)?
+    private let attempt: (report: OutcomeReport, file: BufferedOutput)?
     private let progress: Progress
     private lazy var rowsOnTerminal = report.showRows && isatty(STDOUT_FILENO) != 0
     private var placementSummary = OutcomeSummary()
@@ -21,7 +21,7 @@ final class WarmPresentation {
     ) {
         progress = Progress(enabled: isatty(STDERR_FILENO) != 0, fraction: fraction)
         if let attempt {
-            let file = FileOutput(descriptor: attempt.descriptor, path: attempt.path)
+            let file = BufferedOutput.file(attempt.descriptor, path: attempt.path)
             self.attempt = (OutcomeReport(format: .json, rows: true, to: file), file)
             report = OutcomeReport(format: format, rows: false, to: BufferedOutput())
         } else {

@@ -4,12 +4,17 @@ import Foundation
 /// (docs/cache-format.md). A flow line is `{"placement", "user_id",
 /// "attributes"?, "ttl_seconds"?, "flow" or "flow_file", "resolved_at"?}`; an
 /// image line is `{"image_url", "image_file"}`. Lines are written as they are
-/// read, so a bad line stops the run with the lines before it written.
+/// read and made durable in groups (`GroupCommit`), so a bad line stops the
+/// run with the lines before it written and durable.
 public struct CachePutInput {
     private let store: CacheStore
     /// Files named by several lines are read and validated once.
     private var flowFiles: [String: FlowDocument] = [:]
     private var imageFiles: [String: Data] = [:]
+    /// Each placement's last flow line, for its last-known-good alias.
+    private var lastEntry: [String: CachedFlow] = [:]
+    /// The keys written since everything written before was last known durable.
+    private var waitingKeys = Set<String>()
     /// A pinned now (`FPCTL_NOW`), else the clock as each line is written:
     /// the `resolved_at` of lines without one, and the latest a line may give
     /// (an entry resolved in the future would be fresh longer than its TTL and
@@ -23,14 +28,29 @@ public struct CachePutInput {
     /// naming `name:line` (rules `put-image`, `put-field`, `put-flow`).
     public mutating func write(_ handle: FileHandle, name: String) throws -> Int {
         var count = 0
-        try JSONLines.forEach(handle, name: name) { lineNumber, json in
-            try write(json, at: "\(name):\(lineNumber)")
-            count += 1
+        let outstanding = GroupCommit.Outstanding()
+        do {
+            try JSONLines.forEach(handle, name: name) { lineNumber, json in
+                try write(json, at: "\(name):\(lineNumber)", outstanding: outstanding)
+                count += 1
+            }
+        } catch {
+            // The lines before the bad one are still written: wait for them, then report the line.
+            try outstanding.wait()
+            try pointAliases()
+            throw error
         }
+        try outstanding.wait()
+        try pointAliases()
         return count
     }
 
-    private mutating func write(_ json: JSONValue, at: String) throws {
+    private mutating func pointAliases() throws {
+        for entry in lastEntry.values.sorted(by: { $0.placement < $1.placement }) { try store.pointAliasIfPresent(to: entry) }
+        lastEntry = [:]
+    }
+
+    private mutating func write(_ json: JSONValue, at: String, outstanding: GroupCommit.Outstanding) throws {
         if let url = json["image_url"]?.stringValue {
             guard let file = json["image_file"]?.stringValue,
                 let data = imageFiles[file] ?? FileManager.default.contents(atPath: file)
@@ -53,9 +73,26 @@ public struct CachePutInput {
         guard let ttl = TTL.seconds(ttlValue) else {
             throw FPError.invalid([.error("put-field", at, TTL.outOfRange("ttl_seconds", ttlValue))])
         }
-        try store.storeFlow(
-            placement: placement, identity: identity, document: doc,
-            ttlSeconds: ttl, tier: .network, resolvedAt: resolvedAt)
+        // A key already waiting for its commit is waited for first, so the later line wins, as it would
+        // written one at a time (each write removes the key's other files).
+        let key = "\(placement)\u{0}\(identity.fingerprint)"
+        if waitingKeys.contains(key) {
+            try outstanding.wait()
+            waitingKeys = []
+        }
+        waitingKeys.insert(key)
+        outstanding.begin()
+        let entry: CachedFlow
+        do {
+            entry = try store.storeFlow(
+                placement: placement, identity: identity, document: doc, ttlSeconds: ttl, tier: .network,
+                resolvedAt: resolvedAt, commit: .shared, finish: outstanding.finish)
+        } catch {
+            outstanding.cancel()
+            throw error
+        }
+        // Each placement's alias points at its last line's entry, once that is durable (`pointAliases`).
+        lastEntry[placement] = entry
     }
 
     /// `resolved_at`: an RFC 3339 time from 1970 (the cache's names count

@@ -35,11 +35,87 @@ extension CacheStore {
     /// Stores a validated flow for (placement, identity) and, unless the caller
     /// takes that on (`pointAlias: false`, see `pointAlias(to:)`), points the
     /// placement's last-known-good alias at it. Nothing partial is ever visible.
+    /// One entry, synced on its own: a writer of many uses the overload that
+    /// takes a `GroupCommit`.
     @discardableResult
     public func storeFlow(
         placement: String, identity: Identity, document: FlowDocument,
         ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
     ) throws -> CachedFlow {
+        let (entry, data) = flowEntry(
+            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+            resolvedAt: resolvedAt)
+        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
+        try withLock(exclusive: false) {
+            try AtomicFile.publish(data, directory: keyDir, name: name, mtime: resolvedAt)
+            Self.removeOlder(in: keyDir, keeping: name)
+            if pointAlias { try publishAlias(to: entry) }
+        }
+        return entry
+    }
+
+    /// Stores a flow as `storeFlow` does, made durable with the other entries
+    /// `commit` has queued (`GroupCommit`): the bytes are written here, on the
+    /// caller's thread, and `finish` is called once the entry is durable (nil)
+    /// or could not be written, after the key's older files are removed. The
+    /// alias is the caller's (`pointAlias(to:)`). Blocks while `prune` or
+    /// `clear` hold the cache; call it off the threads Swift's concurrency runs on.
+    @discardableResult
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+    ) throws -> CachedFlow {
+        let (entry, data) = flowEntry(
+            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+            resolvedAt: resolvedAt)
+        try stage(entry, data, commit: commit, finish: finish)
+        return entry
+    }
+
+    /// As above, returning once the entry is durable.
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit
+    ) async throws -> CachedFlow {
+        let (entry, data) = flowEntry(
+            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+            resolvedAt: resolvedAt)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            BlockingIO.submit {
+                do {
+                    try self.stage(entry, data, commit: commit) { error in
+                        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+        return entry
+    }
+
+    private func stage(
+        _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+    ) throws {
+        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
+        // The shared lock is held from the write until the entry is durable and its older files are gone.
+        let lock = try SharedLock(path: lockPath)
+        let staged: GroupCommit.Staged
+        do { staged = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt) } catch {
+            lock.release()
+            throw error
+        }
+        commit.enqueue(staged) { error in
+            if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
+            lock.release()
+            finish(error)
+        }
+    }
+
+    /// An entry's name, metadata and bytes.
+    private func flowEntry(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
+    ) -> (CachedFlow, Data) {
         let data = Self.entryData(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -55,18 +131,22 @@ extension CacheStore {
             placement: placement, fingerprint: identity.fingerprint, userID: identity.userID, flowID: document.id,
             version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
             size: Int64(data.count), path: "\(keyDir)/\(name)")
-        try withLock(exclusive: false) {
-            try AtomicFile.publish(data, directory: keyDir, name: name, mtime: resolvedAt)
-            Self.removeOlder(in: keyDir, keeping: name)
-            if pointAlias { try publishAlias(to: entry) }
-        }
-        return entry
+        return (entry, data)
     }
 
     /// Points the placement's last-known-good alias at `entry` (a name that sorts
     /// after every older one, so the newest resolve wins).
     public func pointAlias(to entry: CachedFlow) throws {
         try withLock(exclusive: false) { try publishAlias(to: entry) }
+    }
+
+    /// Points the alias at `entry` if it is still there: a `prune` may have
+    /// removed it since it was written (a writer that points aliases after a
+    /// group of entries, not with each).
+    public func pointAliasIfPresent(to entry: CachedFlow) throws {
+        try withLock(exclusive: false) {
+            if access(entry.path, F_OK) == 0 { try publishAlias(to: entry) }
+        }
     }
 
     private func publishAlias(to entry: CachedFlow) throws {

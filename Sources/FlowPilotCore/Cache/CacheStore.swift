@@ -103,6 +103,27 @@ public final class CacheStore: Sendable {
         return try body()
     }
 
+    /// The shared lock held for a write that outlives one call (an entry
+    /// waiting for its group commit); `release` once.
+    final class SharedLock: Sendable {
+        private let descriptor: Int32
+
+        init(path: String) throws {
+            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
+            while flock(descriptor, LOCK_SH) != 0 {
+                guard errno == EINTR else {
+                    let reason = Errno.describe(errno)
+                    close(descriptor)
+                    throw FPError.cannotWrite("\(path): \(reason)")
+                }
+            }
+        }
+
+        /// Closing the descriptor drops the lock.
+        func release() { close(descriptor) }
+    }
+
     /// Files in `directory` that are published entries (not temporaries), newest last.
     static func published(_ directory: String) -> [DirectoryWalker.Item] {
         (DirectoryWalker.list(directory, stat: false) ?? [])

@@ -17,4 +17,9 @@ enum BlockingIO {
     static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(work)
     }
+
+    /// Runs `work` on one of the pool's threads, without waiting for it.
+    static func submit(_ work: @escaping @Sendable () -> Void) {
+        pool.submit { _ in work() }
+    }
 }

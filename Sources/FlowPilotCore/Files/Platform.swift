@@ -34,6 +34,23 @@ public enum Platform {
         #endif
     }
 
+    /// Raises the soft limit on open files to the hard one, as Go's runtime
+    /// and systemd advise for servers: warm at `--concurrency 1024` holds a
+    /// socket per request and, for a moment, a file per entry waiting for its
+    /// group commit, past the 1,024 many shells start with. Quietly does
+    /// nothing where it cannot.
+    public static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        #if os(Linux)
+            let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(resource, &limit)
+    }
+
     /// Puts a file's data and metadata on stable storage: `fsync` on Linux;
     /// on Darwin `F_FULLFSYNC`, since its `fsync` stops at the drive's cache
     /// (falling back to `fsync` where a filesystem refuses it). False with errno set.

@@ -36,7 +36,7 @@ final class AliasWriter: Sendable {
             state[entry.placement] = Placement(lastWrite: now, pending: nil)
             return true
         }
-        if writeNow { try? store.pointAlias(to: entry) }
+        if writeNow { try? store.pointAliasIfPresent(to: entry) }
     }
 
     /// Writes every alias still pending.
@@ -46,6 +46,6 @@ final class AliasWriter: Sendable {
             for key in state.keys { state[key]?.pending = nil }
             return entries
         }
-        for entry in pending { try? store.pointAlias(to: entry) }
+        for entry in pending { try? store.pointAliasIfPresent(to: entry) }
     }
 }

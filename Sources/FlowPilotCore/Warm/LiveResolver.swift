@@ -129,11 +129,9 @@ final class LiveResolver: Sendable {
         guard case .flow(let document, let ttl) = result else { return result }
         do {
             let ttlSeconds = ttl ?? config.environment.defaultTTL
-            let entry = try await BlockingIO.run {
-                try self.store.storeFlow(
-                    placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds,
-                    tier: .network, resolvedAt: self.config.currentTime, pointAlias: false)
-            }
+            let entry = try await store.storeFlow(
+                placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds,
+                tier: .network, resolvedAt: config.currentTime, commit: .shared)
             aliases.stored(entry)
         } catch {
             return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))

@@ -37,6 +37,7 @@ enum Entry {
             exit(ExitStatus.failure.rawValue)
         }
         Signals.install()
+        Platform.raiseOpenFileLimit()
         do {
             var command = try FPCTL.parseAsRoot()
             if var command = command as? AsyncParsableCommand {

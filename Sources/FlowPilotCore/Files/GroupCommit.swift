@@ -1,0 +1,270 @@
+import Foundation
+import NIOPosix
+import Synchronization
+
+/// Group commit: many new files made durable together, with the guarantee
+/// `AtomicFile.publish` gives one file (docs/cache-format.md, "Durability").
+///
+/// A writer stages its file (`stage`: the bytes written to an unnamed
+/// `O_TMPFILE`, or a named temporary where there is none, nothing synced) and
+/// queues it (`enqueue`). One committer takes everything queued, up to
+/// `maxBatch`, and commits it as a group:
+///
+/// 1. each file's bytes are synced and then given their name, all files at
+///    once across `syncThreads` threads, so the file system's journal takes
+///    the whole group in one or a few commits, not one per file; a name still
+///    never points at bytes that did not reach the disk;
+/// 2. each distinct directory the group named files in, and each of those
+///    directories' parents (where a new directory's own name lives), is synced
+///    once, again all at once;
+/// 3. only then is each writer told (`finish`), with its own error if its file
+///    or its directory failed.
+///
+/// There is no timer: a commit starts as soon as the previous one ends, so
+/// the group is whatever arrived meanwhile (one file when writes are sparse,
+/// up to `maxBatch` under load), and a file waits at most for the commit in
+/// progress and its own. Fsyncs are used rather than `syncfs(2)` because they
+/// name exactly what must be durable, hold on every file system that honours
+/// `fsync` (a FUSE or network mount may not pass `syncfs` on), and are what
+/// the power-cut model (Tests/powercut/lazyfs.py) can see.
+public final class GroupCommit: Sendable {
+    /// The process's committer, shared by every store.
+    public static let shared = GroupCommit()
+
+    public let maxBatch: Int
+    public let syncThreads: Int
+    private let pool: NIOThreadPool
+    private let state = Mutex(State())
+
+    private struct State {
+        var queue: [Staged] = []
+        var committing = false
+        var stats = Statistics()
+    }
+
+    /// What the committer has done so far in this process.
+    public struct Statistics: Sendable {
+        public var commits = 0
+        public var files = 0
+        public var largestGroup = 0
+        /// The longest time a file waited from `enqueue` to `finish`.
+        public var longestWait: Duration = .zero
+        public var totalWait: Duration = .zero
+    }
+
+    public var statistics: Statistics { state.withLock { $0.stats } }
+
+    public init(maxBatch: Int = 1024, syncThreads: Int = 32) {
+        self.maxBatch = max(1, maxBatch)
+        self.syncThreads = max(1, syncThreads)
+        // One thread more than the fan-out: the committer's own loop.
+        pool = NIOThreadPool(numberOfThreads: self.syncThreads + 1)
+        pool.start()
+    }
+
+    /// A file written, neither synced nor named yet.
+    public final class Staged: @unchecked Sendable {
+        let descriptor: Int32
+        /// The named temporary file where `O_TMPFILE` is not available.
+        let temporaryPath: String?
+        let directory: String
+        let target: String
+        // Set by the committer, which alone touches a staged file once queued.
+        fileprivate var finish: (@Sendable ((any Error)?) -> Void)?
+        fileprivate var error: (any Error)?
+        fileprivate var queuedAt = ContinuousClock.now
+
+        init(descriptor: Int32, temporaryPath: String?, directory: String, target: String) {
+            (self.descriptor, self.temporaryPath, self.directory, self.target) =
+                (descriptor, temporaryPath, directory, target)
+        }
+
+        /// Closes the file (and removes a named temporary that never got its name).
+        fileprivate func release(named: Bool) {
+            close(descriptor)
+            if !named, let temporaryPath { unlink(temporaryPath) }
+        }
+    }
+
+    /// Writes `data` as the future `directory/name` without syncing anything.
+    /// `directory` may be new: it is made here and its name synced with the
+    /// group (deeper missing directories are made and synced at once, as
+    /// `AtomicFile.makeDirectory` does: they are rare). Blocks; call it off
+    /// the threads Swift's concurrency runs on.
+    public func stage(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws -> Staged {
+        if mkdir(directory, 0o755) != 0 {
+            if errno == ENOENT, directory.contains("/") {
+                try AtomicFile.makeDirectory(PathName.parent(of: directory))
+                if mkdir(directory, 0o755) != 0, errno != EEXIST {
+                    throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+                }
+            } else if errno != EEXIST {
+                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+            }
+        }
+        let target = "\(directory)/\(name)"
+        let staged: Staged
+        if let fd = Platform.openUnnamed(in: directory) {
+            staged = Staged(descriptor: fd, temporaryPath: nil, directory: directory, target: target)
+        } else {
+            guard let (fd, path) = Platform.makeTemporary("\(directory)/\(AtomicFile.tempPrefix)\(getpid())-XXXXXX")
+            else { throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))") }
+            staged = Staged(descriptor: fd, temporaryPath: path, directory: directory, target: target)
+        }
+        do {
+            try AtomicFile.writeAll(staged.descriptor, data, path: target)
+            fchmod(staged.descriptor, 0o644)
+            if let mtime { AtomicFile.setTimes(fd: staged.descriptor, mtime: mtime) }
+        } catch {
+            staged.release(named: false)
+            throw error
+        }
+        return staged
+    }
+
+    /// Queues a staged file for the next commit. `finish` is called once, on
+    /// one of the committer's threads, when the file is durable under its
+    /// name (nil) or could not be made so (the error; the name is then absent
+    /// or, if only its directory's sync failed, not known to be durable).
+    public func enqueue(_ staged: Staged, finish: @escaping @Sendable ((any Error)?) -> Void) {
+        staged.finish = finish
+        staged.queuedAt = .now
+        let start = state.withLock { state -> Bool in
+            state.queue.append(staged)
+            defer { state.committing = true }
+            return !state.committing
+        }
+        if start { pool.submit { _ in self.commitLoop() } }
+    }
+
+    /// Stages and commits one file, returning once it is durable.
+    public func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) async throws {
+        let staged = try await BlockingIO.run { try self.stage(data, directory: directory, name: name, mtime: mtime) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            enqueue(staged) { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    /// A synchronous writer's entries in flight (`cache put`): at most
+    /// `limit` staged and not yet durable (each holds a descriptor until its
+    /// commit), and the first failure among them.
+    public final class Outstanding: Sendable {
+        private let slots: DispatchSemaphore
+        private let group = DispatchGroup()
+        private let firstError = Mutex<(any Error)?>(nil)
+
+        public init(limit: Int = 2048) { slots = DispatchSemaphore(value: limit) }
+
+        /// Waits for a free slot; pair with `finish` (or `cancel` if staging failed).
+        public func begin() {
+            slots.wait()
+            group.enter()
+        }
+
+        /// A `finish` callback for `GroupCommit.enqueue`.
+        public func finish(_ error: (any Error)?) {
+            if let error { firstError.withLock { $0 = $0 ?? error } }
+            group.leave()
+            slots.signal()
+        }
+
+        public func cancel() { finish(nil) }
+
+        /// Waits until every entry begun is durable or failed; throws the first failure.
+        public func wait() throws {
+            group.wait()
+            if let error = firstError.withLock({ $0 }) { throw error }
+        }
+    }
+
+    private func commitLoop() {
+        while true {
+            let group = state.withLock { state -> [Staged] in
+                let group = Array(state.queue.prefix(maxBatch))
+                state.queue.removeFirst(group.count)
+                if group.isEmpty { state.committing = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            commit(group)
+        }
+    }
+
+    private func commit(_ group: [Staged]) {
+        // 1. Bytes, then names.
+        fanOut(group.count) { index in
+            let file = group[index]
+            guard Platform.syncData(file.descriptor) else {
+                file.error = FPError.cannotWrite("\(file.target): \(Errno.describe(errno))")
+                return
+            }
+            let named: Bool =
+                if let temporaryPath = file.temporaryPath {
+                    rename(temporaryPath, file.target) == 0
+                } else {
+                    Platform.link(unnamed: file.descriptor, to: file.target)
+                }
+            if !named { file.error = FPError.cannotWrite("\(file.target): \(Errno.describe(errno))") }
+        }
+        // 2. Each directory once, and its parent, where a new directory's name is.
+        var directories: [String: [Staged]] = [:]
+        var parents = Set<String>()
+        for file in group where file.error == nil {
+            directories[file.directory, default: []].append(file)
+            parents.insert(PathName.parent(of: file.directory))
+        }
+        let toSync = Array(Set(directories.keys).union(parents))
+        let failures = Mutex<[String: String]>([:])
+        fanOut(toSync.count) { index in
+            if !Platform.syncDirectory(toSync[index]) {
+                let reason = Errno.describe(errno)
+                failures.withLock { $0[toSync[index]] = reason }
+            }
+        }
+        for (directory, reason) in failures.withLock({ $0 }) {
+            let affected = directories[directory] ?? directories.filter { PathName.parent(of: $0.key) == directory }
+                .flatMap(\.value)
+            for file in affected where file.error == nil {
+                file.error = FPError.cannotWrite("\(directory): \(reason)")
+            }
+        }
+        // 3. Tell the writers.
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.stats.commits += 1
+            state.stats.files += group.count
+            state.stats.largestGroup = max(state.stats.largestGroup, group.count)
+            for file in group {
+                let wait = now - file.queuedAt
+                state.stats.totalWait += wait
+                state.stats.longestWait = max(state.stats.longestWait, wait)
+            }
+        }
+        fanOut(group.count) { index in
+            let file = group[index]
+            file.release(named: file.error == nil)
+            file.finish?(file.error)
+            file.finish = nil
+        }
+    }
+
+    /// Runs `body` for 0..<count across the sync threads and waits for all.
+    private func fanOut(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let lanes = min(syncThreads, count)
+        guard lanes > 1 else {
+            for index in 0..<count { body(index) }
+            return
+        }
+        let done = DispatchGroup()
+        for lane in 0..<lanes {
+            done.enter()
+            pool.submit { _ in
+                for index in stride(from: lane, to: count, by: lanes) { body(index) }
+                done.leave()
+            }
+        }
+        done.wait()
+    }
+}

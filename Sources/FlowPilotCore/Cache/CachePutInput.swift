@@ -46,7 +46,9 @@ public struct CachePutInput {
     }
 
     private mutating func pointAliases() throws {
-        for entry in lastEntry.values.sorted(by: { $0.placement < $1.placement }) { try store.pointAliasIfPresent(to: entry) }
+        for entry in lastEntry.values.sorted(by: { $0.placement < $1.placement }) {
+            try store.pointAliasIfPresent(to: entry)
+        }
         lastEntry = [:]
     }
 

@@ -224,8 +224,10 @@ public final class GroupCommit: Sendable {
             }
         }
         for (directory, reason) in failures.withLock({ $0 }) {
-            let affected = directories[directory] ?? directories.filter { PathName.parent(of: $0.key) == directory }
-                .flatMap(\.value)
+            // A directory of the group's files, or a parent of such directories.
+            let affected =
+                directories[directory]
+                ?? directories.filter { PathName.parent(of: $0.key) == directory }.flatMap(\.value)
             for file in affected where file.error == nil {
                 file.error = FPError.cannotWrite("\(directory): \(reason)")
             }

@@ -13,10 +13,19 @@ what a real one may have written back on its own:
 
 So a name that fpctl published without syncing the bytes behind it can come
 back torn or empty, and a name whose directory it did not sync can vanish.
+
+A cut can also be timed by syncs (`arm_kill`): the writer is killed with
+SIGKILL from inside its Nth `fsync`/`fsyncdir`, before that sync takes
+effect, which puts cuts inside a group commit (between one file's sync and
+the next) and between a group's writes and its first sync. What was durable
+at that moment, with no write-back luck, is kept (`killed_durable`) for the
+strictest check.
 Runs on fusepy (Debian's python3-fusepy, libfuse2), as root.
 """
 import errno
 import itertools
+import os
+import signal
 import random
 import stat
 import threading
@@ -50,6 +59,43 @@ class LazyFS(Operations):
         self.next_handle = itertools.count(10)
         self.p_writeback = p_writeback
         self.syncs = 0
+        self.kill_at: int | None = None  # the sync (counted from arm_kill) to kill the writer in
+        self.syncs_since_arm = 0
+        self.writes_since_sync = False
+        self.killed_durable: set[str] | None = None  # files durable when the writer was killed
+        self.killed_after_writes = False  # the kill came at the first sync after writes
+
+    def arm_kill(self, nth_sync: int) -> None:
+        with self._mutex:
+            self.kill_at, self.syncs_since_arm, self.killed_durable = nth_sync, 0, None
+
+    def durable_files(self) -> set[str]:
+        """Paths of the files a power cut with no write-back luck keeps, with their synced bytes."""
+        found: set[str] = set()
+
+        def walk(node: Node, path: str) -> None:
+            for name, child in node.durable_entries.items():
+                if child.is_dir:
+                    walk(child, f"{path}/{name}")
+                elif child.durable is not None and len(child.durable) > 0:
+                    found.add(f"{path}/{name}")
+        walk(self.root, "")
+        return found
+
+    def _sync_point(self) -> None:
+        """Called with the mutex held at the start of every sync: the armed kill."""
+        self.syncs += 1
+        after_writes, self.writes_since_sync = self.writes_since_sync, False
+        if self.kill_at is None:
+            return
+        self.syncs_since_arm += 1
+        if self.syncs_since_arm < self.kill_at:
+            return
+        self.kill_at = None
+        self.killed_durable = self.durable_files()
+        self.killed_after_writes = after_writes
+        os.kill(fusepy.fuse_get_context()[2], signal.SIGKILL)
+        raise FuseOSError(errno.EIO)
 
     # Paths
     def _lookup(self, path: str) -> Node:
@@ -186,6 +232,7 @@ class LazyFS(Operations):
     def write(self, path, data, offset, fh):
         with self._mutex:
             node = self.handles.get(fh) or self._lookup(path)
+            self.writes_since_sync = True
             if offset > len(node.data):
                 node.data.extend(b"\0" * (offset - len(node.data)))
             node.data[offset: offset + len(data)] = data
@@ -231,16 +278,16 @@ class LazyFS(Operations):
 
     def fsync(self, path, datasync, fh):
         with self._mutex:
+            self._sync_point()
             node = self.handles.get(fh) or self._lookup(path)
             node.durable = bytes(node.data)
-            self.syncs += 1
             return 0
 
     def fsyncdir(self, path, datasync, fh):
         with self._mutex:
+            self._sync_point()
             node = self.handles.get(fh) or self._lookup(path)
             node.durable_entries = dict(node.entries)
-            self.syncs += 1
             return 0
 
     def release(self, path, fh):

@@ -5,6 +5,12 @@ Each run works on a LazyFS mount (lazyfs.py: an in-memory FUSE file system
 that forgets what was never synced). The command is killed with SIGKILL at a
 random moment of its run (or after it ended), the file system is unmounted,
 the power cut drops every unsynced byte and name, and it is mounted again.
+For warm and put, every other cut is timed by syncs instead: the command is
+killed inside its Nth sync (N drawn from the syncs an uncut run makes), so the
+cut falls inside a group commit (some of a group's files synced, the rest
+not) or between a group's writes and its commit; there the strictest check
+applies too: every row warm printed names an entry that was durable at the
+moment of the kill, before any write-back luck.
 Then, from what the command had printed before the cut (kept on the real
 disk, as a scheduler's log would be):
 
@@ -71,16 +77,15 @@ class Mount:
 
 
 def run_cut(cmd, stdout_path: Path, stderr_path: Path, after: float):
-    """Starts cmd, kills it after `after` seconds (if still running); True if it was killed."""
+    """Starts cmd, kills it after `after` seconds (if still running); True if it was killed (here or by LazyFS)."""
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         try:
             proc.wait(after)
-            return False
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            return True
+        return proc.returncode == -signal.SIGKILL
 
 
 def fpctl_json(fpctl, *args):
@@ -126,7 +131,8 @@ class Campaign:
         self.results = {}
 
     def tally(self, name, cuts=0, checked=0, lost=0, problems=()):
-        r = self.results.setdefault(name, {"cuts": 0, "killed": 0, "checked": 0, "lost": 0, "problems": []})
+        r = self.results.setdefault(name, {"cuts": 0, "killed": 0, "by_sync": 0, "after_writes": 0, "checked": 0,
+                                           "lost": 0, "problems": []})
         r["cuts"] += cuts
         r["checked"] += checked
         r["lost"] += lost
@@ -134,25 +140,42 @@ class Campaign:
         return r
 
     def timed(self, cmd):
-        start = time.perf_counter()
+        """An uncut run: its wall time and the number of syncs it made."""
+        start, syncs = time.perf_counter(), self.mnt.fs.syncs
         done = subprocess.run(cmd, capture_output=True)
         if done.returncode != 0:
             sys.exit(f"powercut: {' '.join(map(str, cmd))} failed uncut: {done.stderr.decode()[-400:]}")
-        return time.perf_counter() - start
+        return time.perf_counter() - start, self.mnt.fs.syncs - syncs
 
-    def cut_during(self, name, cmd, duration):
-        """Runs cmd, cuts the power at a random moment; returns (stdout, stderr) paths."""
+    def cut_during(self, name, cmd, uncut, by_sync=False):
+        """Runs cmd, cuts the power at a random moment (or inside a random sync);
+        returns (stdout, stderr) paths and the files durable at a sync-timed kill."""
         out, err = self.work / f"{name}.out", self.work / f"{name}.err"
-        # warm reports as it goes; put and build only at the end, so half of their cuts come after it.
-        after = self.rng.uniform(0, duration * (1.1 if name == "warm" else 2.0))
-        killed = run_cut(cmd, out, err, after)
+        duration, syncs = uncut
+        durable = None
+        if by_sync:
+            nth = self.rng.randint(1, max(1, syncs))
+            self.mnt.fs.arm_kill(nth)
+            killed = run_cut(cmd, out, err, 120)
+            self.mnt.fs.kill_at = None
+            durable = self.mnt.fs.killed_durable
+            where = ("after writes" if self.mnt.fs.killed_after_writes else "inside a commit") if durable is not None else "none (the run ended first)"
+            moment = f"inside sync {nth} of {syncs} ({where})"
+            r = self.tally(name)
+            r["by_sync"] += 1
+            r["after_writes"] += durable is not None and self.mnt.fs.killed_after_writes
+        else:
+            # warm reports as it goes; put and build only at the end, so half of their cuts come after it.
+            after = self.rng.uniform(0, duration * (1.1 if name == "warm" else 2.0))
+            killed = run_cut(cmd, out, err, after)
+            moment = f"after {after:.3f}s of {duration:.3f}s"
         if self.args.verbose:
-            print(f"{name}: cut after {after:.3f}s of {duration:.3f}s, {'killed' if killed else 'done'}; "
+            print(f"{name}: cut {moment}, {'killed' if killed else 'done'}; "
                   f"stderr: {err.read_text(errors='replace')[-200:].strip()}", file=sys.stderr)
         self.mnt.cut(self.rng)
         r = self.tally(name, cuts=1)
         r["killed"] += killed
-        return out, err
+        return out, err, durable
 
     def warm(self, url, trial):
         ids = self.work / "ids.jsonl"
@@ -161,14 +184,20 @@ class Campaign:
 
         def cmd(cache):
             return [self.fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo",
-                    "--identities", str(ids), "--cache-dir", str(cache), "--format", "json", "--concurrency", "4"]
+                    "--identities", str(ids), "--cache-dir", str(cache), "--format", "json", "--concurrency", "16"]
         if trial == 0:
-            self.warm_time = self.timed(cmd(self.mnt.path / "warm-uncut"))
-        out, _ = self.cut_during("warm", cmd(cache), self.warm_time)
+            self.warm_uncut = self.timed(cmd(self.mnt.path / "warm-uncut"))
+        out, _, durable = self.cut_during("warm", cmd(cache), self.warm_uncut, by_sync=trial % 2 == 1)
         reported = {(r["placement"], r["fingerprint"]) for r in warm_rows(out)
                     if r.get("state") == "warmed" and r.get("delivery_source") == "network"}
         present = listed(self.fpctl, cache)
         problems = [f"warm {trial}: reported entry {p}/{f[:8]} lost" for p, f in sorted(reported - present)]
+        if durable is not None:
+            # /warm-N/flows/PLACEMENT/FINGERPRINT~USER/FILE, durable when the writer was killed
+            at_kill = {(parts[3], parts[4].split("~")[0]) for parts in (path.split("/") for path in durable)
+                       if len(parts) == 6 and parts[1] == cache.name and parts[2] == "flows"}
+            problems += [f"warm {trial}: row printed for {p}/{f[:8]}, not durable when the writer was killed"
+                         for p, f in sorted(reported - at_kill)]
         problems += [f"warm {trial}: {f}" for f in verify_findings(self.fpctl, cache)]
         self.tally("warm", checked=len(reported), lost=len(reported - present), problems=problems)
 
@@ -181,9 +210,9 @@ class Campaign:
         cache = self.mnt.path / f"put-{trial}"
         cmd = [self.fpctl, "cache", "put", "--cache-dir", str(cache), "--input", str(lines)]
         if trial == 0:
-            self.put_time = self.timed([self.fpctl, "cache", "put", "--cache-dir", str(self.mnt.path / "put-uncut"),
-                                        "--input", str(lines)])
-        _, err = self.cut_during("put", cmd, self.put_time)
+            self.put_uncut = self.timed([self.fpctl, "cache", "put", "--cache-dir", str(self.mnt.path / "put-uncut"),
+                                         "--input", str(lines)])
+        _, err, _ = self.cut_during("put", cmd, self.put_uncut, by_sync=trial % 2 == 1)
         reported = f"wrote {n} entries" in err.read_text(errors="replace")
         present = listed(self.fpctl, cache)
         lost = n - len(present) if reported else 0
@@ -199,9 +228,9 @@ class Campaign:
         output = outdir / "out.fpbundle"
         cmd = [self.fpctl, "bundle", "build", str(source), "-o", str(output)]
         if trial == 0:
-            self.build_time = self.timed([self.fpctl, "bundle", "build", str(source), "-o",
-                                          str(self.mnt.path / "uncut.fpbundle")])
-        out, _ = self.cut_during("build", cmd, self.build_time)
+            self.build_uncut = self.timed([self.fpctl, "bundle", "build", str(source), "-o",
+                                           str(self.mnt.path / "uncut.fpbundle")])
+        out, _, _ = self.cut_during("build", cmd, self.build_uncut)
         printed = out.read_text(errors="replace").split()
         digest = printed[0] if printed and len(printed[0]) == 64 else None
         problems = []
@@ -222,7 +251,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fpctl", required=True)
     ap.add_argument("--cuts", type=int, default=10, help="power cuts per command")
-    ap.add_argument("--identities", type=int, default=20)
+    ap.add_argument("--identities", type=int, default=40)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--verbose", action="store_true", help="a line per cut on standard error")
     args = ap.parse_args()
@@ -249,7 +278,9 @@ def main():
               f"or kept by chance):")
         for name, r in campaign.results.items():
             what = {"warm": "reported entries", "put": "reported entries", "build": "reported bundles"}[name]
-            print(f"  {name:5} {r['cuts']:4} cuts ({r['killed']} mid-run), {r['checked']:5} {what} checked, "
+            timed = (f", {r['by_sync']} timed by syncs: {r['by_sync'] - r['after_writes']} inside a commit, "
+                     f"{r['after_writes']} between writes and a commit") if r["by_sync"] else ""
+            print(f"  {name:5} {r['cuts']:4} cuts ({r['killed']} mid-run{timed}), {r['checked']:5} {what} checked, "
                   f"{r['lost']} lost or damaged, {len(r['problems'])} problems")
             for p in r["problems"][:20]:
                 print(f"    {p}")

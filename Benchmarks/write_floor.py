@@ -18,8 +18,11 @@ placement directory: a temporary file, then a rename), by THREADS threads.
 
 Prints one line per floor, `floor NAME ENTRIES_PER_S`, and, with --json, the
 figures as JSON. Each floor writes into a fresh directory under --dir (default:
-a temporary directory under Benchmarks/, on the disk the cache would be on) and
-removes it. Used by warm_durable_bench.py, which runs it beside fpctl warm.
+a temporary directory under Benchmarks/, on the disk the cache would be on);
+they are all removed at the end, never between floors: ext4 skips inodes freed
+in the last ~35 s when it allocates new ones, and after thousands of deletions
+that search (recently_deleted) costs more CPU than the writes themselves, so a
+floor measured right after another's removal measures the removal. Used by warm_durable_bench.py, which runs it beside fpctl warm.
 (--only may be given more than once.)
 
 Usage: Benchmarks/write_floor.py [--dir DIR] [--entries 20000] [--threads 8]
@@ -39,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODES = ["unsynced", "per-entry", "group-syncfs", "group-fsync"]
+MODES = ["unsynced", "per-entry", "group-syncfs", "group-fsync", "group-hybrid"]
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -86,7 +89,7 @@ def fsync_directory(path):
         os.close(fd)
 
 
-def run_group_fsync(placement, entries, threads, sync_threads, batch, data):
+def run_group_fsync(placement, entries, threads, sync_threads, batch, data, syncfs_first=False):
     def stage(i):
         key = os.path.join(placement, f"key-{i:08d}")
         os.mkdir(key)
@@ -103,6 +106,8 @@ def run_group_fsync(placement, entries, threads, sync_threads, batch, data):
     with ThreadPoolExecutor(threads) as writers, ThreadPoolExecutor(sync_threads) as syncers:
         for first in range(0, entries, batch):
             group = list(writers.map(stage, range(first, min(entries, first + batch))))
+            if syncfs_first:
+                syncfs(placement)
             list(syncers.map(name, group))
             list(syncers.map(fsync_directory, [key for _, key in group] + [placement]))
 
@@ -113,11 +118,9 @@ def run(mode, parent, entries, threads, batch, data, sync_threads=32):
     os.makedirs(placement)
     syncfs(base)
     started = time.perf_counter()
-    if mode == "group-fsync":
-        run_group_fsync(placement, entries, threads, sync_threads, batch, data)
-        elapsed = time.perf_counter() - started
-        shutil.rmtree(base)
-        return entries / elapsed
+    if mode in ("group-fsync", "group-hybrid"):
+        run_group_fsync(placement, entries, threads, sync_threads, batch, data, syncfs_first=mode == "group-hybrid")
+        return entries / (time.perf_counter() - started)
     step = batch if mode == "group-syncfs" else entries
     for first in range(0, entries, step):
         last = min(entries, first + step)
@@ -139,9 +142,7 @@ def run(mode, parent, entries, threads, batch, data, sync_threads=32):
             t.join()
         if mode == "group-syncfs":
             syncfs(placement)
-    elapsed = time.perf_counter() - started
-    shutil.rmtree(base)
-    return entries / elapsed
+    return entries / (time.perf_counter() - started)
 
 
 def main():
@@ -154,6 +155,7 @@ def main():
     parser.add_argument("--entry-bytes", type=int, default=2100)
     parser.add_argument("--only", choices=MODES, action="append")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="leave what was written (the caller removes --dir later)")
     args = parser.parse_args()
     parent = Path(tempfile.mkdtemp(prefix="work-floor-", dir=args.dir))
     data = os.urandom(args.entry_bytes)
@@ -163,7 +165,8 @@ def main():
             figures[mode] = run(mode, str(parent), args.entries, args.threads, args.batch, data, args.sync_threads)
             print(f"floor {mode} {figures[mode]:.0f}", flush=True)
     finally:
-        shutil.rmtree(parent, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(parent, ignore_errors=True)
     if args.json:
         json.dump(figures, sys.stdout)
         print()

@@ -56,15 +56,23 @@ struct DurabilityTests {
         }
     }
 
-    @Test("cache put: every entry and the alias synced with its directory before 'wrote N entries'")
-    func cachePut() throws {
+    /// The two ways a group commit makes entries durable: `syncfs` where the
+    /// file system honours it (the tests' ext4 or tmpfs), one fsync per file and
+    /// directory elsewhere (`FPCTL_COMMIT=fsync` takes that path here).
+    static let commits: [[String: String]] = [[:], ["FPCTL_COMMIT": "fsync"]]
+
+    @Test(
+        "cache put: every entry and the alias synced with its directory before 'wrote N entries', for 5 lines and for 200",
+        arguments: commits)
+    func cachePut(environment: [String: String]) throws {
         let flow = Paths.sample("demo") + "/flows/paywall.json"
         let input = tmp.file("in.jsonl")
         try (0..<5).map {
             #"{"placement":"paywall","user_id":"u\#($0)","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
         }.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
         let cache = tmp.file("cache")
-        let trace = try SyscallTrace(["cache", "put", "--cache-dir", cache, "--input", input], in: tmp)
+        let trace = try SyscallTrace(
+            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment)
         #expect(trace.result.status == 0, "\(trace.result.stderr)")
         #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
         let entries = trace.publishes(under: cache + "/flows/")
@@ -77,10 +85,23 @@ struct DurabilityTests {
         for entry in entries + aliases {
             #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < reported)
         }
+        #expect(environment.isEmpty ? trace.fileSystemSyncs > 0 : trace.fileSystemSyncs == 0)
+
+        // Many lines, staged while earlier ones commit.
+        try (0..<200).map {
+            #"{"placement":"paywall","user_id":"m\#($0)","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
+        }.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
+        let many = try SyscallTrace(
+            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment)
+        #expect(many.result.status == 0, "\(many.result.stderr)")
+        #expect(many.unsyncedPublishes(under: cache) == [])
+        #expect(many.publishes(under: cache + "/flows/").count == 200)
     }
 
-    @Test("warm: each identity's entries are synced before its row is printed; the metrics file before the run ends")
-    func warm() throws {
+    @Test(
+        "warm: each identity's entries are synced before its row is printed; the metrics file before the run ends",
+        arguments: commits)
+    func warm(environment: [String: String]) throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         let ids = tmp.file("ids.jsonl")
         try (0..<6).map { #"{"user_id":"user-\#($0)"}"# }.joined(separator: "\n").write(
@@ -91,7 +112,7 @@ struct DurabilityTests {
             [
                 "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
                 "--identities", ids, "--format", "json", "--metrics-file", metrics,
-            ], in: tmp)
+            ], in: tmp, environment: environment)
         #expect(trace.result.status == 0, "\(trace.result.stderr)")
         #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
         #expect(trace.unsyncedPublishes(under: tmp.path) == [])

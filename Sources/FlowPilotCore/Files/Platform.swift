@@ -82,6 +82,70 @@ public enum Platform {
         }()
     #endif
 
+    /// Puts everything written to the file system `fd` is on (file bytes,
+    /// names, directories) on stable storage at once (Linux `syncfs(2)`,
+    /// which reports write-back errors since Linux 5.8). False with errno set;
+    /// false with ENOTSUP where there is none.
+    static func syncFileSystem(_ fd: Int32) -> Bool {
+        #if os(Linux)
+            guard let syncfs = syncFS else {
+                errno = ENOTSUP
+                return false
+            }
+            return syncfs(fd) == 0
+        #else
+            errno = ENOTSUP
+            return false
+        #endif
+    }
+
+    /// Whether `syncFileSystem` makes the file system `fd` is on durable:
+    /// true for the local file systems whose `sync_fs` commits their journal
+    /// or log and flushes the device (ext4, XFS, btrfs, F2FS, ZFS), and for
+    /// overlayfs (which syncs its upper layer), tmpfs (nothing to sync) on
+    /// Linux. False elsewhere: a FUSE file system (the kernel passes `syncfs`
+    /// on to virtiofs only), NFS, SMB, anything unknown, and every system but
+    /// Linux; there each file and directory is synced on its own.
+    /// `FPCTL_COMMIT=fsync` makes it false everywhere (the tests' switch).
+    static func honoursSyncFileSystem(_ fd: Int32) -> Bool {
+        #if os(Linux)
+            guard !forceFsync, syncFS != nil, let fstatfs = fileSystemStatus else { return false }
+            // struct statfs begins with f_type, a long, on every 64-bit Linux; 256 bytes hold all of it.
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
+            defer { buffer.deallocate() }
+            guard fstatfs(fd, buffer) == 0 else { return false }
+            let type = buffer.load(as: Int.self) & 0xFFFF_FFFF
+            let known: Set<Int> = [
+                0xEF53,  // ext2/3/4
+                0x5846_5342,  // XFS
+                0x9123_683E,  // btrfs
+                0xF2F5_2010,  // F2FS
+                0x2FC1_2FC1,  // ZFS
+                0x794C_7630,  // overlayfs
+                0x0102_1994,  // tmpfs
+            ]
+            return known.contains(type)
+        #else
+            return false
+        #endif
+    }
+
+    static let forceFsync = ProcessInfo.processInfo.environment["FPCTL_COMMIT"] == "fsync"
+
+    #if os(Linux)
+        /// glibc's `syncfs` (a `_GNU_SOURCE` declaration too), looked up once.
+        private static let syncFS: (@convention(c) (Int32) -> Int32)? = {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+        }()
+
+        /// glibc's `fstatfs`, whose `struct statfs` Swift's Glibc module leaves out.
+        private static let fileSystemStatus: (@convention(c) (Int32, UnsafeMutableRawPointer) -> Int32)? = {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fstatfs") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutableRawPointer) -> Int32).self)
+        }()
+    #endif
+
     /// Puts a directory's entries (names made, renamed or removed in it) on
     /// stable storage. False with errno set. A file system that cannot sync a
     /// directory at all (EINVAL, ENOTSUP), or a directory that may be written

@@ -3,8 +3,10 @@ import Testing
 
 /// The system calls of one fpctl run that decide what survives a power cut, as
 /// `strace -f -y` saw them reach the kernel, in order: file and directory syncs
-/// (by the path their descriptor names), publishes (a `linkat` of an unnamed
-/// file, a `link` or a `rename`), and what was written to standard output.
+/// (by the path their descriptor names), syncs of a whole file system
+/// (`syncfs`, a group commit's), publishes (a `linkat` of an unnamed file, a
+/// `link` or a `rename`), writes to files, and what was written to standard
+/// output. The tests' files are all on one file system, so any `syncfs` covers them.
 struct SyscallTrace {
     enum Event: Equatable {
         /// A completed `fsync` of the descriptor `fd`, which names `path`.
@@ -14,21 +16,25 @@ struct SyscallTrace {
         case publish(fd: Int?, source: String?, target: String)
         /// Written to standard output (1) or standard error (2).
         case output(fd: Int, text: String)
+        /// A completed `syncfs`: everything written before it is durable.
+        case syncFileSystem
+        /// Bytes written to descriptor `fd` (not standard output or error).
+        case fileWrite(fd: Int)
     }
 
     let events: [Event]
     let result: ProcessResult
 
     /// Runs fpctl under strace; standard output is the run's own.
-    init(_ arguments: [String], in tmp: TemporaryDirectory) throws {
+    init(_ arguments: [String], in tmp: TemporaryDirectory, environment: [String: String] = [:]) throws {
         let log = tmp.file("strace-\(UUID().uuidString).txt")
         result = try run(
             try tool("strace"),
             [
                 "-f", "-qq", "-y", "-s", "65536", "-o", log, "-e",
-                "trace=fsync,fdatasync,link,linkat,rename,renameat2,write",
+                "trace=fsync,fdatasync,syncfs,link,linkat,rename,renameat2,write",
                 Paths.fpctl,
-            ] + arguments)
+            ] + arguments, environment: environment)
         let text = try String(contentsOfFile: log, encoding: .utf8)
         events = Self.parse(text)
         traceHead = String(text.prefix(2000))
@@ -50,11 +56,13 @@ struct SyscallTrace {
             var line = String(raw[raw.index(after: space)...].drop { $0 == " " })
             if line.hasSuffix("<unfinished ...>") {
                 line.removeLast("<unfinished ...>".count)
-                if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") {
+                if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") || line.hasPrefix("syncfs(") {
                     pending[pid] = line.trimmingCharacters(in: .whitespaces)
                     continue
                 }
-            } else if line.hasPrefix("<... fsync resumed>") || line.hasPrefix("<... fdatasync resumed>") {
+            } else if line.hasPrefix("<... fsync resumed>") || line.hasPrefix("<... fdatasync resumed>")
+                || line.hasPrefix("<... syncfs resumed>")
+            {
                 guard let started = pending.removeValue(forKey: pid) else { continue }
                 line = started + (line.components(separatedBy: "resumed>").last ?? "")
             }
@@ -65,6 +73,7 @@ struct SyscallTrace {
 
     private static func event(_ line: String) -> Event? {
         let strings = quoted(line)
+        if line.hasPrefix("syncfs(") { return line.hasSuffix("= 0") ? .syncFileSystem : nil }
         if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") {
             guard line.hasSuffix("= 0"), let fd = Int(line.drop { $0 != "(" }.dropFirst().prefix { $0 != "<" }),
                 let open = line.firstIndex(of: "<"), let close = line.range(of: ">", options: .backwards)
@@ -79,6 +88,9 @@ struct SyscallTrace {
         }
         for fd in [1, 2] where line.hasPrefix("write(\(fd)<") {
             return strings.first.map { .output(fd: fd, text: $0) }
+        }
+        if line.hasPrefix("write("), let fd = Int(line.dropFirst("write(".count).prefix { $0 != "<" && $0 != "," }) {
+            return .fileWrite(fd: fd)
         }
         return nil
     }
@@ -116,8 +128,11 @@ struct SyscallTrace {
         var problems: [String] = []
         for (index, event) in events.enumerated() {
             guard case .publish(let fd, let source, let target) = event, target.hasPrefix(root) else { continue }
-            let before = events[..<index].reversed()
-            let bytesSynced = before.contains { earlier in
+            // Since the last write to the descriptor (or from the start, for a named file).
+            let lastWrite =
+                fd.flatMap { fd in events[..<index].lastIndex { $0 == .fileWrite(fd: fd) } } ?? -1
+            let bytesSynced = events[(lastWrite + 1)..<index].contains { earlier in
+                if earlier == .syncFileSystem { return true }
                 guard case .sync(let syncedFD, let path) = earlier else { return false }
                 if let fd { return syncedFD == fd }
                 return path == source
@@ -130,14 +145,19 @@ struct SyscallTrace {
         return problems
     }
 
-    /// The index of the first sync of `target`'s directory after event `index`.
+    /// The index of the first sync of `target`'s directory (or of the whole
+    /// file system) after event `index`.
     func directorySync(of target: String, after index: Int) -> Int? {
         let directory = (target as NSString).deletingLastPathComponent
         return events[(index + 1)...].firstIndex { event in
+            if event == .syncFileSystem { return true }
             if case .sync(_, let path) = event { return path == directory }
             return false
         }
     }
+
+    /// How many `syncfs` calls the run made.
+    var fileSystemSyncs: Int { events.filter { $0 == .syncFileSystem }.count }
 
     /// The publishes of files under `root`, with their positions.
     func publishes(under root: String) -> [(index: Int, target: String)] {

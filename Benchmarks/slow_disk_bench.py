@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+"""Benchmark: warm on a disk whose every flush takes DELAY ms (issue #34), as a
+cloud volume's sync does: group commit against one sync per entry.
+
+The slow disk is ext4 on a loop device whose backing file is served by a small
+FUSE file system (fusepy, as the power-cut test uses): reads and writes go
+straight to a file in /dev/shm, and each fsync, which is what a flush of the
+loop device becomes, sleeps DELAY ms, one at a time, as a device with one
+flush in flight would. ext4 and the block layer above it are the real ones, so
+concurrent fsyncs still share journal commits and flushes where they can.
+
+Measured on it, in turns (median of ROUNDS), 2 placements, --media none, C=64,
+against `fpctl serve` on loopback:
+  group commit  this build (syncfs: two flushes a group)
+  fsync fan-out this build with FPCTL_COMMIT=fsync (the portable commit)
+  per entry     --per-entry PATH: an fpctl from before group commit (one fsync
+                per file and directory), e.g. the previous commit's release build
+and prints entries/s and the ratios.
+
+Usage: sudo Benchmarks/slow_disk_bench.py [--fpctl PATH] [--per-entry PATH] [--delay-ms 5]
+                                          [--identities 1000] [--rounds 3]
+Needs root (FUSE, losetup, mount) and python3-fusepy (Scripts/install-deps.sh powercut).
+"""
+import argparse
+import errno
+import os
+import shutil
+import stat
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import fusepy
+from fusepy import FuseOSError, Operations
+
+from release_fpctl import release_fpctl
+from warm_latency_bench import Backends, identities
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SlowFlushFile(Operations):
+    """One file, `disk.img`, backed by `backing`; fsync sleeps `delay` seconds, one at a time."""
+
+    def __init__(self, backing: str, delay: float):
+        self.fd = os.open(backing, os.O_RDWR)
+        self.size = os.fstat(self.fd).st_size
+        self.delay = delay
+        self.flush_lock = threading.Lock()
+        self.flushes = 0
+
+    def getattr(self, path, fh=None):
+        if path == "/":
+            return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
+        if path != "/disk.img":
+            raise FuseOSError(errno.ENOENT)
+        return {"st_mode": stat.S_IFREG | 0o600, "st_nlink": 1, "st_size": self.size}
+
+    def readdir(self, path, fh):
+        return [".", "..", "disk.img"]
+
+    def open(self, path, flags):
+        return 0
+
+    def read(self, path, size, offset, fh):
+        return os.pread(self.fd, size, offset)
+
+    def write(self, path, data, offset, fh):
+        return os.pwrite(self.fd, data, offset)
+
+    def truncate(self, path, length, fh=None):
+        pass
+
+    def fsync(self, path, datasync, fh):
+        with self.flush_lock:
+            time.sleep(self.delay)
+            self.flushes += 1
+        return 0
+
+    def flush(self, path, fh):
+        return 0
+
+
+class SlowDisk:
+    def __init__(self, work: Path, delay: float, size_mb: int):
+        self.work = work
+        self.backing = Path(tempfile.mkdtemp(prefix="slow-disk-", dir="/dev/shm")) / "disk.img"
+        with open(self.backing, "wb") as f:
+            f.truncate(size_mb << 20)
+        self.fuse_dir, self.mnt = work / "fuse", work / "mnt"
+        self.fuse_dir.mkdir()
+        self.mnt.mkdir()
+        self.fs = SlowFlushFile(str(self.backing), delay)
+        self.thread = threading.Thread(target=lambda: fusepy.FUSE(
+            self.fs, str(self.fuse_dir), foreground=True, nothreads=False, direct_io=False), daemon=True)
+        self.thread.start()
+        deadline = time.time() + 10
+        while not os.path.ismount(self.fuse_dir):
+            if time.time() > deadline:
+                sys.exit("slow disk: the FUSE file system did not mount (root? /dev/fuse?)")
+            time.sleep(0.05)
+        self.loop = subprocess.run(["losetup", "--find", "--show", str(self.fuse_dir / "disk.img")],
+                                   check=True, capture_output=True, text=True).stdout.strip()
+        subprocess.run(["mkfs.ext4", "-q", "-F", self.loop], check=True)
+        subprocess.run(["mount", self.loop, str(self.mnt)], check=True)
+
+    def close(self):
+        subprocess.run(["umount", str(self.mnt)], capture_output=True)
+        subprocess.run(["losetup", "-d", self.loop], capture_output=True)
+        subprocess.run(["umount", str(self.fuse_dir)], capture_output=True)
+        self.thread.join(10)
+        shutil.rmtree(self.backing.parent, ignore_errors=True)
+
+
+def warm(fpctl, disk: SlowDisk, url: str, ids: Path, count: int, env=None):
+    cache = disk.mnt / f"cache-{uuid.uuid4().hex}"
+    flushes = disk.fs.flushes
+    start = time.perf_counter()
+    done = subprocess.run([fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--media",
+                           "none", "--identities", str(ids), "--cache-dir", str(cache), "--concurrency", "64",
+                           "--summary", "--format", "csv"], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    elapsed = time.perf_counter() - start
+    total = [line for line in done.stdout.splitlines() if line.startswith("TOTAL,")]
+    if done.returncode != 0 or not total or total[0].split(",")[2] != str(2 * count):
+        sys.exit(f"warm on the slow disk failed ({done.returncode}): {done.stdout[-300:]} {done.stderr[-300:]}")
+    return 2 * count / elapsed, disk.fs.flushes - flushes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fpctl")
+    ap.add_argument("--per-entry", help="an fpctl that syncs each entry on its own (before group commit)")
+    ap.add_argument("--delay-ms", type=float, default=5)
+    ap.add_argument("--identities", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--size-mb", type=int, default=1024)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("slow disk: needs root (FUSE, losetup, mount)")
+    fpctl = release_fpctl(args.fpctl, static=True)
+    work = Path(tempfile.mkdtemp(prefix="work-slow-", dir=ROOT / "Benchmarks"))
+    backends = Backends(fpctl, work)
+    disk = None
+    try:
+        url = backends.serve()
+        disk = SlowDisk(work, args.delay_ms / 1000, args.size_mb)
+        ids = identities(work, args.identities)
+        runs = [("group commit", fpctl, {}), ("fsync fan-out", fpctl, {"FPCTL_COMMIT": "fsync"})]
+        if args.per_entry:
+            runs.append(("per entry", args.per_entry, {}))
+        print(f"ext4 on a loop device whose every flush takes {args.delay_ms:g} ms; warm of "
+              f"{args.identities} identities x 2 placements, C=64: durable entries/s (device flushes)")
+        rates = {name: [] for name, _, _ in runs}
+        for round_ in range(args.rounds):
+            line = f"  round {round_ + 1}:"
+            for name, binary, env in runs:
+                rate, flushes = warm(binary, disk, url, ids, args.identities, env)
+                rates[name].append(rate)
+                line += f"   {name} {rate:6.0f} ({flushes} flushes)"
+            print(line, flush=True)
+        median = {name: statistics.median(values) for name, values in rates.items()}
+        for name, value in median.items():
+            print(f"  median {name:14} {value:7.0f} entries/s   {value / median['group commit']:.2f}x group commit")
+        if args.per_entry:
+            print(f"group commit / per entry: {median['group commit'] / median['per entry']:.1f}x")
+    finally:
+        if disk:
+            disk.close()
+        backends.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -126,8 +126,6 @@ final class LiveResolver: Sendable {
     /// the result goes on to whoever waits. A flow that cannot be written is a
     /// failure (`cache-write`): nothing was warmed.
     private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) async -> LiveResult {
-        // The answer is in: the identity's place among those resolving is free once all its answers are.
-        WarmRun.NetworkSlot.current?.answered()
         guard case .flow(let document, let ttl) = result else { return result }
         do {
             let ttlSeconds = ttl ?? config.environment.defaultTTL

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A warm over a stream of identities, as `fpctl warm` runs it: identities
 /// de-duplicated and filtered to one shard, `concurrency` of them prefetched at
@@ -8,9 +7,7 @@ import Synchronization
 public struct WarmRun: Sendable {
     public struct Options: Sendable {
         public var placements: [String]
-        /// Identities prefetched at once (`--concurrency`), not counting up to
-        /// as many more whose answers are in and whose entries wait for their
-        /// group commit (`NetworkSlot`).
+        /// Identities prefetched at once (`--concurrency`).
         public var concurrency = Options.defaultConcurrency
         /// The default of `concurrency`, and of the media downloads at once.
         public static let defaultConcurrency = 8
@@ -164,18 +161,13 @@ public struct WarmRun: Sendable {
         let (events, sink) = AsyncStream<Event>.makeStream()
         stop.onRequest { sink.yield(.stop) }
         var running = 0
-        // Of those, the ones whose live resolves have not all answered yet:
-        // `concurrency` bounds these (the load on the backend); an identity
-        // whose answers are in and whose entries wait for their group commit
-        // makes room for the next, up to as many again (`NetworkSlot`).
-        var resolving = 0
         var reading = false
         var ended = false
         var stopped = false
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
         func readNext() {
-            guard !reading, !ended, resolving < options.concurrency, running < 2 * options.concurrency else { return }
+            guard !reading, !ended, running < options.concurrency else { return }
             reading = true
             Task {
                 do { sink.yield(.read(try await input.next())) } catch { sink.yield(.readFailed(error)) }
@@ -184,13 +176,10 @@ public struct WarmRun: Sendable {
         readNext()
         loop: for await event in events {
             switch event {
-            case .finished(let outcomes, let slot):
+            case .finished(let outcomes):
                 running -= 1
-                if slot.release() { resolving -= 1 }
                 counts.add(outcomes)
                 onIdentity(outcomes, counts)
-            case .resolved:
-                resolving -= 1
             case .read(nil):
                 (reading, ended) = (false, true)
             case .read(let identity?):
@@ -202,14 +191,7 @@ public struct WarmRun: Sendable {
                 let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
                 if keys.isEmpty { break }
                 running += 1
-                resolving += 1
-                let slot = NetworkSlot(resolves: keys.count) { sink.yield(.resolved) }
-                Task {
-                    let outcomes = await NetworkSlot.$current.withValue(slot) {
-                        await warmer.prefetch(keys, for: identity)
-                    }
-                    sink.yield(.finished(outcomes, slot))
-                }
+                Task { sink.yield(.finished(await warmer.prefetch(keys, for: identity))) }
             case .readFailed(let error):
                 reading = false
                 if !stopped { throw error }
@@ -270,48 +252,9 @@ extension WarmRun {
     enum Event: Sendable {
         case read(Identity?)
         case readFailed(any Error)
-        case finished([PrefetchOutcome], NetworkSlot)
-        /// An identity's live resolves have all answered (its slot was released early).
-        case resolved
+        case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.
         case stop, deadline
-    }
-
-    /// An identity's place among the `concurrency` whose resolves are in
-    /// flight, given back once each of its placements' live resolve has
-    /// answered (`LiveResolver` calls `answered` as an answer arrives, before
-    /// its entry waits for the group commit), or when the identity finishes,
-    /// whichever is first. Reached through a task-local, which the resolve
-    /// tasks the identity starts inherit.
-    final class NetworkSlot: Sendable {
-        @TaskLocal static var current: NetworkSlot?
-
-        private let state: Mutex<(remaining: Int, released: Bool)>
-        private let onAnswered: @Sendable () -> Void
-
-        init(resolves: Int, onAnswered: @escaping @Sendable () -> Void) {
-            state = Mutex((max(1, resolves), false))
-            self.onAnswered = onAnswered
-        }
-
-        /// One live resolve answered; the last one gives the slot back.
-        func answered() {
-            let last = state.withLock { state -> Bool in
-                state.remaining -= 1
-                guard state.remaining <= 0, !state.released else { return false }
-                state.released = true
-                return true
-            }
-            if last { onAnswered() }
-        }
-
-        /// Gives the slot back when the identity finishes; false if it was already.
-        func release() -> Bool {
-            state.withLock { state in
-                defer { state.released = true }
-                return !state.released
-            }
-        }
     }
 
     /// The input's iterator, moved into the one reading task at a time

@@ -55,8 +55,7 @@ struct Warm: AsyncParsableCommand {
         parsing: .unconditional,
         help: """
             Identities warmed at once, each with its one batch request in flight (HTTP/1.1: as many \
-            connections per host; HTTP/2: streams, within the server's limit). Identities whose answers \
-            are in and whose entries wait for their group commit do not count, up to as many again.
+            connections per host; HTTP/2: streams, within the server's limit).
             """)
     var concurrency = WarmRun.Options.defaultConcurrency
     @Option(

@@ -78,7 +78,8 @@ public struct CachePutInput {
         // A key already waiting for its commit is waited for first, so the later line wins, as it would
         // written one at a time (each write removes the key's other files).
         let key = "\(placement)\u{0}\(identity.fingerprint)"
-        if waitingKeys.contains(key) {
+        // (And every 4,096 keys, so that the set stays small on a long input.)
+        if waitingKeys.contains(key) || waitingKeys.count >= 4096 {
             try outstanding.wait()
             waitingKeys = []
         }

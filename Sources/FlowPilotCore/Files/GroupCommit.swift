@@ -163,7 +163,7 @@ public final class GroupCommit: Sendable {
         private let group = DispatchGroup()
         private let firstError = Mutex<(any Error)?>(nil)
 
-        public init(limit: Int = 2048) { slots = DispatchSemaphore(value: limit) }
+        public init(limit: Int = 1024) { slots = DispatchSemaphore(value: limit) }
 
         /// Waits for a free slot; pair with `finish` (or `cancel` if staging failed).
         public func begin() {

@@ -16,8 +16,8 @@ import Synchronization
 ///   `Platform.honoursSyncFileSystem`): one `syncfs` makes every file's
 ///   bytes durable, the files get their names, a second `syncfs` makes the
 ///   names (and any new directory) durable. Two device flushes a group,
-///   however large; on this project's VM that is 2-3x the rate of one fsync
-///   per file (docs/performance.md);
+///   however large: 1.1-2.7x the write floor of one fsync per file on this
+///   project's VM, 19x on a disk whose flush takes 5 ms (docs/performance.md);
 /// - elsewhere (FUSE, NFS, macOS, or `FPCTL_COMMIT=fsync`): each file's bytes
 ///   synced and then its name given, all files at once across `syncThreads`
 ///   threads so a journal can take them together; then each distinct

@@ -99,7 +99,7 @@ extension CacheStore {
     ) throws {
         let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
         // The shared lock is held from the write until the entry is durable and its older files are gone.
-        let lock = try SharedLock(path: lockPath)
+        let lock = try Lock(path: lockPath, exclusive: false)
         let staged: GroupCommit.Staged
         do { staged = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt) } catch {
             lock.release()

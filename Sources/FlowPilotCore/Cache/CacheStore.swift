@@ -93,25 +93,20 @@ public final class CacheStore: Sendable {
     /// Writers hold the lock shared for the moment of a write; `prune` and
     /// `clear` hold it exclusively while they delete. Readers never lock.
     func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FPError.cannotWrite("\(lockPath): \(Errno.describe(errno))") }
-        defer { close(fd) }
-        while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
-            guard errno == EINTR else { throw FPError.cannotWrite("\(lockPath): \(Errno.describe(errno))") }
-        }
-        defer { flock(fd, LOCK_UN) }
+        let lock = try Lock(path: lockPath, exclusive: exclusive)
+        defer { lock.release() }
         return try body()
     }
 
-    /// The shared lock held for a write that outlives one call (an entry
-    /// waiting for its group commit); `release` once.
-    final class SharedLock: Sendable {
+    /// The cache's lock held, for one call (`withLock`) or for a write that
+    /// outlives one (an entry waiting for its group commit); `release` once.
+    final class Lock: Sendable {
         private let descriptor: Int32
 
-        init(path: String) throws {
+        init(path: String, exclusive: Bool) throws {
             descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
-            while flock(descriptor, LOCK_SH) != 0 {
+            while flock(descriptor, exclusive ? LOCK_EX : LOCK_SH) != 0 {
                 guard errno == EINTR else {
                     let reason = Errno.describe(errno)
                     close(descriptor)

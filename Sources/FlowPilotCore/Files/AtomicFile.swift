@@ -19,36 +19,58 @@ public enum AtomicFile {
     static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
         try makeDirectory(directory)
         let target = "\(directory)/\(name)"
-        let fd: Int32
-        var tempName: String?
-        if let unnamed = Platform.openUnnamed(in: directory) {
-            fd = unnamed
-        } else {
-            guard let (named, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
-                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
-            }
-            (fd, tempName) = (named, path)
-        }
-        defer { close(fd) }
+        let file = try writeUnnamed(data, directory: directory, target: target, mtime: mtime)
+        defer { close(file.descriptor) }
         do {
-            try writeAll(fd, data, path: target)
-            fchmod(fd, 0o644)
-            if let mtime { setTimes(fd: fd, mtime: mtime) }
-            guard Platform.syncData(fd) else { throw FPError.cannotWrite("\(target): \(Errno.describe(errno))") }
-            if let tempName {
-                guard rename(tempName, target) == 0 else {
-                    throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
-                }
-            } else {
-                guard Platform.link(unnamed: fd, to: target) else {
-                    throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
-                }
+            guard Platform.syncData(file.descriptor) else {
+                throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
             }
+            guard giveName(file, to: target) else { throw FPError.cannotWrite("\(target): \(Errno.describe(errno))") }
         } catch {
-            if let tempName { unlink(tempName) }
+            if let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
             throw error
         }
         try syncDirectory(directory)
+    }
+
+    /// A file written but not yet named: an unnamed `O_TMPFILE`, or where
+    /// there is none a named temporary (`temporaryPath`).
+    struct Unnamed: Sendable {
+        let descriptor: Int32
+        let temporaryPath: String?
+    }
+
+    /// Writes `data` (mode 0644, `mtime` if given) to a new file in
+    /// `directory` that has no name yet; nothing is synced. On failure
+    /// nothing is left behind. `target` names the file in errors.
+    static func writeUnnamed(_ data: Data, directory: String, target: String, mtime: Date?) throws -> Unnamed {
+        let file: Unnamed
+        if let fd = Platform.openUnnamed(in: directory) {
+            file = Unnamed(descriptor: fd, temporaryPath: nil)
+        } else {
+            guard let (fd, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
+                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+            }
+            file = Unnamed(descriptor: fd, temporaryPath: path)
+        }
+        do {
+            try writeAll(file.descriptor, data, path: target)
+            fchmod(file.descriptor, 0o644)
+            if let mtime { setTimes(fd: file.descriptor, mtime: mtime) }
+        } catch {
+            close(file.descriptor)
+            if let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
+            throw error
+        }
+        return file
+    }
+
+    /// Gives a file from `writeUnnamed` its name (`linkat`, or `rename` of
+    /// the named temporary); false with errno set, and the name untouched,
+    /// if it exists.
+    static func giveName(_ file: Unnamed, to target: String) -> Bool {
+        if let temporaryPath = file.temporaryPath { return rename(temporaryPath, target) == 0 }
+        return Platform.link(unnamed: file.descriptor, to: target)
     }
 
     /// Syncs a directory whose entries changed (a file published or removed in it).
@@ -58,10 +80,12 @@ public enum AtomicFile {
 
     /// `mkdir -p`, one system call when the directory exists (the common case).
     /// A directory it makes is synced into its parent, so what is published in
-    /// it stays reachable after a power cut.
-    static func makeDirectory(_ path: String) throws {
+    /// it stays reachable after a power cut; with `syncingParent: false` the
+    /// last one is not (the caller syncs its parent later: a group commit),
+    /// while any missing ancestors still are.
+    static func makeDirectory(_ path: String, syncingParent: Bool = true) throws {
         if mkdir(path, 0o755) == 0 {
-            try syncParent(of: path)
+            if syncingParent { try syncParent(of: path) }
             return
         }
         if errno == EEXIST { return }
@@ -70,7 +94,7 @@ public enum AtomicFile {
         }
         try makeDirectory(PathName.parent(of: path))
         if mkdir(path, 0o755) == 0 {
-            try syncParent(of: path)
+            if syncingParent { try syncParent(of: path) }
         } else if errno != EEXIST {
             throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
         }

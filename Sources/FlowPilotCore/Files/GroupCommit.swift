@@ -38,6 +38,9 @@ public final class GroupCommit: Sendable {
     private let pool: NIOThreadPool
     private let state = Mutex(State())
 
+    /// Whether each file system (by device) honours `syncfs`, asked once.
+    private let honoursSyncfs = Mutex<[UInt64: Bool]>([:])
+
     private struct State {
         var queue: [Staged] = []
         var committing = false
@@ -49,9 +52,6 @@ public final class GroupCommit: Sendable {
         public var commits = 0
         public var files = 0
         public var largestGroup = 0
-        /// The longest time a file waited from `enqueue` to `finish`.
-        public var longestWait: Duration = .zero
-        public var totalWait: Duration = .zero
     }
 
     public var statistics: Statistics { state.withLock { $0.stats } }
@@ -66,9 +66,7 @@ public final class GroupCommit: Sendable {
 
     /// A file written, neither synced nor named yet.
     public final class Staged: @unchecked Sendable {
-        let descriptor: Int32
-        /// The named temporary file where `O_TMPFILE` is not available.
-        let temporaryPath: String?
+        let file: AtomicFile.Unnamed
         let directory: String
         let target: String
         /// The file system's device when it honours `syncfs` (`Platform.honoursSyncFileSystem`).
@@ -76,21 +74,15 @@ public final class GroupCommit: Sendable {
         // Set by the committer, which alone touches a staged file once queued.
         fileprivate var finish: (@Sendable ((any Error)?) -> Void)?
         fileprivate var error: (any Error)?
-        fileprivate var queuedAt = ContinuousClock.now
 
-        init(descriptor: Int32, temporaryPath: String?, directory: String, target: String) {
-            (self.descriptor, self.temporaryPath, self.directory, self.target) =
-                (descriptor, temporaryPath, directory, target)
-            var info = stat()
-            fileSystem =
-                Platform.honoursSyncFileSystem(descriptor) && fstat(descriptor, &info) == 0
-                ? UInt64(info.st_dev) : nil
+        fileprivate init(file: AtomicFile.Unnamed, directory: String, target: String, fileSystem: UInt64?) {
+            (self.file, self.directory, self.target, self.fileSystem) = (file, directory, target, fileSystem)
         }
 
         /// Closes the file (and removes a named temporary that never got its name).
         fileprivate func release(named: Bool) {
-            close(descriptor)
-            if !named, let temporaryPath { unlink(temporaryPath) }
+            close(file.descriptor)
+            if !named, let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
         }
     }
 
@@ -100,34 +92,24 @@ public final class GroupCommit: Sendable {
     /// `AtomicFile.makeDirectory` does: they are rare). Blocks; call it off
     /// the threads Swift's concurrency runs on.
     public func stage(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws -> Staged {
-        if mkdir(directory, 0o755) != 0 {
-            if errno == ENOENT, directory.contains("/") {
-                try AtomicFile.makeDirectory(PathName.parent(of: directory))
-                if mkdir(directory, 0o755) != 0, errno != EEXIST {
-                    throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
-                }
-            } else if errno != EEXIST {
-                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
-            }
-        }
+        try AtomicFile.makeDirectory(directory, syncingParent: false)
         let target = "\(directory)/\(name)"
-        let staged: Staged
-        if let fd = Platform.openUnnamed(in: directory) {
-            staged = Staged(descriptor: fd, temporaryPath: nil, directory: directory, target: target)
-        } else {
-            guard let (fd, path) = Platform.makeTemporary("\(directory)/\(AtomicFile.tempPrefix)\(getpid())-XXXXXX")
-            else { throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))") }
-            staged = Staged(descriptor: fd, temporaryPath: path, directory: directory, target: target)
+        let file = try AtomicFile.writeUnnamed(data, directory: directory, target: target, mtime: mtime)
+        return Staged(file: file, directory: directory, target: target, fileSystem: syncfsDevice(of: file.descriptor))
+    }
+
+    /// The device of the file system `fd` is on when that file system honours `syncfs`, else nil.
+    private func syncfsDevice(of fd: Int32) -> UInt64? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        let device = UInt64(info.st_dev)
+        let honours = honoursSyncfs.withLock { known in
+            if let answer = known[device] { return answer }
+            let answer = Platform.honoursSyncFileSystem(fd)
+            known[device] = answer
+            return answer
         }
-        do {
-            try AtomicFile.writeAll(staged.descriptor, data, path: target)
-            fchmod(staged.descriptor, 0o644)
-            if let mtime { AtomicFile.setTimes(fd: staged.descriptor, mtime: mtime) }
-        } catch {
-            staged.release(named: false)
-            throw error
-        }
-        return staged
+        return honours ? device : nil
     }
 
     /// Queues a staged file for the next commit. `finish` is called once, on
@@ -136,7 +118,6 @@ public final class GroupCommit: Sendable {
     /// or, if only its directory's sync failed, not known to be durable).
     public func enqueue(_ staged: Staged, finish: @escaping @Sendable ((any Error)?) -> Void) {
         staged.finish = finish
-        staged.queuedAt = .now
         let start = state.withLock { state -> Bool in
             state.queue.append(staged)
             defer { state.committing = true }
@@ -213,7 +194,7 @@ public final class GroupCommit: Sendable {
     /// device flushes for the whole group.
     private func commitBySyncfs(_ group: [Staged]) {
         let byFileSystem = Dictionary(grouping: group) { $0.fileSystem ?? 0 }.values
-        for files in byFileSystem where !Platform.syncFileSystem(files[0].descriptor) {
+        for files in byFileSystem where !Platform.syncFileSystem(files[0].file.descriptor) {
             let reason = Errno.describe(errno)
             for file in files { file.error = Self.syncFailure(file, reason) }
         }
@@ -223,7 +204,7 @@ public final class GroupCommit: Sendable {
         }
         for files in byFileSystem {
             let named = files.filter { $0.error == nil }
-            guard let first = named.first, !Platform.syncFileSystem(first.descriptor) else { continue }
+            guard let first = named.first, !Platform.syncFileSystem(first.file.descriptor) else { continue }
             let reason = Errno.describe(errno)
             for file in named { file.error = Self.syncFailure(file, reason) }
         }
@@ -235,7 +216,7 @@ public final class GroupCommit: Sendable {
         // 1. Bytes, then names.
         fanOut(group.count) { index in
             let file = group[index]
-            guard Platform.syncData(file.descriptor) else {
+            guard Platform.syncData(file.file.descriptor) else {
                 file.error = FPError.cannotWrite("\(file.target): \(Errno.describe(errno))")
                 return
             }
@@ -273,27 +254,16 @@ public final class GroupCommit: Sendable {
 
     /// Gives a file whose bytes are durable its name.
     private func name(_ file: Staged) {
-        let named: Bool =
-            if let temporaryPath = file.temporaryPath {
-                rename(temporaryPath, file.target) == 0
-            } else {
-                Platform.link(unnamed: file.descriptor, to: file.target)
-            }
-        if !named { file.error = FPError.cannotWrite("\(file.target): \(Errno.describe(errno))") }
+        if !AtomicFile.giveName(file.file, to: file.target) {
+            file.error = FPError.cannotWrite("\(file.target): \(Errno.describe(errno))")
+        }
     }
 
     private func tell(_ group: [Staged]) {
-        // 3. Tell the writers.
-        let now = ContinuousClock.now
         state.withLock { state in
             state.stats.commits += 1
             state.stats.files += group.count
             state.stats.largestGroup = max(state.stats.largestGroup, group.count)
-            for file in group {
-                let wait = now - file.queuedAt
-                state.stats.totalWait += wait
-                state.stats.longestWait = max(state.stats.longestWait, wait)
-            }
         }
         fanOut(group.count) { index in
             let file = group[index]

@@ -114,23 +114,24 @@ public enum Platform {
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
             defer { buffer.deallocate() }
             guard fstatfs(fd, buffer) == 0 else { return false }
-            let type = buffer.load(as: Int.self) & 0xFFFF_FFFF
-            let known: Set<Int> = [
-                0xEF53,  // ext2/3/4
-                0x5846_5342,  // XFS
-                0x9123_683E,  // btrfs
-                0xF2F5_2010,  // F2FS
-                0x2FC1_2FC1,  // ZFS
-                0x794C_7630,  // overlayfs
-                0x0102_1994,  // tmpfs
-            ]
-            return known.contains(type)
+            return syncfsFileSystems.contains(buffer.load(as: Int.self) & 0xFFFF_FFFF)
         #else
             return false
         #endif
     }
 
     static let forceFsync = ProcessInfo.processInfo.environment["FPCTL_COMMIT"] == "fsync"
+
+    /// The `f_type`s of the file systems `honoursSyncFileSystem` trusts.
+    private static let syncfsFileSystems: Set<Int> = [
+        0xEF53,  // ext2/3/4
+        0x5846_5342,  // XFS
+        0x9123_683E,  // btrfs
+        0xF2F5_2010,  // F2FS
+        0x2FC1_2FC1,  // ZFS
+        0x794C_7630,  // overlayfs
+        0x0102_1994,  // tmpfs
+    ]
 
     #if os(Linux)
         /// glibc's `syncfs` (a `_GNU_SOURCE` declaration too), looked up once.

@@ -32,7 +32,7 @@ struct WarmRunPartsTests {
                 #expect(keys == ["xyz"], "only the key not running starts")
                 return start(keys)
             })
-        #expect(first["ab"] == second["ab"])
+        #expect(first["ab"] === second["ab"])
         gate.open()
         let ab = await first["ab"]?.value
         let xyz = await second["xyz"]?.value
@@ -41,9 +41,52 @@ struct WarmRunPartsTests {
         #expect(started.value == 3)
         while pool.count > 0 { await Task.yield() }
         let third = pool.tasks(for: ["ab"], start: start)
-        #expect(third["ab"] != first["ab"], "a finished key is forgotten")
+        #expect(third["ab"] !== first["ab"], "a finished key is forgotten")
         let again = await third["ab"]?.value
         #expect(again == 2 && started.value == 4)
+    }
+
+    @Test("a waiter with a limit gets nil once it passes, never before; the work still lands for later waiters")
+    func pendingLimits() async throws {
+        let gate = Gate()
+        let pending = Pending<Int>.run {
+            await gate.wait()
+            return 7
+        }
+        let started = ContinuousClock.now
+        async let early = pending.value(within: .milliseconds(40))
+        async let patient = pending.value(within: .seconds(60))
+        #expect(await early == nil)
+        #expect(ContinuousClock.now - started >= .milliseconds(40), "a limit never fires early")
+        #expect(!pending.isFulfilled)
+        gate.open()
+        #expect(await patient == 7, "a waiter whose limit has not passed gets the value")
+        #expect(await pending.value == 7)
+        #expect(await pending.value(within: .zero) == 7, "later waiters get it at once")
+        let late = Pending<Int>()
+        #expect(await late.value(within: .zero) == nil, "a limit of zero is a look, not a wait")
+    }
+
+    @Test("the timeout clock fires each limit once, in order, and a cancelled one never")
+    func timeoutClock() async throws {
+        let clock = TimeoutClock(resolution: .milliseconds(5))
+        let fired = Mutex<[Int]>([])
+        let done = Gate()
+        let cancelled = clock.schedule(after: .milliseconds(10)) { fired.withLock { $0.append(0) } }
+        for (index, milliseconds) in [(2, 30), (1, 15), (3, 45)] {
+            clock.schedule(after: .milliseconds(milliseconds)) {
+                let count = fired.withLock { fired in
+                    fired.append(index)
+                    return fired.count
+                }
+                if count == 3 { done.open() }
+            }
+        }
+        clock.cancel(cancelled)
+        #expect(clock.pending == 3)
+        await done.wait()
+        #expect(fired.withLock { $0 } == [1, 2, 3])
+        #expect(clock.pending == 0)
     }
 
     @Test("the limiter never lets more than its limit run at once")

@@ -7,43 +7,44 @@ import Synchronization
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Running {
         let generation: UInt64
-        let task: Task<Value, Never>
+        let value: Pending<Value>
     }
 
     private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
 
-    /// The tasks for `keys`: running ones as they are; for the keys not running,
-    /// `start` gives the work to run (called once, with those keys, under the
-    /// pool's lock, so two callers never start the same key).
+    /// The values to come for `keys`: running ones as they are; for the keys
+    /// not running, `start` gives the work to run, each as a task of its own
+    /// (called once, with those keys, under the pool's lock, so two callers
+    /// never start the same key).
     func tasks(
         for keys: [Key], start: ([Key]) -> [Key: @Sendable () async -> Value]
-    ) -> [Key: Task<Value, Never>] {
+    ) -> [Key: Pending<Value>] {
         state.withLock { state in
-            var tasks: [Key: Task<Value, Never>] = [:]
+            var values: [Key: Pending<Value>] = [:]
             var missing: [Key] = []
             for key in keys {
-                if let running = state.running[key] { tasks[key] = running.task } else { missing.append(key) }
+                if let running = state.running[key] { values[key] = running.value } else { missing.append(key) }
             }
-            guard !missing.isEmpty else { return tasks }
+            guard !missing.isEmpty else { return values }
             for (key, work) in start(missing) {
                 state.generation += 1
                 let generation = state.generation
-                let task = Task {
+                let value = Pending<Value>.run {
                     let value = await work()
                     self.forget(key, generation)
                     return value
                 }
-                state.running[key] = Running(generation: generation, task: task)
-                tasks[key] = task
+                state.running[key] = Running(generation: generation, value: value)
+                values[key] = value
             }
-            return tasks
+            return values
         }
     }
 
-    /// The task for one key: the running one, or a new one running `work`.
-    func task(for key: Key, work: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
-        // `tasks` gives every key a task: the running one, or one of `work`.
-        tasks(for: [key]) { _ in [key: work] }[key] ?? Task { await work() }
+    /// The value to come for one key: the running one's, or a new one of `work`.
+    func task(for key: Key, work: @escaping @Sendable () async -> Value) -> Pending<Value> {
+        // `tasks` gives every key a value: the running one's, or one of `work`.
+        tasks(for: [key]) { _ in [key: work] }[key] ?? Pending.run(work)
     }
 
     /// How many keys are running now.

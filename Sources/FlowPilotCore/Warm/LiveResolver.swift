@@ -19,7 +19,7 @@ final class LiveResolver: Sendable {
     let config: WarmConfiguration
     let aliases: AliasWriter
     private let pool = InflightPool<Key, LiveResult>()
-    private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Task<LiveResult, Never>])>(
+    private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Pending<LiveResult>])>(
         (BackendReach(), false, []))
 
     init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
@@ -35,8 +35,8 @@ final class LiveResolver: Sendable {
 
     /// The live resolve of each placement for `identity`: joined when one is
     /// running, else started (together in one batch request when two or more
-    /// start and the backend has a batch endpoint). Every placement gets a task.
-    func start(_ placements: [String], for identity: Identity) -> [String: Task<LiveResult, Never>] {
+    /// start and the backend has a batch endpoint). Every placement gets a result to come.
+    func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveResult>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         let tasks = pool.tasks(for: keys) { missing in
@@ -60,18 +60,18 @@ final class LiveResolver: Sendable {
     }
 
     /// The live resolve of one placement, joined or started.
-    func start(_ placement: String, for identity: Identity) -> Task<LiveResult, Never> {
+    func start(_ placement: String, for identity: Identity) -> Pending<LiveResult> {
         let key = Key(placement: placement, fingerprint: identity.fingerprint)
         return pool.task(for: key) {
             await self.landing(placement, identity, await self.resolveOne(placement, identity))
         }
     }
 
-    /// The task's result within the resolveTimeout; a timeout leaves it running
+    /// The resolve's result within the resolveTimeout; a timeout leaves it running
     /// and remembered for `waitForLate`.
-    func wait(_ task: Task<LiveResult, Never>) async -> Result<LiveResult, ResolveFailure> {
-        if let result = await Deadline.race(task, config.resolveTimeout) { return .success(result) }
-        state.withLock { $0.late.append(task) }
+    func wait(_ resolve: Pending<LiveResult>) async -> Result<LiveResult, ResolveFailure> {
+        if let result = await resolve.value(within: config.resolveTimeout) { return .success(result) }
+        state.withLock { $0.late.append(resolve) }
         return .failure(.timeout("no answer within \(config.resolveTimeout)"))
     }
 
@@ -83,9 +83,9 @@ final class LiveResolver: Sendable {
             return state.late
         }
         var landed = 0
-        for task in tasks {
+        for resolve in tasks {
             guard deadline > .now else { break }
-            if await Deadline.race(task, deadline - .now) != nil { landed += 1 }
+            if await resolve.value(within: deadline - .now) != nil { landed += 1 }
         }
         aliases.flush()
         return (landed, tasks.count - landed)

@@ -139,7 +139,7 @@ public final class Warmer: Sendable {
 
     /// Tiers 1 to 3 for a placement whose live resolve is `task`.
     private func finish(
-        _ placement: String, _ identity: Identity, _ task: Task<LiveResult, Never>, _ start: ContinuousClock.Instant,
+        _ placement: String, _ identity: Identity, _ task: Pending<LiveResult>, _ start: ContinuousClock.Instant,
         cacheStep: TierChain.Step?, warmMedia: Bool = true
     ) async -> Resolution {
         let (steps, decision) = TierChain.afterLive(

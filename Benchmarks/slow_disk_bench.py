@@ -9,16 +9,22 @@ loop device becomes, sleeps DELAY ms, one at a time, as a device with one
 flush in flight would. ext4 and the block layer above it are the real ones, so
 concurrent fsyncs still share journal commits and flushes where they can.
 
-Measured on it, in turns (median of ROUNDS), 2 placements, --media none, C=64,
+Measured on it, in turns (median of ROUNDS), 2 placements, --media none, C=64 (--concurrency),
 against `fpctl serve` on loopback:
   group commit  this build (syncfs: two flushes a group)
   fsync fan-out this build with FPCTL_COMMIT=fsync (the portable commit)
   per entry     --per-entry PATH: an fpctl from before group commit (one fsync
                 per file and directory), e.g. the previous commit's release build
+  unsynced      this build with every sync a no-op (LD_PRELOAD nosync.so): the
+                same work minus durability, warm's ceiling on this machine
+  floor         write_floor.c's group-syncfs floor on the same disk, the same
+                number of entries (what the disk takes when nothing else is
+                done: the issue's "warm's ceiling set by group commit" is warm
+                at >= 0.8 of it)
 and prints entries/s and the ratios.
 
 Usage: sudo Benchmarks/slow_disk_bench.py [--fpctl PATH] [--per-entry PATH] [--delay-ms 5]
-                                          [--identities 1000] [--rounds 3]
+                                          [--identities 1000] [--rounds 3] [--concurrency 64]
 Needs root (FUSE, losetup, mount) and python3-fusepy (Scripts/install-deps.sh powercut).
 """
 import argparse
@@ -39,6 +45,7 @@ import fusepy
 from fusepy import FuseOSError, Operations
 
 from release_fpctl import release_fpctl
+from write_floor import compiled
 from warm_latency_bench import Backends, identities
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,12 +124,12 @@ class SlowDisk:
         shutil.rmtree(self.backing.parent, ignore_errors=True)
 
 
-def warm(fpctl, disk: SlowDisk, url: str, ids: Path, count: int, env=None):
+def warm(fpctl, disk: SlowDisk, url: str, ids: Path, count: int, concurrency: int, env=None):
     cache = disk.mnt / f"cache-{uuid.uuid4().hex}"
     flushes = disk.fs.flushes
     start = time.perf_counter()
     done = subprocess.run([fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--media",
-                           "none", "--identities", str(ids), "--cache-dir", str(cache), "--concurrency", "64",
+                           "none", "--identities", str(ids), "--cache-dir", str(cache), "--concurrency", str(concurrency),
                            "--summary", "--format", "csv"], capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
     elapsed = time.perf_counter() - start
@@ -132,6 +139,25 @@ def warm(fpctl, disk: SlowDisk, url: str, ids: Path, count: int, env=None):
     return 2 * count / elapsed, disk.fs.flushes - flushes
 
 
+def nosync_library(work: Path) -> str:
+    """Benchmarks/nosync.c built as an LD_PRELOAD library."""
+    library = work / "nosync.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(ROOT / "Benchmarks/nosync.c")], check=True)
+    return str(library)
+
+
+def floor(binary: str, disk: SlowDisk, entries: int):
+    """write_floor's group-syncfs floor on the slow disk: entries/s and the flushes it took."""
+    placement = disk.mnt / f"floor-{uuid.uuid4().hex}" / "flows" / "paywall"
+    placement.mkdir(parents=True)
+    flushes = disk.fs.flushes
+    done = subprocess.run([binary, "group-syncfs", str(placement), str(entries), "8", "32", "1024", "2100"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"write_floor on the slow disk: {done.stderr.strip()}")
+    return float(done.stdout), disk.fs.flushes - flushes
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fpctl")
@@ -139,6 +165,7 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=5)
     ap.add_argument("--identities", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--size-mb", type=int, default=1024)
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -151,16 +178,22 @@ def main():
         url = backends.serve()
         disk = SlowDisk(work, args.delay_ms / 1000, args.size_mb)
         ids = identities(work, args.identities)
-        runs = [("group commit", fpctl, {}), ("fsync fan-out", fpctl, {"FPCTL_COMMIT": "fsync"})]
+        floor_binary = compiled(work)
+        runs = [("group commit", fpctl, {}), ("fsync fan-out", fpctl, {"FPCTL_COMMIT": "fsync"}),
+                ("unsynced", fpctl, {"LD_PRELOAD": nosync_library(work)})]
         if args.per_entry:
             runs.append(("per entry", args.per_entry, {}))
         print(f"ext4 on a loop device whose every flush takes {args.delay_ms:g} ms; warm of "
-              f"{args.identities} identities x 2 placements, C=64: durable entries/s (device flushes)")
+              f"{args.identities} identities x 2 placements, C={args.concurrency}: durable entries/s (device flushes)")
         rates = {name: [] for name, _, _ in runs}
+        rates["floor"] = []
         for round_ in range(args.rounds):
             line = f"  round {round_ + 1}:"
+            rate, flushes = floor(floor_binary, disk, 2 * args.identities)
+            rates["floor"].append(rate)
+            line += f"   floor {rate:6.0f} ({flushes} flushes)"
             for name, binary, env in runs:
-                rate, flushes = warm(binary, disk, url, ids, args.identities, env)
+                rate, flushes = warm(binary, disk, url, ids, args.identities, args.concurrency, env)
                 rates[name].append(rate)
                 line += f"   {name} {rate:6.0f} ({flushes} flushes)"
             print(line, flush=True)
@@ -169,6 +202,8 @@ def main():
             print(f"  median {name:14} {value:7.0f} entries/s   {value / median['group commit']:.2f}x group commit")
         if args.per_entry:
             print(f"group commit / per entry: {median['group commit'] / median['per entry']:.1f}x")
+        print(f"group commit / floor: {median['group commit'] / median['floor']:.2f} (goal >= 0.8); "
+              f"group commit / unsynced: {median['group commit'] / median['unsynced']:.2f}")
     finally:
         if disk:
             disk.close()

@@ -15,9 +15,11 @@ import Synchronization
 /// - where the file system honours `syncfs(2)` (ext4, XFS, btrfs, ...;
 ///   `Platform.honoursSyncFileSystem`): one `syncfs` makes every file's
 ///   bytes durable, the files get their names, a second `syncfs` makes the
-///   names (and any new directory) durable. Two device flushes a group,
-///   however large: 1.1-2.7x the write floor of one fsync per file on this
-///   project's VM, 19x on a disk whose flush takes 5 ms (docs/performance.md);
+///   names (and any new directory) durable. Under load the second is the next
+///   group's first: one `syncfs` makes the new group's bytes and the previous
+///   group's names durable, so a stream of groups costs one `syncfs` each.
+///   1.1-2.7x the write floor of one fsync per file on this project's VM,
+///   19x on a disk whose flush takes 5 ms (docs/performance.md);
 /// - elsewhere (FUSE, NFS, macOS, or `FPCTL_COMMIT=fsync`): each file's bytes
 ///   synced and then its name given, all files at once across `syncThreads`
 ///   threads so a journal can take them together; then each distinct
@@ -28,7 +30,8 @@ import Synchronization
 /// directory or its file system's sync failed. There is no timer: a commit
 /// starts as soon as the previous one ends, so the group is whatever arrived
 /// meanwhile (one file when writes are sparse, up to `maxBatch` under load),
-/// and a file waits at most for the commit in progress and its own.
+/// and a file waits at most for the commit in progress, its own, and (by
+/// `syncfs`) the one `syncfs` after its own that makes its name durable.
 public final class GroupCommit: Sendable {
     /// The process's committer, shared by every store.
     public static let shared = GroupCommit()
@@ -168,45 +171,47 @@ public final class GroupCommit: Sendable {
         }
     }
 
+    /// Takes groups until the queue is empty. Where `syncfs` is honoured the
+    /// commits overlap: one `syncfs` makes durable the bytes of the group just
+    /// taken and the names given to the group before it; that earlier group
+    /// is then told, this one named. Under load that is one `syncfs` a group;
+    /// when nothing more arrives, one more for the last group's names.
     private func commitLoop() {
+        var named: [Staged] = []
         while true {
             let group = state.withLock { state -> [Staged] in
                 let group = Array(state.queue.prefix(maxBatch))
                 state.queue.removeFirst(group.count)
-                if group.isEmpty { state.committing = false }
+                if group.isEmpty && named.isEmpty { state.committing = false }
                 return group
             }
-            guard !group.isEmpty else { return }
-            commit(group)
+            if group.isEmpty && named.isEmpty { return }
+            let whole = group.filter { $0.fileSystem != nil }
+            let single = group.filter { $0.fileSystem == nil }
+            if !whole.isEmpty || !named.isEmpty {
+                syncFileSystems(bytesOf: whole, namesOf: named)
+                tell(named)
+                fanOut(whole.count) { index in
+                    let file = whole[index]
+                    if file.error == nil { self.name(file) }
+                }
+                named = whole
+            }
+            if !single.isEmpty {
+                commitByFsync(single)
+                tell(single)
+            }
         }
     }
 
-    private func commit(_ group: [Staged]) {
-        let whole = group.filter { $0.fileSystem != nil }
-        if !whole.isEmpty { commitBySyncfs(whole) }
-        let single = group.filter { $0.fileSystem == nil }
-        if !single.isEmpty { commitByFsync(single) }
-        tell(group)
-    }
-
-    /// Where the file system honours `syncfs`: one to make every file's bytes
-    /// durable, the names given, one more to make the names durable; two
-    /// device flushes for the whole group.
-    private func commitBySyncfs(_ group: [Staged]) {
-        let byFileSystem = Dictionary(grouping: group) { $0.fileSystem ?? 0 }.values
-        for files in byFileSystem where !Platform.syncFileSystem(files[0].file.descriptor) {
+    /// One `syncfs` for each file system of `files` and `names`: the files'
+    /// bytes and the names' entries durable, or each told why not.
+    private func syncFileSystems(bytesOf files: [Staged], namesOf names: [Staged]) {
+        for (_, staged) in Dictionary(grouping: names + files, by: { $0.fileSystem ?? 0 }) {
+            let alive = staged.filter { $0.error == nil }
+            guard let first = alive.first, !Platform.syncFileSystem(first.file.descriptor) else { continue }
             let reason = Errno.describe(errno)
-            for file in files { file.error = Self.syncFailure(file, reason) }
-        }
-        fanOut(group.count) { index in
-            let file = group[index]
-            if file.error == nil { self.name(file) }
-        }
-        for files in byFileSystem {
-            let named = files.filter { $0.error == nil }
-            guard let first = named.first, !Platform.syncFileSystem(first.file.descriptor) else { continue }
-            let reason = Errno.describe(errno)
-            for file in named { file.error = Self.syncFailure(file, reason) }
+            for file in alive { file.error = Self.syncFailure(file, reason) }
         }
     }
 
@@ -260,6 +265,7 @@ public final class GroupCommit: Sendable {
     }
 
     private func tell(_ group: [Staged]) {
+        guard !group.isEmpty else { return }
         state.withLock { state in
             state.stats.commits += 1
             state.stats.files += group.count

@@ -45,7 +45,7 @@ import fusepy
 from fusepy import FuseOSError, Operations
 
 from release_fpctl import release_fpctl
-from write_floor import compiled
+from write_floor import compiled, nosync_library
 from warm_latency_bench import Backends, identities
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,13 +137,6 @@ def warm(fpctl, disk: SlowDisk, url: str, ids: Path, count: int, concurrency: in
     if done.returncode != 0 or not total or total[0].split(",")[2] != str(2 * count):
         sys.exit(f"warm on the slow disk failed ({done.returncode}): {done.stdout[-300:]} {done.stderr[-300:]}")
     return 2 * count / elapsed, disk.fs.flushes - flushes
-
-
-def nosync_library(work: Path) -> str:
-    """Benchmarks/nosync.c built as an LD_PRELOAD library."""
-    library = work / "nosync.so"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(ROOT / "Benchmarks/nosync.c")], check=True)
-    return str(library)
 
 
 def floor(binary: str, disk: SlowDisk, entries: int):

@@ -14,6 +14,8 @@ placements, --media none, `fpctl serve` on loopback):
              per-entry     one fsync per file and per directory (warm before #34)
              unsynced      no sync at all
            goal: >= 0.8 of the group-syncfs floor, reported against each
+           beside it, the same warm with every sync a no-op (LD_PRELOAD of
+           Benchmarks/nosync.c): what durability costs warm on this machine
            --compare PATH measures another fpctl in the same rounds (an older commit's)
   latency  at 100 ms (`serve --latency 100`), over HTTP/1.1 and over HTTPS + HTTP/2
            through nginx: --concurrency 256 and 1,024, each against
@@ -36,6 +38,7 @@ import time
 from pathlib import Path
 
 from release_fpctl import release_fpctl
+from write_floor import nosync_library
 from warm_latency_bench import Backends, warm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,14 +77,17 @@ def main():
         print(f"fpctl: {fpctl}; 2 placements, --media none")
         print(f"durable entries/s, no latency, C=64, {args.identities} identities; floors of "
               f"{2 * args.identities} entries beside each run")
-        measured = {name: [] for name in FLOORS + ["warm", "compare"]}
+        measured = {name: [] for name in FLOORS + ["warm", "warm unsynced", "compare"]}
+        nosync = {"LD_PRELOAD": nosync_library(work)}
         for round_ in range(args.rounds):
             figures = floors(work, 2 * args.identities)
             rate, _ = warm(fpctl, work, plain0, 64, args.identities)
+            unsynced, _ = warm(fpctl, work, plain0, 64, args.identities, env=nosync)
             for name in FLOORS:
                 measured[name].append(figures[name])
             measured["warm"].append(2 * rate)
-            line = f"  round {round_ + 1}: warm {2 * rate:7.0f}"
+            measured["warm unsynced"].append(2 * unsynced)
+            line = f"  round {round_ + 1}: warm {2 * rate:7.0f}   warm unsynced {2 * unsynced:7.0f}"
             if args.compare:
                 other, _ = warm(args.compare, work, plain0, 64, args.identities)
                 measured["compare"].append(2 * other)
@@ -89,6 +95,8 @@ def main():
             print(line + "   " + "   ".join(f"{name} {figures[name]:7.0f}" for name in FLOORS), flush=True)
         median = {name: statistics.median(values) for name, values in measured.items() if values}
         print(f"  median: warm {median['warm']:.0f} entries/s ({median['warm'] / 2:.0f} identities/s)")
+        print(f"    / warm unsynced  {median['warm unsynced']:7.0f}: {median['warm'] / median['warm unsynced']:.2f}"
+              "   (what durability costs warm)")
         if args.compare:
             print(f"    compared ({args.compare}): {median['compare']:.0f} entries/s; "
                   f"warm / compared {median['warm'] / median['compare']:.2f}")

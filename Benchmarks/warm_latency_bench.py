@@ -137,8 +137,9 @@ def identities(work: Path, count: int) -> Path:
     return path
 
 
-def warm(fpctl, work: Path, url: str, concurrency: int, count: int, extra=(), rss=False):
-    """Identities per second of one warm (wall time), and its peak RSS in MiB when asked."""
+def warm(fpctl, work: Path, url: str, concurrency: int, count: int, extra=(), rss=False, env=None):
+    """Identities per second of one warm (wall time), and its peak RSS in MiB when asked;
+    `env` is added to fpctl's environment."""
     # A new cache directory each run: removing the last one's thousands of
     # entries costs this VM's disk (mounted with discard) long enough to slow
     # the next run down, so they all go at the end.
@@ -149,7 +150,7 @@ def warm(fpctl, work: Path, url: str, concurrency: int, count: int, extra=(), rs
     if rss:
         cmd = ["/usr/bin/time", "-f", "%M"] + cmd
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     elapsed = time.perf_counter() - start
     total = [line for line in done.stdout.splitlines() if line.startswith("TOTAL,")]
     if done.returncode != 0 or not total or total[0].split(",")[2] != str(2 * count):

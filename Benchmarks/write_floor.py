@@ -53,6 +53,13 @@ def compiled(work: Path) -> str:
     return str(binary)
 
 
+def nosync_library(work: Path) -> str:
+    """Benchmarks/nosync.c built as an LD_PRELOAD library (every sync a no-op: a reference, for benchmarks)."""
+    library = work / "nosync.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(ROOT / "Benchmarks/nosync.c")], check=True)
+    return str(library)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=str(ROOT / "Benchmarks"))

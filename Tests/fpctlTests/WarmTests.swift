@@ -170,6 +170,41 @@ struct WarmTests {
         #expect(broken.first?["state"] as? String == "warmed" && broken.first?["media_warmed"] as? Bool == false)
     }
 
+    @Test(
+        "identities start in input order (one at a time with --concurrency 1); a bad line ends the run only after every identity before it has its rows"
+    )
+    func inputOrderAndBadLine() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "150"])
+        let good = (0..<6).map { #"{"user_id":"in-\#($0)"}"# }
+        let ids = tmp.file("ids.jsonl")
+        try (good + [#"{"user_id": 5"#, #"{"user_id":"after"}"#]).joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        // Read ahead of the two in flight, the bad line is reached while the
+        // first identities still wait for their answers.
+        let r = try fpctl([
+            "warm", "paywall", "onboarding", "--identities", ids, "--concurrency", "2", "--cache-dir", cache,
+            "--api-url", server.url, "--app-id", "demo", "--media", "none", "--format", "csv",
+        ])
+        #expect(r.status == 65)
+        #expect(r.stderr.contains("ids.jsonl:7:"), "\(r.stderr)")
+        let users = r.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: " ").first.map(String.init) }
+        #expect(users.count == 12, "both rows of each of the 6 identities before the bad line: \(r.stdout)")
+        #expect(Set(users) == Set(good.indices.map { "in-\($0)" }), "none after it")
+        #expect(!r.stdout.contains("failed"))
+
+        let ordered = tmp.file("ordered.jsonl")
+        try good.joined(separator: "\n").write(toFile: ordered, atomically: true, encoding: .utf8)
+        let one = try fpctl([
+            "warm", "paywall", "--identities", ordered, "--concurrency", "1", "--cache-dir", tmp.file("c1"),
+            "--api-url", server.url, "--app-id", "demo", "--media", "none", "--format", "csv",
+        ])
+        #expect(one.status == 0)
+        let order = one.stdout.split(separator: "\n").dropFirst().map {
+            $0.split(separator: " ").first.map(String.init)
+        }
+        #expect(order == good.indices.map { "in-\($0)" }, "--concurrency 1 warms in input order")
+    }
+
     @Test("--shard K/N splits identities stably: the shards cover every identity exactly once")
     func shards() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])

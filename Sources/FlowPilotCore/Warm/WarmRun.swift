@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// A warm over a stream of identities, as `fpctl warm` runs it: identities
 /// de-duplicated and filtered to one shard, `concurrency` of them prefetched at
@@ -132,10 +133,12 @@ public struct WarmRun: Sendable {
 
     /// Runs the warm. `onIdentity` gets each identity's outcomes as soon as it
     /// finishes, in the order the identities finish, one call at a time, also
-    /// while the input waits for its next line (a slow pipe); the next
-    /// identity is read only while fewer than `concurrency` are in flight, so
-    /// a slow consumer slows the run instead of growing it. Errors from
-    /// `identities` (an unreadable line) end the run and are rethrown.
+    /// while the input waits for its next line (a slow pipe); identities start
+    /// in input order, at most `concurrency` at once, and at most `concurrency`
+    /// more are read ahead, so a slow consumer slows the run instead of
+    /// growing it. An error from `identities` (an unreadable line) ends the
+    /// run: nothing more is read, every identity before that line is warmed
+    /// and handed on, then the error is rethrown.
     ///
     /// `stop` (SIGTERM, SIGINT) ends the run early and cleanly: no identity is
     /// read or started after it, the identities in flight get up to
@@ -164,13 +167,38 @@ public struct WarmRun: Sendable {
         var reading = false
         var ended = false
         var stopped = false
+        var readError: (any Error)?
+        // Identities read and not yet started, in input order.
+        var queued = CircularBuffer<(Identity, [String])>()
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
+        // The input is read ahead, up to `concurrency` identities beyond those
+        // running, by one task that hands each on as soon as it is read (a slow
+        // pipe delays nothing already read): when many identities finish at
+        // once, the next ones start from the queue, not one read at a time.
         func readNext() {
-            guard !reading, !ended, running < options.concurrency else { return }
+            let credit = 2 * options.concurrency - running - queued.count
+            guard !reading, !ended, credit > 0 else { return }
             reading = true
             Task {
-                do { sink.yield(.read(try await input.next())) } catch { sink.yield(.readFailed(error)) }
+                do {
+                    for _ in 0..<credit {
+                        guard let identity = try await input.next() else {
+                            sink.yield(.read(nil))
+                            return
+                        }
+                        sink.yield(.read(identity))
+                    }
+                    sink.yield(.paused)
+                } catch {
+                    sink.yield(.readFailed(error))
+                }
+            }
+        }
+        func startQueued() {
+            while running < options.concurrency, !stopped, let (identity, keys) = queued.popFirst() {
+                running += 1
+                Task { sink.yield(.finished(await warmer.prefetch(keys, for: identity))) }
             }
         }
         readNext()
@@ -182,19 +210,20 @@ public struct WarmRun: Sendable {
                 onIdentity(outcomes, counts)
             case .read(nil):
                 (reading, ended) = (false, true)
-            case .read(let identity?):
+            case .paused:
                 reading = false
+            case .read(let identity?):
                 if stopped { break }
                 let fingerprint = identity.fingerprint
                 if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
                 if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
                 let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
                 if keys.isEmpty { break }
-                running += 1
-                Task { sink.yield(.finished(await warmer.prefetch(keys, for: identity))) }
+                queued.append((identity, keys))
             case .readFailed(let error):
-                reading = false
-                if !stopped { throw error }
+                (reading, ended) = (false, true)
+                // Raised once every identity read before the bad line has its row.
+                if !stopped { readError = error }
             case .stop:
                 guard !stopped else { break }
                 (stopped, ended) = (true, true)
@@ -207,9 +236,11 @@ public struct WarmRun: Sendable {
             case .deadline:
                 break loop
             }
-            if ended && running == 0 && (stopped || !reading) { break }
+            startQueued()
+            if ended && running == 0 && (stopped || (!reading && queued.isEmpty)) { break }
             readNext()
         }
+        if let readError { throw readError }
         let abandoned = running
         let late = stopped ? (landed: 0, pending: 0) : await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
@@ -251,6 +282,8 @@ extension WarmRun {
     /// the input), or one prefetched.
     enum Event: Sendable {
         case read(Identity?)
+        /// The reading task read its share and ended; the next one starts when there is room.
+        case paused
         case readFailed(any Error)
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.

@@ -33,8 +33,9 @@ struct Warm: AsyncParsableCommand {
             Exit status: 0 all warmed or no flow, 3 some failed (see --fail-on),
             69 no request reached the backend (unreachable, tls or proxy errors;
             one line on stderr says why), 75 stopped by a signal, 64 bad options,
-            65 invalid input (an identities line, --resume's file), 66 a missing
-            input, 73 the metrics file or --output-dir cannot be written.
+            65 invalid input (--resume's file, or an identities line: read ahead,
+            it ends the run once the identities before it are warmed), 66 a
+            missing input, 73 the metrics file or --output-dir cannot be written.
             Retry 1, 3, 69 and 75 (with --resume PREVIOUS.json or --output-dir,
             only what earlier attempts did not warm is tried again); 64, 65, 66
             and 73 fail the same way every time (deploy/kubernetes has an Indexed

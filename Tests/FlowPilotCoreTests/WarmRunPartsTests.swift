@@ -9,41 +9,33 @@ import Testing
 
 @Suite("shared in-flight work, shards, identities and the run's verdict")
 struct WarmRunPartsTests {
-    @Test("callers of a running key share its task; the key is started again once it finished")
+    @Test("callers of a running key share its value; keys started together run once; a delivered key restarts")
     func inflightPool() async {
         let pool = InflightPool<String, Int>()
-        let started = Counter()
+        let started = Mutex<[[String]]>([])
         let gate = Gate()
-        func start(_ keys: [String]) -> [String: @Sendable () async -> Int] {
-            Dictionary(
-                uniqueKeysWithValues: keys.map { key in
-                    let work: @Sendable () async -> Int = {
-                        started.increment()
-                        await gate.wait()
-                        return key.count
-                    }
-                    return (key, work)
-                })
+        func start(_ keys: [String], _ deliver: @escaping @Sendable (String, Int) -> Void) {
+            started.withLock { $0.append(keys) }
+            // One piece of work for every key it is given, as one batch request is.
+            Task {
+                await gate.wait()
+                for key in keys { deliver(key, key.count) }
+            }
         }
-        let first = pool.tasks(for: ["ab", "c"], start: start)
-        let second = pool.tasks(
-            for: ["ab", "xyz"],
-            start: { keys in
-                #expect(keys == ["xyz"], "only the key not running starts")
-                return start(keys)
-            })
+        let first = pool.values(for: ["ab", "c", "ab"], start: start)
+        let second = pool.values(for: ["ab", "xyz"], start: start)
         #expect(first["ab"] === second["ab"])
+        #expect(started.withLock { $0 } == [["ab", "c"], ["xyz"]], "only keys not running start, each once")
+        #expect(pool.count == 3)
         gate.open()
         let ab = await first["ab"]?.value
         let xyz = await second["xyz"]?.value
         let c = await first["c"]?.value
         #expect(ab == 2 && xyz == 3 && c == 1)
-        #expect(started.value == 3)
-        while pool.count > 0 { await Task.yield() }
-        let third = pool.tasks(for: ["ab"], start: start)
-        #expect(third["ab"] !== first["ab"], "a finished key is forgotten")
-        let again = await third["ab"]?.value
-        #expect(again == 2 && started.value == 4)
+        #expect(pool.count == 0, "a delivered key is forgotten")
+        let third = pool.values(for: ["ab"], start: start)
+        #expect(third["ab"] !== first["ab"])
+        #expect(await third["ab"]?.value == 2 && started.withLock { $0.count } == 3)
     }
 
     @Test("a waiter with a limit gets nil once it passes, never before; the work still lands for later waiters")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One cached flow as its file name describes it (no file read needed).
 public struct CachedFlow: Sendable {
@@ -77,21 +78,46 @@ extension CacheStore {
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
         resolvedAt: Date = Date(), commit: GroupCommit
     ) async throws -> CachedFlow {
-        let (entry, data) = flowEntry(
-            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
-            resolvedAt: resolvedAt)
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        let stored = await storeFlows(
+            [(placement, document, ttlSeconds)], identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
+        return try stored[0].get()
+    }
+
+    /// Several flows of one identity stored as `storeFlow` stores one: all
+    /// staged in one trip to the blocking-I/O threads, made durable with
+    /// whatever else `commit` has queued, each flow's result in order once
+    /// every one is durable or failed.
+    public func storeFlows(
+        _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit
+    ) async -> [Result<CachedFlow, any Error>] {
+        guard !flows.isEmpty else { return [] }
+        let prepared = flows.map {
+            flowEntry(
+                placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
+                tier: tier, resolvedAt: resolvedAt)
+        }
+        return await withCheckedContinuation { continuation in
+            let results = Mutex<(left: Int, results: [Result<CachedFlow, any Error>])>(
+                (prepared.count, prepared.map { .success($0.0) }))
+            @Sendable func done(_ index: Int, _ error: (any Error)?) {
+                let finished = results.withLock { state -> [Result<CachedFlow, any Error>]? in
+                    if let error { state.results[index] = .failure(error) }
+                    state.left -= 1
+                    return state.left == 0 ? state.results : nil
+                }
+                if let finished { continuation.resume(returning: finished) }
+            }
             BlockingIO.submit {
-                do {
-                    try self.stage(entry, data, commit: commit) { error in
-                        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+                for (index, (entry, data)) in prepared.enumerated() {
+                    do {
+                        try self.stage(entry, data, commit: commit) { done(index, $0) }
+                    } catch {
+                        done(index, error)
                     }
-                } catch {
-                    continuation.resume(throwing: error)
                 }
             }
         }
-        return entry
     }
 
     private func stage(

@@ -1,9 +1,10 @@
 import Synchronization
 
 /// Work shared by key while it runs: the first caller for a key starts it,
-/// callers for the same key while it runs get the same task, and the key is
-/// forgotten when the work ends (Nuke's TaskPool, in miniature). Concurrent
-/// resolves of one (placement, fingerprint) share a request this way.
+/// callers for the same key while it runs get the same value to come, and
+/// the key is forgotten when its value is delivered (Nuke's TaskPool, in
+/// miniature). Concurrent resolves of one (placement, fingerprint) share a
+/// request this way.
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Running {
         let generation: UInt64
@@ -12,39 +13,50 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
 
-    /// The values to come for `keys`: running ones as they are; for the keys
-    /// not running, `start` gives the work to run, each as a task of its own
-    /// (called once, with those keys, under the pool's lock, so two callers
-    /// never start the same key).
-    func tasks(
-        for keys: [Key], start: ([Key]) -> [Key: @Sendable () async -> Value]
+    /// The values to come for `keys`: running ones as they are. The keys not
+    /// running are handed to `start` (once, under the pool's lock, so two
+    /// callers never start the same key; it should only start tasks), with
+    /// `deliver`, which the work it starts must call once for each of them:
+    /// several keys may be worked on together (one batch request) and
+    /// delivered one by one or at once.
+    func values(
+        for keys: [Key], start: (_ missing: [Key], _ deliver: @escaping @Sendable (Key, Value) -> Void) -> Void
     ) -> [Key: Pending<Value>] {
         state.withLock { state in
             var values: [Key: Pending<Value>] = [:]
-            var missing: [Key] = []
+            var started: [Key: Running] = [:]
             for key in keys {
-                if let running = state.running[key] { values[key] = running.value } else { missing.append(key) }
-            }
-            guard !missing.isEmpty else { return values }
-            for (key, work) in start(missing) {
-                state.generation += 1
-                let generation = state.generation
-                let value = Pending<Value>.run {
-                    let value = await work()
-                    self.forget(key, generation)
-                    return value
+                if let running = state.running[key] ?? started[key] {
+                    values[key] = running.value
+                } else {
+                    state.generation += 1
+                    let running = Running(generation: state.generation, value: Pending())
+                    started[key] = running
+                    values[key] = running.value
                 }
-                state.running[key] = Running(generation: generation, value: value)
-                values[key] = value
+            }
+            guard !started.isEmpty else { return values }
+            state.running.merge(started) { _, new in new }
+            let missing = keys.filter { started[$0] != nil }.reduce(into: [Key]()) { keys, key in
+                if !keys.contains(key) { keys.append(key) }
+            }
+            let handed = started
+            start(missing) { key, value in
+                guard let running = handed[key] else { return }
+                self.forget(key, running.generation)
+                running.value.fulfil(value)
             }
             return values
         }
     }
 
     /// The value to come for one key: the running one's, or a new one of `work`.
-    func task(for key: Key, work: @escaping @Sendable () async -> Value) -> Pending<Value> {
-        // `tasks` gives every key a value: the running one's, or one of `work`.
-        tasks(for: [key]) { _ in [key: work] }[key] ?? Pending.run(work)
+    func value(for key: Key, work: @escaping @Sendable () async -> Value) -> Pending<Value> {
+        let values = values(for: [key]) { missing, deliver in
+            for key in missing { Task { deliver(key, await work()) } }
+        }
+        // `values` gives every key asked for a value.
+        return values[key] ?? Pending.run(work)
     }
 
     /// How many keys are running now.

@@ -34,43 +34,54 @@ final class LiveResolver: Sendable {
     var reach: BackendReach { state.withLock { $0.reach } }
 
     /// The live resolve of each placement for `identity`: joined when one is
-    /// running, else started (together in one batch request when two or more
-    /// start and the backend has a batch endpoint). Every placement gets a result to come.
+    /// running, else started: together, as one task making one batch request
+    /// and landing every flow in one commit, when two or more start and the
+    /// backend has a batch endpoint; else a task each. Every placement gets a
+    /// result to come.
     func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveResult>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
-        let tasks = pool.tasks(for: keys) { missing in
+        let values = pool.values(for: keys) { missing, deliver in
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
-            let batch = batchable ? Task { await self.resolveBatch(missing.map(\.placement), identity) } : nil
-            return Dictionary(
-                uniqueKeysWithValues: missing.map { key in
-                    let work: @Sendable () async -> LiveResult = {
-                        let result =
-                            if let batch {
-                                await batch.value[key.placement] ?? .failed(.missingResult(placement: key.placement))
-                            } else {
-                                await self.resolveOne(key.placement, identity)
-                            }
-                        return await self.landing(key.placement, identity, result)
+            guard batchable else {
+                for key in missing {
+                    Task {
+                        deliver(
+                            key,
+                            await self.landing(key.placement, identity, await self.resolveOne(key.placement, identity)))
                     }
-                    return (key, work)
-                })
+                }
+                return
+            }
+            Task {
+                let results = await self.resolveBatch(missing.map(\.placement), identity)
+                let landed = await self.landing(
+                    missing.map {
+                        ($0.placement, results[$0.placement] ?? .failed(.missingResult(placement: $0.placement)))
+                    },
+                    identity)
+                for (key, result) in zip(missing, landed) { deliver(key, result) }
+            }
         }
-        return Dictionary(uniqueKeysWithValues: tasks.map { ($0.key.placement, $0.value) })
+        return Dictionary(uniqueKeysWithValues: values.map { ($0.key.placement, $0.value) })
     }
 
     /// The live resolve of one placement, joined or started.
     func start(_ placement: String, for identity: Identity) -> Pending<LiveResult> {
         let key = Key(placement: placement, fingerprint: identity.fingerprint)
-        return pool.task(for: key) {
+        return pool.value(for: key) {
             await self.landing(placement, identity, await self.resolveOne(placement, identity))
         }
     }
 
-    /// The resolve's result within the resolveTimeout; a timeout leaves it running
-    /// and remembered for `waitForLate`.
-    func wait(_ resolve: Pending<LiveResult>) async -> Result<LiveResult, ResolveFailure> {
-        if let result = await resolve.value(within: config.resolveTimeout) { return .success(result) }
+    /// The resolve's result within the resolveTimeout (or until `deadline`,
+    /// when waiting for several); a timeout leaves it running and remembered
+    /// for `waitForLate`.
+    func wait(
+        _ resolve: Pending<LiveResult>, until deadline: ContinuousClock.Instant? = nil
+    ) async -> Result<LiveResult, ResolveFailure> {
+        let limit = deadline.map { max(.zero, ContinuousClock.now.duration(to: $0)) } ?? config.resolveTimeout
+        if let result = await resolve.value(within: limit) { return .success(result) }
         state.withLock { $0.late.append(resolve) }
         return .failure(.timeout("no answer within \(config.resolveTimeout)"))
     }
@@ -126,17 +137,31 @@ final class LiveResolver: Sendable {
     /// the result goes on to whoever waits. A flow that cannot be written is a
     /// failure (`cache-write`): nothing was warmed.
     private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) async -> LiveResult {
-        guard case .flow(let document, let ttl) = result else { return result }
-        do {
-            let ttlSeconds = ttl ?? config.environment.defaultTTL
-            let entry = try await store.storeFlow(
-                placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds,
-                tier: .network, resolvedAt: config.currentTime, commit: .shared)
-            aliases.stored(entry)
-        } catch {
-            return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))
+        await landing([(placement, result)], identity)[0]
+    }
+
+    /// The results of one identity's placements landing together: their flows
+    /// written in one trip and made durable in one commit. In order.
+    private func landing(_ results: [(String, LiveResult)], _ identity: Identity) async -> [LiveResult] {
+        var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
+        for (placement, result) in results {
+            if case .flow(let document, let ttl) = result {
+                flows.append((placement, document, ttl ?? config.environment.defaultTTL))
+            }
         }
-        media.startFonts(of: document)
-        return result
+        var stored = await store.storeFlows(
+            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared
+        ).makeIterator()
+        return results.map { _, result in
+            guard case .flow(let document, _) = result, let outcome = stored.next() else { return result }
+            switch outcome {
+            case .success(let entry):
+                aliases.stored(entry)
+                media.startFonts(of: document)
+                return result
+            case .failure(let error):
+                return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))
+            }
+        }
     }
 }

@@ -71,12 +71,22 @@ public final class Warmer: Sendable {
                 needLive.append(key)
             }
         }
-        let tasks = live.start(needLive, for: identity)
-        await withTaskGroup(of: Resolution.self) { group in
-            for (key, task) in tasks {
-                group.addTask { await self.finish(key, identity, task, start, cacheStep: nil) }
+        let resolves = live.start(needLive, for: identity)
+        let deadline = ContinuousClock.now + config.resolveTimeout
+        if config.media == .none {
+            // Nothing to download after the resolves: wait for each in turn (a
+            // batch's all come at once), with no task per placement.
+            for key in needLive {
+                guard let resolve = resolves[key] else { continue }
+                outcomes[key] = await finish(key, identity, resolve, start, cacheStep: nil, until: deadline).outcome
             }
-            for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
+        } else {
+            await withTaskGroup(of: Resolution.self) { group in
+                for (key, resolve) in resolves {
+                    group.addTask { await self.finish(key, identity, resolve, start, cacheStep: nil, until: deadline) }
+                }
+                for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
+            }
         }
         return keys.compactMap { outcomes[$0] }
     }
@@ -140,10 +150,10 @@ public final class Warmer: Sendable {
     /// Tiers 1 to 3 for a placement whose live resolve is `task`.
     private func finish(
         _ placement: String, _ identity: Identity, _ task: Pending<LiveResult>, _ start: ContinuousClock.Instant,
-        cacheStep: TierChain.Step?, warmMedia: Bool = true
+        cacheStep: TierChain.Step?, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil
     ) async -> Resolution {
         let (steps, decision) = TierChain.afterLive(
-            await live.wait(task), defaultTTL: config.environment.defaultTTL,
+            await live.wait(task, until: deadline), defaultTTL: config.environment.defaultTTL,
             stale: {
                 store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
             },

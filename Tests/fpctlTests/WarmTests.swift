@@ -205,6 +205,20 @@ struct WarmTests {
         #expect(order == good.indices.map { "in-\($0)" }, "--concurrency 1 warms in input order")
     }
 
+    @Test("a font shared by every identity's flow is looked for and downloaded once a run, and cached by its end")
+    func fontOnce() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let ids = tmp.file("font-ids.jsonl")
+        try (0..<40).map { #"{"user_id":"font-\#($0)"}"# }.joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let r = try warm(server, ["onboarding", "--identities", ids, "--media", "none", "--concurrency", "8"])
+        #expect(r.status == 0)
+        #expect(rows(r).count == 40)
+        #expect(try await stats(server).routes["media"] == 1, "the onboarding flow's one font, once for 40 flows")
+        let fonts = try FileManager.default.contentsOfDirectory(atPath: "\(cache)/fonts")
+        #expect(fonts.count == 1, "\(fonts)")
+    }
+
     @Test("--shard K/N splits identities stably: the shards cover every identity exactly once")
     func shards() async throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])

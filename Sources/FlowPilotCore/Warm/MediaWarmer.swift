@@ -18,6 +18,9 @@ final class MediaWarmer: Sendable {
     private let known = Mutex<Set<String>>([])
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
+    /// The fonts (URL and sha256) this run has looked for: each is looked for in
+    /// the cache, and its download started, once, not once per flow that uses it.
+    private let fontsSeen = Mutex<Set<String>>([])
 
     init(store: CacheStore, transport: HTTPTransport, log: RequestCounts, pacer: RequestPacer, concurrency: Int) {
         self.store = store
@@ -58,7 +61,10 @@ final class MediaWarmer: Sendable {
     /// Starts downloading the fonts of `document` the cache lacks, checked
     /// against their `sha256`, without waiting for them.
     func startFonts(of document: FlowDocument) {
-        for font in document.fonts where !(font.sha256.map(store.hasFont) ?? false) {
+        for font in document.fonts {
+            guard fontsSeen.withLock({ $0.insert("\(font.url)\n\(font.sha256 ?? "")").inserted }),
+                !(font.sha256.map(store.hasFont) ?? false)
+            else { continue }
             let ext = URL(string: font.url)?.pathExtension ?? "ttf"
             let task = once(font.url) { data in
                 (try? self.store.storeFont(data, sha256: font.sha256, ext: ext)) != nil

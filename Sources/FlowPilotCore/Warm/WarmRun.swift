@@ -182,7 +182,8 @@ public struct WarmRun: Sendable {
             reading = true
             Task {
                 do {
-                    for _ in 0..<credit {
+                    // A stop ends the reading at the next line, not `credit` lines later.
+                    for _ in 0..<credit where !stop.isRequested {
                         guard let identity = try await input.next() else {
                             sink.yield(.read(nil))
                             return

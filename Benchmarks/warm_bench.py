@@ -22,17 +22,27 @@ import json
 import os
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import time
 import urllib.request
 import uuid
+import zlib
 from pathlib import Path
 
 from release_fpctl import release_fpctl
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "Benchmarks" / "work-warm"
+
+
+def distinct_png(png: bytes, tag: str) -> bytes:
+    """`png` with a tEXt chunk naming `tag` before its IEND: distinct bytes per image
+    that are still a valid PNG (bytes after IEND are refused by bundle validation)."""
+    body = b"tEXt" + b"Comment\0" + tag.encode()
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
+    return png[:-12] + chunk + png[-12:]
 
 
 def make_source(d: Path, placements: int):
@@ -46,7 +56,7 @@ def make_source(d: Path, placements: int):
         for k in range(3):  # 2 first-screen images + 1 on a later screen, distinct per placement
             url = f"https://cdn.example.com/bench/p{p}-{k}.png"
             path = f"assets/p{p}-{k}.png"
-            data = pngs[(p + k) % len(pngs)].read_bytes() + f"{p}-{k}".encode()  # distinct bytes per image
+            data = distinct_png(pngs[(p + k) % len(pngs)].read_bytes(), f"{p}-{k}")
             (d / path).write_bytes(data)
             assets[url] = path
             imgs.append(url)
@@ -86,8 +96,12 @@ def write_floor(root: Path, placements: int, identities: int, size: int) -> floa
 
 
 def peak(cmd):
+    """Peak RSS (MiB) and wall time of a run that must succeed: a failed run has no figures."""
     out = subprocess.run(["/usr/bin/time", "-f", "%M %e", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    rss, secs = out.stderr.strip().splitlines()[-1].split()
+    lines = out.stderr.strip().splitlines()
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd[:3]))} ... failed ({out.returncode}): {' | '.join(lines[-4:-1])}")
+    rss, secs = lines[-1].split()
     return int(rss) / 1024, float(secs), out.returncode
 
 

@@ -25,6 +25,7 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { state in
             var values: [Key: Pending<Value>] = [:]
             var started: [Key: Running] = [:]
+            var missing: [Key] = []
             for key in keys {
                 if let running = state.running[key] ?? started[key] {
                     values[key] = running.value
@@ -33,30 +34,18 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     let running = Running(generation: state.generation, value: Pending())
                     started[key] = running
                     values[key] = running.value
+                    missing.append(key)
                 }
             }
-            guard !started.isEmpty else { return values }
+            guard !missing.isEmpty else { return values }
             state.running.merge(started) { _, new in new }
-            let missing = keys.filter { started[$0] != nil }.reduce(into: [Key]()) { keys, key in
-                if !keys.contains(key) { keys.append(key) }
-            }
-            let handed = started
-            start(missing) { key, value in
-                guard let running = handed[key] else { return }
+            start(missing) { [started] key, value in
+                guard let running = started[key] else { return }
                 self.forget(key, running.generation)
                 running.value.fulfil(value)
             }
             return values
         }
-    }
-
-    /// The value to come for one key: the running one's, or a new one of `work`.
-    func value(for key: Key, work: @escaping @Sendable () async -> Value) -> Pending<Value> {
-        let values = values(for: [key]) { missing, deliver in
-            for key in missing { Task { deliver(key, await work()) } }
-        }
-        // `values` gives every key asked for a value.
-        return values[key] ?? Pending.run(work)
     }
 
     /// How many keys are running now.

@@ -68,10 +68,10 @@ final class LiveResolver: Sendable {
 
     /// The live resolve of one placement, joined or started.
     func start(_ placement: String, for identity: Identity) -> Pending<LiveResult> {
-        let key = Key(placement: placement, fingerprint: identity.fingerprint)
-        return pool.value(for: key) {
-            await self.landing(placement, identity, await self.resolveOne(placement, identity))
-        }
+        // One placement is never batched: this starts or joins its own request.
+        let started = start([placement], for: identity)
+        // `start` gives every placement a result to come; this is never reached.
+        return started[placement] ?? Pending.run { .failed(.missingResult(placement: placement)) }
     }
 
     /// The resolve's result within the resolveTimeout (or until `deadline`,

@@ -80,7 +80,8 @@ final class MediaWarmer: Sendable {
             return tasks
         }
         for task in tasks where deadline > .now {
-            _ = await Deadline.race(task, deadline - .now)
+            // Awaiting a task cannot time out; its value handed to a `Pending` can.
+            _ = await Pending.run { await task.value }.value(within: deadline - .now)
         }
     }
 

@@ -125,4 +125,38 @@ struct DurabilityTests {
             #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < row, "\(entry.target)")
         }
     }
+
+    @Test(
+        "warm: an identity whose entries wait for a slow group commit gives its place to the next; its row still follows the sync"
+    )
+    func slowCommitFreesPlace() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let ids = tmp.file("slow-ids.jsonl")
+        try (0..<3).map { #"{"user_id":"slow-\#($0)"}"# }.joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let cache = tmp.file("slow-cache")
+        // Every syncfs (each commit of the cache's file system) takes 300 ms,
+        // as on a disk whose flushes are slow; a resolve here takes milliseconds.
+        let trace = try SyscallTrace(
+            [
+                "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
+                "--identities", ids, "--concurrency", "1", "--media", "none", "--format", "json",
+            ], in: tmp, delaying: ["syncfs": .milliseconds(300)])
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(trace.fileSystemSyncs > 0, "the commit here is syncfs: \(trace.traceHead)")
+        #expect(trace.unsyncedPublishes(under: cache) == [])
+        // With --concurrency 1 the second identity starts only once the first's
+        // flows are written, and the third once the first's row is out (at
+        // most twice --concurrency in flight, those committing included).
+        let rows = try (0..<3).map { try #require(trace.firstOutput(containing: "\"user_id\":\"slow-\($0)\"")) }
+        let writes = try (0..<3).map { try #require(trace.firstFileWrite(containing: "~slow-\($0)/")) }
+        #expect(writes[1] < rows[0], "slow-1 resolved and written while slow-0 waited for its commit")
+        #expect(writes[0] < writes[1] && writes[1] < writes[2], "started in input order, one at a time")
+        #expect(rows[0] < writes[2], "never more than 2 in flight")
+        for entry in trace.publishes(under: cache + "/flows/") {
+            let user = try #require(entry.target.split(separator: "/").dropLast().last?.split(separator: "~").last)
+            let row = try #require(trace.firstOutput(containing: "\"user_id\":\"\(user)\""))
+            #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < row, "\(entry.target)")
+        }
+    }
 }

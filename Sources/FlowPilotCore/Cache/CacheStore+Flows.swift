@@ -86,36 +86,64 @@ extension CacheStore {
     /// Several flows of one identity stored as `storeFlow` stores one: all
     /// staged in one trip to the blocking-I/O threads, made durable with
     /// whatever else `commit` has queued, each flow's result in order once
-    /// every one is durable or failed.
+    /// every one is durable or failed. `staged` is called once every flow is
+    /// written (or failed to be), before any is durable: from then on the
+    /// caller only waits for the commit.
     public func storeFlows(
         _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
-        resolvedAt: Date = Date(), commit: GroupCommit
+        resolvedAt: Date = Date(), commit: GroupCommit, staged: (@Sendable () -> Void)? = nil
     ) async -> [Result<CachedFlow, any Error>] {
-        guard !flows.isEmpty else { return [] }
+        guard !flows.isEmpty else {
+            staged?()
+            return []
+        }
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                 tier: tier, resolvedAt: resolvedAt)
         }
         return await withCheckedContinuation { continuation in
-            let results = Mutex<(left: Int, results: [Result<CachedFlow, any Error>])>(
-                (prepared.count, prepared.map { .success($0.0) }))
+            // One shared lock for the batch, from the first write until every
+            // entry is durable (or failed) and its key's older files are gone.
+            let state = Mutex<(left: Int, lock: Lock?, results: [Result<CachedFlow, any Error>])>(
+                (prepared.count, nil, prepared.map { .success($0.0) }))
             @Sendable func done(_ index: Int, _ error: (any Error)?) {
-                let finished = results.withLock { state -> [Result<CachedFlow, any Error>]? in
+                let finished = state.withLock { state -> (Lock?, [Result<CachedFlow, any Error>])? in
                     if let error { state.results[index] = .failure(error) }
                     state.left -= 1
-                    return state.left == 0 ? state.results : nil
+                    return state.left == 0 ? (state.lock, state.results) : nil
                 }
-                if let finished { continuation.resume(returning: finished) }
+                guard let (lock, results) = finished else { return }
+                lock?.release()
+                continuation.resume(returning: results)
             }
             BlockingIO.submit {
+                let lock: Lock
+                do { lock = try Lock(path: self.lockPath, exclusive: false) } catch {
+                    staged?()
+                    for index in prepared.indices { done(index, error) }
+                    return
+                }
+                state.withLock { $0.lock = lock }
+                var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
                 for (index, (entry, data)) in prepared.enumerated() {
+                    let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
                     do {
-                        try self.stage(entry, data, commit: commit) { done(index, $0) }
+                        let file = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt)
+                        files.append(
+                            (
+                                file,
+                                { error in
+                                    if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
+                                    done(index, error)
+                                }
+                            ))
                     } catch {
                         done(index, error)
                     }
                 }
+                staged?()
+                commit.enqueue(files)
             }
         }
     }

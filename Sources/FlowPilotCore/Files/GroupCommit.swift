@@ -120,9 +120,16 @@ public final class GroupCommit: Sendable {
     /// name (nil) or could not be made so (the error; the name is then absent
     /// or, if only its directory's sync failed, not known to be durable).
     public func enqueue(_ staged: Staged, finish: @escaping @Sendable ((any Error)?) -> Void) {
-        staged.finish = finish
+        enqueue([(staged, finish)])
+    }
+
+    /// Queues several staged files at once: one writer's batch, committed
+    /// together unless the group fills.
+    public func enqueue(_ files: [(Staged, @Sendable ((any Error)?) -> Void)]) {
+        guard !files.isEmpty else { return }
+        for (staged, finish) in files { staged.finish = finish }
         let start = state.withLock { state -> Bool in
-            state.queue.append(staged)
+            state.queue.append(contentsOf: files.map(\.0))
             defer { state.committing = true }
             return !state.committing
         }

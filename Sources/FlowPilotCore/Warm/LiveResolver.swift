@@ -37,18 +37,25 @@ final class LiveResolver: Sendable {
     /// running, else started: together, as one task making one batch request
     /// and landing every flow in one commit, when two or more start and the
     /// backend has a batch endpoint; else a task each. Every placement gets a
-    /// result to come.
-    func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveResult>] {
+    /// result to come. `answered` is called once the requests started here
+    /// have their answers and the flows in them are written, before those are
+    /// durable (at once when every placement joined a running resolve): from
+    /// then on the results wait only for the group commit.
+    func start(
+        _ placements: [String], for identity: Identity, answered: (@Sendable () -> Void)? = nil
+    ) -> [String: Pending<LiveResult>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
+        var started = false
         let values = pool.values(for: keys) { missing, deliver in
+            started = true
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
             guard batchable else {
+                let answers = Countdown(missing.count, answered)
                 for key in missing {
                     Task {
-                        deliver(
-                            key,
-                            await self.landing(key.placement, identity, await self.resolveOne(key.placement, identity)))
+                        let result = await self.resolveOne(key.placement, identity)
+                        deliver(key, await self.landing([(key.placement, result)], identity, written: answers.tick)[0])
                     }
                 }
                 return
@@ -59,10 +66,11 @@ final class LiveResolver: Sendable {
                     missing.map {
                         ($0.placement, results[$0.placement] ?? .failed(.missingResult(placement: $0.placement)))
                     },
-                    identity)
+                    identity, written: answered)
                 for (key, result) in zip(missing, landed) { deliver(key, result) }
             }
         }
+        if !started { answered?() }
         return Dictionary(uniqueKeysWithValues: values.map { ($0.key.placement, $0.value) })
     }
 
@@ -133,16 +141,14 @@ final class LiveResolver: Sendable {
         }
     }
 
-    /// A validated flow lands in the cache, its fonts start downloading; then
-    /// the result goes on to whoever waits. A flow that cannot be written is a
-    /// failure (`cache-write`): nothing was warmed.
-    private func landing(_ placement: String, _ identity: Identity, _ result: LiveResult) async -> LiveResult {
-        await landing([(placement, result)], identity)[0]
-    }
-
-    /// The results of one identity's placements landing together: their flows
-    /// written in one trip and made durable in one commit. In order.
-    private func landing(_ results: [(String, LiveResult)], _ identity: Identity) async -> [LiveResult] {
+    /// The results of one identity's placements landing together: each
+    /// validated flow written (all in one trip, then `written` is called) and
+    /// made durable in one commit, its fonts starting to download; then the
+    /// results, in order, go on to whoever waits. A flow that cannot be written
+    /// is a failure (`cache-write`): nothing was warmed.
+    private func landing(
+        _ results: [(String, LiveResult)], _ identity: Identity, written: (@Sendable () -> Void)?
+    ) async -> [LiveResult] {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
             if case .flow(let document, let ttl) = result {
@@ -150,7 +156,8 @@ final class LiveResolver: Sendable {
             }
         }
         var stored = await store.storeFlows(
-            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared
+            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared,
+            staged: written
         ).makeIterator()
         return results.map { _, result in
             guard case .flow(let document, _) = result, let outcome = stored.next() else { return result }

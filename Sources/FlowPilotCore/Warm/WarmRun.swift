@@ -8,7 +8,11 @@ import NIOCore
 public struct WarmRun: Sendable {
     public struct Options: Sendable {
         public var placements: [String]
-        /// Identities prefetched at once (`--concurrency`).
+        /// Identities resolving at once (`--concurrency`): each with its
+        /// request in flight, or its answer being written. An identity whose
+        /// flows are written and wait for their group commit gives its place
+        /// to the next one; at most `concurrency` more wait that way
+        /// (`maxInFlight`).
         public var concurrency = Options.defaultConcurrency
         /// The default of `concurrency`, and of the media downloads at once.
         public static let defaultConcurrency = 8
@@ -28,6 +32,10 @@ public struct WarmRun: Sendable {
             var seen = Set<String>()
             self.placements = placements.filter { seen.insert($0).inserted }
         }
+
+        /// Identities started and not yet handed on, at most: those resolving
+        /// and as many again waiting for their group commit.
+        public var maxInFlight: Int { 2 * concurrency }
 
         /// The HTTP connections a run needs to one backend host so that no
         /// request waits for one: each identity in flight has one batch
@@ -134,9 +142,10 @@ public struct WarmRun: Sendable {
     /// Runs the warm. `onIdentity` gets each identity's outcomes as soon as it
     /// finishes, in the order the identities finish, one call at a time, also
     /// while the input waits for its next line (a slow pipe); identities start
-    /// in input order, at most `concurrency` at once, and at most `concurrency`
-    /// more are read ahead, so a slow consumer slows the run instead of
-    /// growing it. An error from `identities` (an unreadable line) ends the
+    /// in input order, at most `concurrency` resolving at once (and
+    /// `maxInFlight` in all, counting those whose flows wait for their group
+    /// commit), and at most `concurrency` more are read ahead, so a slow
+    /// consumer slows the run instead of growing it. An error from `identities` (an unreadable line) ends the
     /// run: nothing more is read, every identity before that line is warmed
     /// and handed on, then the error is rethrown.
     ///
@@ -163,7 +172,10 @@ public struct WarmRun: Sendable {
         // read blocked on a pipe or an identity past its deadline.
         let (events, sink) = AsyncStream<Event>.makeStream()
         stop.onRequest { sink.yield(.stop) }
+        // Identities started and not yet handed on; of those, the ones still
+        // resolving (not yet `.answered`).
         var running = 0
+        var resolving = 0
         var reading = false
         var ended = false
         var stopped = false
@@ -173,11 +185,12 @@ public struct WarmRun: Sendable {
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
         // The input is read ahead, up to `concurrency` identities beyond those
-        // running, by one task that hands each on as soon as it is read (a slow
+        // that can start now, by one task that hands each on as soon as it is read (a slow
         // pipe delays nothing already read): when many identities finish at
         // once, the next ones start from the queue, not one read at a time.
         func readNext() {
-            let credit = 2 * options.concurrency - running - queued.count
+            let room = min(options.concurrency - resolving, options.maxInFlight - running)
+            let credit = options.concurrency + max(0, room) - queued.count
             guard !reading, !ended, credit > 0 else { return }
             reading = true
             Task {
@@ -197,14 +210,22 @@ public struct WarmRun: Sendable {
             }
         }
         func startQueued() {
-            while running < options.concurrency, !stopped, let (identity, keys) = queued.popFirst() {
+            while resolving < options.concurrency, running < options.maxInFlight, !stopped,
+                let (identity, keys) = queued.popFirst()
+            {
                 running += 1
-                Task { sink.yield(.finished(await warmer.prefetch(keys, for: identity))) }
+                resolving += 1
+                Task {
+                    let outcomes = await warmer.prefetch(keys, for: identity) { sink.yield(.answered) }
+                    sink.yield(.finished(outcomes))
+                }
             }
         }
         readNext()
         loop: for await event in events {
             switch event {
+            case .answered:
+                resolving -= 1
             case .finished(let outcomes):
                 running -= 1
                 counts.add(outcomes)
@@ -286,6 +307,10 @@ extension WarmRun {
         /// The reading task read its share and ended; the next one starts when there is room.
         case paused
         case readFailed(any Error)
+        /// An identity's requests were answered and its flows written: its
+        /// place among those resolving is free (it is still running until
+        /// `finished`). Always before that identity's `finished`.
+        case answered
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.
         case stop, deadline

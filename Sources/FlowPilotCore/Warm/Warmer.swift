@@ -55,7 +55,15 @@ public final class Warmer: Sendable {
 
     /// Prefetches placements for one identity: input de-duplicated, every key
     /// concurrently, one batch request for two or more live resolves.
-    public func prefetch(_ placements: [String], for identity: Identity) async -> [PrefetchOutcome] {
+    /// `answered` is called once, before this returns: as soon as the
+    /// identity's live requests are answered and their flows written, not yet
+    /// durable (a warm then starts its next request while this one waits for
+    /// the group commit), or at once when it needs no request.
+    public func prefetch(
+        _ placements: [String], for identity: Identity, answered: (@Sendable () -> Void)? = nil
+    ) async -> [PrefetchOutcome] {
+        let answers = Countdown(1, answered)
+        defer { answers.fire() }
         var seen = Set<String>()
         let keys = placements.filter { seen.insert($0).inserted }
         let start = ContinuousClock.now
@@ -71,7 +79,7 @@ public final class Warmer: Sendable {
                 needLive.append(key)
             }
         }
-        let resolves = live.start(needLive, for: identity)
+        let resolves = live.start(needLive, for: identity, answered: answers.tick)
         let deadline = ContinuousClock.now + config.resolveTimeout
         if config.media == .none {
             // Nothing to download after the resolves: wait for each in turn (a

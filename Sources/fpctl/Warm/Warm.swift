@@ -55,8 +55,9 @@ struct Warm: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: """
-            Identities warmed at once, each with its one batch request in flight (HTTP/1.1: as many \
-            connections per host; HTTP/2: streams, within the server's limit).
+            Identities resolving at once, each with its one batch request in flight (HTTP/1.1: as many \
+            connections per host; HTTP/2: streams, within the server's limit). One whose flows are written \
+            and wait for their group commit gives its place to the next: at most twice this many in flight.
             """)
     var concurrency = WarmRun.Options.defaultConcurrency
     @Option(

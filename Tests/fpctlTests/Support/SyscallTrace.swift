@@ -18,23 +18,32 @@ struct SyscallTrace {
         case output(fd: Int, text: String)
         /// A completed `syncfs`: everything written before it is durable.
         case syncFileSystem
-        /// Bytes written to descriptor `fd` (not standard output or error).
-        case fileWrite(fd: Int)
+        /// Bytes written to descriptor `fd`, which names `path` (not standard
+        /// output or error; an unnamed file is `<directory>/#<inode>`).
+        case fileWrite(fd: Int, path: String)
     }
 
     let events: [Event]
     let result: ProcessResult
 
-    /// Runs fpctl under strace; standard output is the run's own.
-    init(_ arguments: [String], in tmp: TemporaryDirectory, environment: [String: String] = [:]) throws {
+    /// Runs fpctl under strace; standard output is the run's own. Each call
+    /// named in `delaying` is held that long before it runs (strace's fault
+    /// injection: a slow disk's `syncfs`, say).
+    init(
+        _ arguments: [String], in tmp: TemporaryDirectory, environment: [String: String] = [:],
+        delaying: [String: Duration] = [:]
+    ) throws {
+        let delays = delaying.sorted { $0.key < $1.key }.flatMap { call, delay in
+            let microseconds = delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000
+            return ["-e", "inject=\(call):delay_enter=\(microseconds)"]
+        }
         let log = tmp.file("strace-\(UUID().uuidString).txt")
         result = try run(
             try tool("strace"),
             [
                 "-f", "-qq", "-y", "-s", "65536", "-o", log, "-e",
                 "trace=fsync,fdatasync,syncfs,link,linkat,rename,renameat2,write",
-                Paths.fpctl,
-            ] + arguments, environment: environment)
+            ] + delays + [Paths.fpctl] + arguments, environment: environment)
         let text = try String(contentsOfFile: log, encoding: .utf8)
         events = Self.parse(text)
         traceHead = String(text.prefix(2000))
@@ -54,6 +63,8 @@ struct SyscallTrace {
             let pid = raw[..<space]
             // strace pads the pid column ("%-5d "): one space or more.
             var line = String(raw[raw.index(after: space)...].drop { $0 == " " })
+            // A call held back by `delaying` ends "= 0 (DELAYED)".
+            if line.hasSuffix(" (DELAYED)") { line.removeLast(" (DELAYED)".count) }
             if line.hasSuffix("<unfinished ...>") {
                 line.removeLast("<unfinished ...>".count)
                 if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") || line.hasPrefix("syncfs(") {
@@ -90,7 +101,8 @@ struct SyscallTrace {
             return strings.first.map { .output(fd: fd, text: $0) }
         }
         if line.hasPrefix("write("), let fd = Int(line.dropFirst("write(".count).prefix { $0 != "<" && $0 != "," }) {
-            return .fileWrite(fd: fd)
+            let path = line.drop { $0 != "<" }.dropFirst().prefix { $0 != ">" }
+            return .fileWrite(fd: fd, path: String(path))
         }
         return nil
     }
@@ -130,7 +142,12 @@ struct SyscallTrace {
             guard case .publish(let fd, let source, let target) = event, target.hasPrefix(root) else { continue }
             // Since the last write to the descriptor (or from the start, for a named file).
             let lastWrite =
-                fd.flatMap { fd in events[..<index].lastIndex { $0 == .fileWrite(fd: fd) } } ?? -1
+                fd.flatMap { fd in
+                    events[..<index].lastIndex {
+                        if case .fileWrite(fd, _) = $0 { return true }
+                        return false
+                    }
+                } ?? -1
             let bytesSynced = events[(lastWrite + 1)..<index].contains { earlier in
                 if earlier == .syncFileSystem { return true }
                 guard case .sync(let syncedFD, let path) = earlier else { return false }
@@ -164,6 +181,14 @@ struct SyscallTrace {
         events.enumerated().compactMap { index, event in
             if case .publish(_, _, let target) = event, target.hasPrefix(root) { return (index, target) }
             return nil
+        }
+    }
+
+    /// The position of the first write to a file whose path contains `text`.
+    func firstFileWrite(containing text: String) -> Int? {
+        events.firstIndex { event in
+            if case .fileWrite(_, let path) = event { return path.contains(text) }
+            return false
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import FlowPilotCore
@@ -76,6 +77,28 @@ struct UnitsAndPathsTests {
         #expect(TTL.seconds(2_147_483_647) == 2_147_483_647)
         for value in [-1, -0.5, 2_147_483_648, 9.223372036854775807e18, 1e300, .infinity, -.infinity, .nan] {
             #expect(TTL.seconds(value) == nil, "\(value)")
+        }
+    }
+
+    @Test(
+        "cache names: free text percent-encoded as documented and decoded back",
+        arguments: [
+            ("paywall", "paywall"), ("on boarding", "on%20boarding"), (".hidden", "%2Ehidden"), ("a.b", "a.b"),
+            ("u~1", "u%7E1"), ("", "%"), ("caf\u{E9}", "caf%C3%A9"), ("a/b%", "a%2Fb%25"),
+        ])
+    func cacheNames(text: String, encoded: String) throws {
+        #expect(CacheNames.encode(text) == encoded)
+        #expect(CacheNames.decode(Substring(encoded)) == text)
+    }
+
+    @Test("entry stamps sort by time: printf's %014lld of the milliseconds, then a unique part")
+    func cacheStamps() throws {
+        for seconds in [0, 0.001, 1_795_661_692.628, 99_999_999_999.999, -0.001, -1.234] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            let parts = CacheNames.stamp(date).split(separator: "~")
+            #expect(parts.count == 2 && parts[0] == String(format: "%014lld", ms), "\(seconds)")
+            #expect(CacheNames.parseStamp(parts[0]).map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } == ms)
         }
     }
 }

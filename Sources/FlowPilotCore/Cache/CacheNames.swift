@@ -9,15 +9,20 @@ import Foundation
 public enum CacheNames {
 
     public static func encode(_ text: String) -> String {
-        var out = ""
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
         for (i, byte) in text.utf8.enumerated() {
-            let c = Character(Unicode.Scalar(byte))
             let plain =
                 (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && i > 0)
-            out += plain ? String(c) : String(format: "%%%02X", byte)
+            if plain {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
         }
-        return out.isEmpty ? "%" : out
+        return out.isEmpty ? "%" : String(decoding: out, as: UTF8.self)
     }
 
     public static func decode(_ name: Substring) -> String? {
@@ -50,7 +55,10 @@ public enum CacheNames {
     /// `<unix ms>~<unique>` — sorts by time; unique per writer so two writers never collide.
     static func stamp(_ date: Date) -> String {
         let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        return String(format: "%014lld", ms) + "~" + String(UInt64.random(in: 0 ... .max), radix: 36)
+        // printf's %014lld: zero-padded to 14 characters, a sign counting as one.
+        let digits = String(ms.magnitude)
+        let padding = String(repeating: "0", count: max(0, (ms < 0 ? 13 : 14) - digits.count))
+        return (ms < 0 ? "-" : "") + padding + digits + "~" + String(UInt64.random(in: 0 ... .max), radix: 36)
     }
 
     static func parseStamp(_ s: Substring) -> Date? {

@@ -24,7 +24,7 @@ placements, --media none, `fpctl serve` on loopback):
            goal: >= 0.9 of the bound; 1,024 never slower than 256 (both rounds)
 
 Usage: Benchmarks/warm_durable_bench.py [--fpctl PATH] [--identities 16000] [--rounds 3]
-                                        [--latency-identities 16000] [--skip-latency]
+                                        [--latency-identities 16000] [--skip-latency] [--skip-floor]
 Needs: nginx (with http_v2), openssl (Scripts/install-deps.sh); as warm_latency_bench.py.
 """
 import argparse
@@ -63,6 +63,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency-identities", type=int, default=16000)
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--skip-floor", action="store_true", help="measure only the 100 ms figures")
     ap.add_argument("--settle", type=float, default=SETTLE_SECONDS,
                     help="seconds to wait before measuring (after earlier deletions on this disk)")
     ap.add_argument("--compare", help="another fpctl to measure beside it at C=64 (e.g. an older commit's)")
@@ -75,62 +76,71 @@ def main():
         plain0 = backends.serve()
         time.sleep(args.settle)
         print(f"fpctl: {fpctl}; 2 placements, --media none")
-        print(f"durable entries/s, no latency, C=64, {args.identities} identities; floors of "
-              f"{2 * args.identities} entries beside each run")
-        measured = {name: [] for name in FLOORS + ["warm", "warm unsynced", "compare"]}
-        nosync = {"LD_PRELOAD": nosync_library(work)}
-        for round_ in range(args.rounds):
-            figures = floors(work, 2 * args.identities)
-            rate, _ = warm(fpctl, work, plain0, 64, args.identities)
-            unsynced, _ = warm(fpctl, work, plain0, 64, args.identities, env=nosync)
-            for name in FLOORS:
-                measured[name].append(figures[name])
-            measured["warm"].append(2 * rate)
-            measured["warm unsynced"].append(2 * unsynced)
-            line = f"  round {round_ + 1}: warm {2 * rate:7.0f}   warm unsynced {2 * unsynced:7.0f}"
-            if args.compare:
-                other, _ = warm(args.compare, work, plain0, 64, args.identities)
-                measured["compare"].append(2 * other)
-                line += f"   compared {2 * other:7.0f}"
-            print(line + "   " + "   ".join(f"{name} {figures[name]:7.0f}" for name in FLOORS), flush=True)
-        median = {name: statistics.median(values) for name, values in measured.items() if values}
-        print(f"  median: warm {median['warm']:.0f} entries/s ({median['warm'] / 2:.0f} identities/s)")
-        print(f"    / warm unsynced  {median['warm unsynced']:7.0f}: {median['warm'] / median['warm unsynced']:.2f}"
-              "   (what durability costs warm)")
-        if args.compare:
-            print(f"    compared ({args.compare}): {median['compare']:.0f} entries/s; "
-                  f"warm / compared {median['warm'] / median['compare']:.2f}")
-        for name in FLOORS:
-            goal = "   (goal >= 0.80)" if name == "group-syncfs" else ""
-            print(f"    / {name:12} floor {median[name]:7.0f}: {median['warm'] / median[name]:.2f}{goal}")
+        if not args.skip_floor:
+            floor_section(args, fpctl, work, plain0)
         if args.skip_latency:
             return
-        plain100 = backends.serve("--latency", "100")
-        tls0, tls100 = backends.nginx_h2(plain0), backends.nginx_h2(plain100)
-        ca = ("--cacert", str(work / "ca.pem"))
-        count = args.latency_identities
-        print(f"\nat 100 ms, {count} identities: identities/s vs min(C / 0.1 s, zero-latency rate at that C)")
-        print(f"{'transport':24} {'round':>5} {'C':>5} {'ids/s':>8} {'zero-lat':>9} {'C/lat':>7} {'bound':>7} "
-              f"{'ratio':>6}")
-        worst, never_slower = 1e9, True
-        for name, url, zero_url, extra in (("HTTP/1.1", plain100, plain0, ()),
-                                           ("HTTPS + HTTP/2 (nginx)", tls100, tls0, ca)):
-            for round_ in (1, 2):
-                rates = {}
-                for c in (256, 1024):
-                    zero, _ = warm(fpctl, work, zero_url, c, count, extra)
-                    rate, _ = warm(fpctl, work, url, c, count, extra)
-                    bound = min(c / 0.1, zero)
-                    rates[c] = rate
-                    worst = min(worst, rate / bound)
-                    print(f"{name:24} {round_:>5} {c:>5} {rate:>8.0f} {zero:>9.0f} {c / 0.1:>7.0f} {bound:>7.0f} "
-                          f"{rate / bound:>6.2f}", flush=True)
-                never_slower &= rates[1024] >= 0.97 * rates[256]
-        print(f"goal: worst ratio {worst:.2f} (>= 0.9); C=1,024 never slower than 256 (within 3%): "
-              f"{'yes' if never_slower else 'NO'}")
+        latency_section(args, fpctl, work, backends, plain0)
     finally:
         backends.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def floor_section(args, fpctl, work: Path, plain0: str):
+    print(f"durable entries/s, no latency, C=64, {args.identities} identities; floors of "
+          f"{2 * args.identities} entries beside each run")
+    measured = {name: [] for name in FLOORS + ["warm", "warm unsynced", "compare"]}
+    nosync = {"LD_PRELOAD": nosync_library(work)}
+    for round_ in range(args.rounds):
+        figures = floors(work, 2 * args.identities)
+        rate, _ = warm(fpctl, work, plain0, 64, args.identities)
+        unsynced, _ = warm(fpctl, work, plain0, 64, args.identities, env=nosync)
+        for name in FLOORS:
+            measured[name].append(figures[name])
+        measured["warm"].append(2 * rate)
+        measured["warm unsynced"].append(2 * unsynced)
+        line = f"  round {round_ + 1}: warm {2 * rate:7.0f}   warm unsynced {2 * unsynced:7.0f}"
+        if args.compare:
+            other, _ = warm(args.compare, work, plain0, 64, args.identities)
+            measured["compare"].append(2 * other)
+            line += f"   compared {2 * other:7.0f}"
+        print(line + "   " + "   ".join(f"{name} {figures[name]:7.0f}" for name in FLOORS), flush=True)
+    median = {name: statistics.median(values) for name, values in measured.items() if values}
+    print(f"  median: warm {median['warm']:.0f} entries/s ({median['warm'] / 2:.0f} identities/s)")
+    print(f"    / warm unsynced  {median['warm unsynced']:7.0f}: {median['warm'] / median['warm unsynced']:.2f}"
+          "   (what durability costs warm)")
+    if args.compare:
+        print(f"    compared ({args.compare}): {median['compare']:.0f} entries/s; "
+              f"warm / compared {median['warm'] / median['compare']:.2f}")
+    for name in FLOORS:
+        goal = "   (goal >= 0.80)" if name == "group-syncfs" else ""
+        print(f"    / {name:12} floor {median[name]:7.0f}: {median['warm'] / median[name]:.2f}{goal}")
+
+
+def latency_section(args, fpctl, work: Path, backends: Backends, plain0: str):
+    plain100 = backends.serve("--latency", "100")
+    tls0, tls100 = backends.nginx_h2(plain0), backends.nginx_h2(plain100)
+    ca = ("--cacert", str(work / "ca.pem"))
+    count = args.latency_identities
+    print(f"\nat 100 ms, {count} identities: identities/s vs min(C / 0.1 s, zero-latency rate at that C)")
+    print(f"{'transport':24} {'round':>5} {'C':>5} {'ids/s':>8} {'zero-lat':>9} {'C/lat':>7} {'bound':>7} "
+          f"{'ratio':>6}")
+    worst, never_slower = 1e9, True
+    for name, url, zero_url, extra in (("HTTP/1.1", plain100, plain0, ()),
+                                       ("HTTPS + HTTP/2 (nginx)", tls100, tls0, ca)):
+        for round_ in (1, 2):
+            rates = {}
+            for c in (256, 1024):
+                zero, _ = warm(fpctl, work, zero_url, c, count, extra)
+                rate, _ = warm(fpctl, work, url, c, count, extra)
+                bound = min(c / 0.1, zero)
+                rates[c] = rate
+                worst = min(worst, rate / bound)
+                print(f"{name:24} {round_:>5} {c:>5} {rate:>8.0f} {zero:>9.0f} {c / 0.1:>7.0f} {bound:>7.0f} "
+                      f"{rate / bound:>6.2f}", flush=True)
+            never_slower &= rates[1024] >= 0.97 * rates[256]
+    print(f"goal: worst ratio {worst:.2f} (>= 0.9); C=1,024 never slower than 256 (within 3%): "
+          f"{'yes' if never_slower else 'NO'}")
 
 
 if __name__ == "__main__":

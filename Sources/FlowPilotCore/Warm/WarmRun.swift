@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Synchronization
 
 /// A warm over a stream of identities, as `fpctl warm` runs it: identities
 /// de-duplicated and filtered to one shard, `concurrency` of them prefetched at
@@ -172,16 +173,14 @@ public struct WarmRun: Sendable {
         // read blocked on a pipe or an identity past its deadline.
         let (events, sink) = AsyncStream<Event>.makeStream()
         stop.onRequest { sink.yield(.stop) }
-        // Identities started and not yet handed on; of those, the ones still
-        // resolving (not yet `.answered`).
-        var running = 0
-        var resolving = 0
+        // Starts identities from the queue whenever there is room: here, and
+        // from an identity's own `answered` (so the next request goes out
+        // without waiting for this loop).
+        let launcher = Launcher(warmer: warmer, options: options, sink: sink)
         var reading = false
         var ended = false
         var stopped = false
         var readError: (any Error)?
-        // Identities read and not yet started, in input order.
-        var queued = CircularBuffer<(Identity, [String])>()
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
         // The input is read ahead, up to `concurrency` identities beyond those
@@ -189,8 +188,7 @@ public struct WarmRun: Sendable {
         // pipe delays nothing already read): when many identities finish at
         // once, the next ones start from the queue, not one read at a time.
         func readNext() {
-            let room = min(options.concurrency - resolving, options.maxInFlight - running)
-            let credit = options.concurrency + max(0, room) - queued.count
+            let credit = launcher.readCredit
             guard !reading, !ended, credit > 0 else { return }
             reading = true
             Task {
@@ -209,25 +207,13 @@ public struct WarmRun: Sendable {
                 }
             }
         }
-        func startQueued() {
-            while resolving < options.concurrency, running < options.maxInFlight, !stopped,
-                let (identity, keys) = queued.popFirst()
-            {
-                running += 1
-                resolving += 1
-                Task {
-                    let outcomes = await warmer.prefetch(keys, for: identity) { sink.yield(.answered) }
-                    sink.yield(.finished(outcomes))
-                }
-            }
-        }
         readNext()
         loop: for await event in events {
             switch event {
             case .answered:
-                resolving -= 1
+                break
             case .finished(let outcomes):
-                running -= 1
+                launcher.finished()
                 counts.add(outcomes)
                 onIdentity(outcomes, counts)
             case .read(nil):
@@ -241,7 +227,7 @@ public struct WarmRun: Sendable {
                 if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
                 let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
                 if keys.isEmpty { break }
-                queued.append((identity, keys))
+                launcher.enqueue(identity, keys)
             case .readFailed(let error):
                 (reading, ended) = (false, true)
                 // Raised once every identity read before the bad line has its row.
@@ -249,6 +235,7 @@ public struct WarmRun: Sendable {
             case .stop:
                 guard !stopped else { break }
                 (stopped, ended) = (true, true)
+                launcher.stop()
                 let timeout = options.stopTimeout
                 tasks.append(
                     Task {
@@ -258,12 +245,13 @@ public struct WarmRun: Sendable {
             case .deadline:
                 break loop
             }
-            startQueued()
-            if ended && running == 0 && (stopped || (!reading && queued.isEmpty)) { break }
+            launcher.launch()
+            let (running, queued) = launcher.counts
+            if ended && running == 0 && (stopped || (!reading && queued == 0)) { break }
             readNext()
         }
         if let readError { throw readError }
-        let abandoned = running
+        let abandoned = launcher.counts.running
         let late = stopped ? (landed: 0, pending: 0) : await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
             counts: counts, reach: warmer.reach,
@@ -309,11 +297,82 @@ extension WarmRun {
         case readFailed(any Error)
         /// An identity's requests were answered and its flows written: its
         /// place among those resolving is free (it is still running until
-        /// `finished`). Always before that identity's `finished`.
+        /// `finished`; the launcher has started the next one). Always before
+        /// that identity's `finished`.
         case answered
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.
         case stop, deadline
+    }
+
+    /// The identities read and not yet started, in input order, and those
+    /// started: at most `concurrency` resolving, `maxInFlight` in all. An
+    /// identity starts when there is room: from the run's loop (an identity
+    /// read, one finished) or straight from the identity that gave up its
+    /// place on being answered.
+    final class Launcher: Sendable {
+        private struct State {
+            var queued = CircularBuffer<(Identity, [String])>()
+            var running = 0
+            var resolving = 0
+            var stopped = false
+        }
+
+        private let state = Mutex(State())
+        private let warmer: Warmer
+        private let options: Options
+        private let sink: AsyncStream<Event>.Continuation
+
+        init(warmer: Warmer, options: Options, sink: AsyncStream<Event>.Continuation) {
+            (self.warmer, self.options, self.sink) = (warmer, options, sink)
+        }
+
+        /// Identities started and not handed on, and identities waiting to start.
+        var counts: (running: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
+
+        /// How many more identities to read ahead: enough for the room there
+        /// is now, plus `concurrency` queued.
+        var readCredit: Int {
+            state.withLock { state in
+                let room = min(options.concurrency - state.resolving, options.maxInFlight - state.running)
+                return options.concurrency + max(0, room) - state.queued.count
+            }
+        }
+
+        func enqueue(_ identity: Identity, _ keys: [String]) {
+            state.withLock { $0.queued.append((identity, keys)) }
+        }
+
+        /// No identity starts from now on.
+        func stop() { state.withLock { $0.stopped = true } }
+
+        /// An identity was handed on.
+        func finished() { state.withLock { $0.running -= 1 } }
+
+        /// Starts queued identities while there is room.
+        func launch() {
+            let starting = state.withLock { state -> [(Identity, [String])] in
+                var starting: [(Identity, [String])] = []
+                while state.resolving < options.concurrency, state.running < options.maxInFlight, !state.stopped,
+                    let next = state.queued.popFirst()
+                {
+                    state.running += 1
+                    state.resolving += 1
+                    starting.append(next)
+                }
+                return starting
+            }
+            for (identity, keys) in starting {
+                Task {
+                    let outcomes = await warmer.prefetch(keys, for: identity) {
+                        self.state.withLock { $0.resolving -= 1 }
+                        self.launch()
+                        self.sink.yield(.answered)
+                    }
+                    sink.yield(.finished(outcomes))
+                }
+            }
+        }
     }
 
     /// The input's iterator, moved into the one reading task at a time

@@ -18,8 +18,8 @@ import Synchronization
 ///   names (and any new directory) durable. Under load the second is the next
 ///   group's first: one `syncfs` makes the new group's bytes and the previous
 ///   group's names durable, so a stream of groups costs one `syncfs` each.
-///   On a disk whose flush takes 5 ms that is 15.5x (64 writers) to 35x
-///   (1,024) the rate of one sync per entry (docs/performance.md);
+///   On a disk whose flush takes 5 ms that is 19x (`warm --concurrency 64`)
+///   to 29x (1,024) the rate of one sync per entry (docs/performance.md);
 /// - elsewhere (FUSE, NFS, macOS, or `FPCTL_COMMIT=fsync`): each file's bytes
 ///   synced and then its name given, all files at once across `syncThreads`
 ///   threads so a journal can take them together; then each distinct

@@ -3,7 +3,7 @@ import NIOCore
 import Synchronization
 
 /// A warm over a stream of identities, as `fpctl warm` runs it: identities
-/// de-duplicated and filtered to one shard, `concurrency` of them prefetched at
+/// de-duplicated and filtered to one shard, `concurrency` of them resolving at
 /// once, each identity's outcomes handed on as it finishes, then a wait of up to
 /// `grace` for resolves that outlived their callers' timeout.
 public struct WarmRun: Sendable {
@@ -146,9 +146,10 @@ public struct WarmRun: Sendable {
     /// in input order, at most `concurrency` resolving at once (and
     /// `maxInFlight` in all, counting those whose flows wait for their group
     /// commit), and at most `concurrency` more are read ahead, so a slow
-    /// consumer slows the run instead of growing it. An error from `identities` (an unreadable line) ends the
-    /// run: nothing more is read, every identity before that line is warmed
-    /// and handed on, then the error is rethrown.
+    /// consumer slows the run instead of growing it. An error from
+    /// `identities` (an unreadable line) ends the run: nothing more is read,
+    /// every identity before that line is warmed and handed on, then the
+    /// error is rethrown.
     ///
     /// `stop` (SIGTERM, SIGINT) ends the run early and cleanly: no identity is
     /// read or started after it, the identities in flight get up to
@@ -184,9 +185,10 @@ public struct WarmRun: Sendable {
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
         // The input is read ahead, up to `concurrency` identities beyond those
-        // that can start now, by one task that hands each on as soon as it is read (a slow
-        // pipe delays nothing already read): when many identities finish at
-        // once, the next ones start from the queue, not one read at a time.
+        // that can start now, by one task that hands each on as soon as it is
+        // read (a slow pipe delays nothing already read): when many identities
+        // finish at once, the next ones start from the queue, not one read at
+        // a time.
         func readNext() {
             let credit = launcher.readCredit
             guard !reading, !ended, credit > 0 else { return }

@@ -127,36 +127,49 @@ struct DurabilityTests {
     }
 
     @Test(
-        "warm: an identity whose entries wait for a slow group commit gives its place to the next; its row still follows the sync"
+        "warm: identities whose entries wait for a slow group commit give their places to the next; rows still follow the sync; --concurrency 1 stays one at a time"
     )
     func slowCommitFreesPlace() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let ids = tmp.file("slow-ids.jsonl")
-        try (0..<3).map { #"{"user_id":"slow-\#($0)"}"# }.joined(separator: "\n").write(
+        try (0..<5).map { #"{"user_id":"slow-\#($0)"}"# }.joined(separator: "\n").write(
             toFile: ids, atomically: true, encoding: .utf8)
-        let cache = tmp.file("slow-cache")
         // Every syncfs (each commit of the cache's file system) takes 300 ms,
         // as on a disk whose flushes are slow; a resolve here takes milliseconds.
-        let trace = try SyscallTrace(
-            [
-                "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
-                "--identities", ids, "--concurrency", "1", "--media", "none", "--format", "json",
-            ], in: tmp, delaying: ["syncfs": .milliseconds(300)])
+        func traced(concurrency: Int, cache: String) throws -> SyscallTrace {
+            try SyscallTrace(
+                [
+                    "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id",
+                    "demo", "--identities", ids, "--concurrency", "\(concurrency)", "--media", "none", "--format",
+                    "json",
+                ], in: tmp, delaying: ["syncfs": .milliseconds(300)])
+        }
+        let cache = tmp.file("slow-cache")
+        let trace = try traced(concurrency: 2, cache: cache)
         #expect(trace.result.status == 0, "\(trace.result.stderr)")
         #expect(trace.fileSystemSyncs > 0, "the commit here is syncfs: \(trace.traceHead)")
         #expect(trace.unsyncedPublishes(under: cache) == [])
-        // With --concurrency 1 the second identity starts only once the first's
-        // flows are written, and the third once the first's row is out (at
-        // most twice --concurrency in flight, those committing included).
-        let rows = try (0..<3).map { try #require(trace.firstOutput(containing: "\"user_id\":\"slow-\($0)\"")) }
-        let writes = try (0..<3).map { try #require(trace.firstFileWrite(containing: "~slow-\($0)/")) }
-        #expect(writes[1] < rows[0], "slow-1 resolved and written while slow-0 waited for its commit")
-        #expect(writes[0] < writes[1] && writes[1] < writes[2], "started in input order, one at a time")
-        #expect(rows[0] < writes[2], "never more than 2 in flight")
         for entry in trace.publishes(under: cache + "/flows/") {
             let user = try #require(entry.target.split(separator: "/").dropLast().last?.split(separator: "~").last)
             let row = try #require(trace.firstOutput(containing: "\"user_id\":\"\(user)\""))
             #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < row, "\(entry.target)")
         }
+        // slow-0 and slow-1 start; once their flows are written, slow-2 and
+        // slow-3 take their places while they wait for the commit; slow-4
+        // only once a row is out (at most twice --concurrency in flight).
+        let rows = try (0..<5).map { try #require(trace.firstOutput(containing: "\"user_id\":\"slow-\($0)\"")) }
+        let writes = try (0..<5).map { try #require(trace.firstFileWrite(containing: "~slow-\($0)/")) }
+        #expect(writes[2] < min(rows[0], rows[1]) && writes[3] < min(rows[0], rows[1]), "\(writes) \(rows)")
+        #expect(min(rows[0], rows[1], rows[2], rows[3]) < writes[4], "never more than 4 in flight")
+
+        // --concurrency 1: the next identity starts only once a row is out.
+        let one = try traced(concurrency: 1, cache: tmp.file("slow-cache-1"))
+        #expect(one.result.status == 0, "\(one.result.stderr)")
+        let oneRows = try (0..<5).map { try #require(one.firstOutput(containing: "\"user_id\":\"slow-\($0)\"")) }
+        let oneWrites = try (0..<5).map { try #require(one.firstFileWrite(containing: "~slow-\($0)/")) }
+        for user in 0..<4 {
+            #expect(oneRows[user] < oneWrites[user + 1], "slow-\(user + 1) before slow-\(user)'s row")
+        }
+        #expect(oneRows == oneRows.sorted(), "rows in input order")
     }
 }

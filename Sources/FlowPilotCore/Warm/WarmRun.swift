@@ -35,8 +35,11 @@ public struct WarmRun: Sendable {
         }
 
         /// Identities started and not yet handed on, at most: those resolving
-        /// and as many again waiting for their group commit.
-        public var maxInFlight: Int { 2 * concurrency }
+        /// and as many again waiting for their group commit. Except at
+        /// `concurrency` 1, which keeps one identity at a time, commit
+        /// included, so that its rows come in input order (two identities
+        /// told by one commit could otherwise be handed on either way round).
+        public var maxInFlight: Int { concurrency == 1 ? 1 : 2 * concurrency }
 
         /// The HTTP connections a run needs to one backend host so that no
         /// request waits for one: each identity in flight has one batch

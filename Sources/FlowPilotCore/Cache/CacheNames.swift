@@ -8,8 +8,9 @@ import Foundation
 /// outside `[A-Za-z0-9_.-]`, a leading `.`, and `~` (the field separator) become `%XX`.
 public enum CacheNames {
 
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
     public static func encode(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
         for (i, byte) in text.utf8.enumerated() {
@@ -19,7 +20,9 @@ public enum CacheNames {
             if plain {
                 out.append(byte)
             } else {
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                out.append(UInt8(ascii: "%"))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0F)])
             }
         }
         return out.isEmpty ? "%" : String(decoding: out, as: UTF8.self)

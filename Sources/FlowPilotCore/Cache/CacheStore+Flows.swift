@@ -127,18 +127,7 @@ extension CacheStore {
                 state.withLock { $0.lock = lock }
                 var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
                 for (index, (entry, data)) in prepared.enumerated() {
-                    let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
-                    do {
-                        let file = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt)
-                        files.append(
-                            (
-                                file,
-                                { error in
-                                    if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
-                                    done(index, error)
-                                }
-                            ))
-                    } catch {
+                    do { files.append(try self.stageEntry(entry, data, commit: commit) { done(index, $0) }) } catch {
                         done(index, error)
                     }
                 }
@@ -151,19 +140,36 @@ extension CacheStore {
     private func stage(
         _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws {
-        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
         // The shared lock is held from the write until the entry is durable and its older files are gone.
         let lock = try Lock(path: lockPath, exclusive: false)
-        let staged: GroupCommit.Staged
-        do { staged = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt) } catch {
+        do {
+            commit.enqueue([
+                try stageEntry(entry, data, commit: commit) { error in
+                    lock.release()
+                    finish(error)
+                }
+            ])
+        } catch {
             lock.release()
             throw error
         }
-        commit.enqueue(staged) { error in
-            if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
-            lock.release()
-            finish(error)
-        }
+    }
+
+    /// An entry's file written for `commit` (not yet durable, the caller
+    /// holding the shared lock), with what the commit calls once it is done:
+    /// the key's older files removed if the entry is durable, then `finish`.
+    private func stageEntry(
+        _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+    ) throws -> (GroupCommit.Staged, @Sendable ((any Error)?) -> Void) {
+        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
+        let file = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt)
+        return (
+            file,
+            { error in
+                if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
+                finish(error)
+            }
+        )
     }
 
     /// An entry's name, metadata and bytes.

@@ -95,6 +95,32 @@ final class CacheStoreTests {
         #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "for_alice")
     }
 
+    @Test("a grouped write leaves its key one file: a new key's, a rewritten key's, one left by a killed writer's")
+    func groupedWriteLeavesOneFile() async throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        let commit = GroupCommit(maxBatch: 64, syncThreads: 2)
+        func files(_ entry: CachedFlow) throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: PathName.parent(of: entry.path)).sorted()
+        }
+        let first = try await store.storeFlow(
+            placement: "paywall", identity: alice, document: flow("one"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date(timeIntervalSince1970: 1_800_000_000), commit: commit)
+        #expect(try files(first) == [PathName.lastComponent(of: first.path)])
+        let second = try await store.storeFlow(
+            placement: "paywall", identity: alice, document: flow("two"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date(timeIntervalSince1970: 1_800_000_060), commit: commit)
+        #expect(try files(second) == [PathName.lastComponent(of: second.path)], "the older entry is removed")
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "two")
+        // An older entry a killed writer left beside the newest: the next write takes it away too.
+        let stray = PathName.parent(of: second.path) + "/00000000000001~300~one~v1.json"
+        try Data(contentsOf: URL(fileURLWithPath: second.path)).write(to: URL(fileURLWithPath: stray))
+        let third = try await store.storeFlow(
+            placement: "paywall", identity: alice, document: flow("three"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date(timeIntervalSince1970: 1_800_000_120), commit: commit)
+        #expect(try files(third) == [PathName.lastComponent(of: third.path)])
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "three")
+    }
+
     @Test("prune --user-id leaves no trace of that identity, and its aliases go with it")
     func pruneIdentity() throws {
         let root = tempDir()

@@ -158,6 +158,8 @@ extension CacheStore {
     /// An entry's file written for `commit` (not yet durable, the caller
     /// holding the shared lock), with what the commit calls once it is done:
     /// the key's older files removed if the entry is durable, then `finish`.
+    /// A key directory made for the entry had no older files to remove: it
+    /// is not read again (a warm into an empty cache makes every key's).
     private func stageEntry(
         _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> (GroupCommit.Staged, @Sendable ((any Error)?) -> Void) {
@@ -166,7 +168,7 @@ extension CacheStore {
         return (
             file,
             { error in
-                if error == nil { Self.removeOlder(in: keyDir, keeping: name) }
+                if error == nil, !file.madeDirectory { Self.removeOlder(in: keyDir, keeping: name) }
                 finish(error)
             }
         )

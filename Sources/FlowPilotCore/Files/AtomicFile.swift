@@ -83,21 +83,25 @@ public enum AtomicFile {
     /// it stays reachable after a power cut; with `syncingParent: false` the
     /// last one is not (the caller syncs its parent later: a group commit),
     /// while any missing ancestors still are.
-    static func makeDirectory(_ path: String, syncingParent: Bool = true) throws {
+    /// Returns whether `path` was made here (false: it was already there).
+    @discardableResult
+    static func makeDirectory(_ path: String, syncingParent: Bool = true) throws -> Bool {
         if mkdir(path, 0o755) == 0 {
             if syncingParent { try syncParent(of: path) }
-            return
+            return true
         }
-        if errno == EEXIST { return }
+        if errno == EEXIST { return false }
         guard errno == ENOENT, path.contains("/") else {
             throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
         }
         try makeDirectory(PathName.parent(of: path))
         if mkdir(path, 0o755) == 0 {
             if syncingParent { try syncParent(of: path) }
+            return true
         } else if errno != EEXIST {
             throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
         }
+        return false
     }
 
     private static func syncParent(of path: String) throws {

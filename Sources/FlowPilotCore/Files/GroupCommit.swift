@@ -74,12 +74,18 @@ public final class GroupCommit: Sendable {
         let target: String
         /// The file system's device when it honours `syncfs` (`Platform.honoursSyncFileSystem`).
         let fileSystem: UInt64?
+        /// Whether `directory` was made for this file (it then held nothing
+        /// else when the file was written).
+        public let madeDirectory: Bool
         // Set by the committer, which alone touches a staged file once queued.
         fileprivate var finish: (@Sendable ((any Error)?) -> Void)?
         fileprivate var error: (any Error)?
 
-        fileprivate init(file: AtomicFile.Unnamed, directory: String, target: String, fileSystem: UInt64?) {
+        fileprivate init(
+            file: AtomicFile.Unnamed, directory: String, target: String, fileSystem: UInt64?, madeDirectory: Bool
+        ) {
             (self.file, self.directory, self.target, self.fileSystem) = (file, directory, target, fileSystem)
+            self.madeDirectory = madeDirectory
         }
 
         /// Closes the file (and removes a named temporary that never got its name).
@@ -95,10 +101,12 @@ public final class GroupCommit: Sendable {
     /// `AtomicFile.makeDirectory` does: they are rare). Blocks; call it off
     /// the threads Swift's concurrency runs on.
     public func stage(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws -> Staged {
-        try AtomicFile.makeDirectory(directory, syncingParent: false)
+        let made = try AtomicFile.makeDirectory(directory, syncingParent: false)
         let target = "\(directory)/\(name)"
         let file = try AtomicFile.writeUnnamed(data, directory: directory, target: target, mtime: mtime)
-        return Staged(file: file, directory: directory, target: target, fileSystem: syncfsDevice(of: file.descriptor))
+        return Staged(
+            file: file, directory: directory, target: target, fileSystem: syncfsDevice(of: file.descriptor),
+            madeDirectory: made)
     }
 
     /// The device of the file system `fd` is on when that file system honours `syncfs`, else nil.

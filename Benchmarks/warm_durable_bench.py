@@ -15,7 +15,10 @@ placements, --media none, `fpctl serve` on loopback):
              unsynced      no sync at all
            goal: >= 0.8 of the group-syncfs floor, reported against each
            beside it, the same warm with every sync a no-op (LD_PRELOAD of
-           Benchmarks/nosync.c): what durability costs warm on this machine
+           Benchmarks/nosync.c): what durability costs warm on this machine; and
+           the ceiling: that unsynced warm against the floor, the most any commit
+           could reach here, beside the CPU per identity it used and the CPU the
+           goal's rate leaves per identity on this machine's cores
            --compare PATH measures another fpctl in the same rounds (an older commit's)
   latency  at 100 ms (`serve --latency 100`), over HTTP/1.1 and over HTTPS + HTTP/2
            through nginx: --concurrency 256 and 1,024, each against
@@ -29,6 +32,8 @@ Needs: nginx (with http_v2), openssl (Scripts/install-deps.sh); as warm_latency_
 """
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -89,12 +94,16 @@ def main():
 def floor_section(args, fpctl, work: Path, plain0: str):
     print(f"durable entries/s, no latency, C=64, {args.identities} identities; floors of "
           f"{2 * args.identities} entries beside each run")
-    measured = {name: [] for name in FLOORS + ["warm", "warm unsynced", "compare"]}
+    measured = {name: [] for name in FLOORS + ["warm", "warm unsynced", "unsynced cpu", "compare"]}
     nosync = {"LD_PRELOAD": nosync_library(work)}
     for round_ in range(args.rounds):
         figures = floors(work, 2 * args.identities)
         rate, _ = warm(fpctl, work, plain0, 64, args.identities)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         unsynced, _ = warm(fpctl, work, plain0, 64, args.identities, env=nosync)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        measured["unsynced cpu"].append(cpu * 1e6 / args.identities)
         for name in FLOORS:
             measured[name].append(figures[name])
         measured["warm"].append(2 * rate)
@@ -115,6 +124,16 @@ def floor_section(args, fpctl, work: Path, plain0: str):
     for name in FLOORS:
         goal = "   (goal >= 0.80)" if name == "group-syncfs" else ""
         print(f"    / {name:12} floor {median[name]:7.0f}: {median['warm'] / median[name]:.2f}{goal}")
+    # No commit can take warm past what it does with no sync at all: that rate, against
+    # the floor, is the most any commit could reach on this machine. The goal's rate
+    # leaves each identity this much of the machine's CPU, for warm, serve (on the same
+    # cores here) and the kernel's writeback together.
+    goal_ids = 0.8 * median["group-syncfs"] / 2
+    budget = (os.cpu_count() or 1) * 1e6 / goal_ids
+    print(f"  ceiling: warm unsynced / group-syncfs floor: {median['warm unsynced'] / median['group-syncfs']:.2f} "
+          f"(the most any commit could reach here)")
+    print(f"    0.8 of the floor is {goal_ids:.0f} identities/s: {budget:.0f} us of CPU per identity on "
+          f"{os.cpu_count()} cores for everything; warm unsynced alone used {median['unsynced cpu']:.0f}")
 
 
 def latency_section(args, fpctl, work: Path, backends: Backends, plain0: str):

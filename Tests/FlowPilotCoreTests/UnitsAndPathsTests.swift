@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import FlowPilotCore
@@ -100,5 +101,13 @@ struct UnitsAndPathsTests {
             #expect(parts.count == 2 && parts[0] == String(format: "%014lld", ms), "\(seconds)")
             #expect(CacheNames.parseStamp(parts[0]).map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } == ms)
         }
+        // Two writes in the same millisecond never share a name, from one thread or many.
+        let now = Date()
+        let names = Mutex(Set<String>())
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let mine = (0..<5_000).map { _ in CacheNames.stamp(now) }
+            names.withLock { $0.formUnion(mine) }
+        }
+        #expect(names.withLock { $0.count } == 40_000)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// File and directory names of the cache layout (docs/cache-format.md).
 ///
@@ -61,7 +62,16 @@ public enum CacheNames {
         // printf's %014lld: zero-padded to 14 characters, a sign counting as one.
         let digits = String(ms.magnitude)
         let padding = String(repeating: "0", count: max(0, (ms < 0 ? 13 : 14) - digits.count))
-        return (ms < 0 ? "-" : "") + padding + digits + "~" + String(UInt64.random(in: 0 ... .max), radix: 36)
+        return (ms < 0 ? "-" : "") + padding + digits + "~" + String(nextUnique(), radix: 36)
+    }
+
+    /// The unique parts: a Weyl sequence from a random start (one `getrandom`
+    /// a process, not one a name), so no two of a process's names share one
+    /// before 2^64 of them, and two processes' are as unlikely to meet as two
+    /// random numbers.
+    private static let uniques = Atomic<UInt64>(UInt64.random(in: 0 ... .max))
+    static func nextUnique() -> UInt64 {
+        uniques.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
     }
 
     static func parseStamp(_ s: Substring) -> Date? {

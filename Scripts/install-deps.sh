@@ -36,8 +36,11 @@ for extra in "$@"; do
       command -v debootstrap >/dev/null || need+=(debootstrap)
       command -v lintian >/dev/null || need+=(lintian)
       ;;
-    powercut)  # Tests/powercut: the LazyFS file system on FUSE (Debian's python3 and libfuse2 come with it)
+    powercut)  # Tests/powercut: the LazyFS file system on FUSE (Debian's python3 and libfuse2 come with it);
+      # blockcut.py's ext4 on a loop device over it (mkfs.ext4 and e2fsck, losetup)
       [ -f /usr/lib/python3/dist-packages/fusepy.py ] || need+=(python3-fusepy)
+      command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+      command -v losetup >/dev/null || need+=(mount)
       ;;
     image)  # Scripts/image.sh and Tests/fleet: podman, with runc (crun cannot run in CI's sandbox)
       command -v podman >/dev/null || need+=(podman)

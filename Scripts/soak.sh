@@ -26,5 +26,6 @@ stage() {
 }
 stage fuzz Scripts/fuzz.sh all "${FPCTL_SOAK_FUZZ_SECONDS:-300}"
 stage powercut /usr/bin/python3 Tests/powercut/powercut.py --fpctl "$fpctl" --cuts "${FPCTL_SOAK_POWER_CUTS:-200}"
+stage blockcut /usr/bin/python3 Tests/powercut/blockcut.py --fpctl "$fpctl" --cuts "${FPCTL_SOAK_BLOCK_CUTS:-100}"
 stage faults python3 Tests/faults/fault_campaign.py --fpctl "$fpctl" \
     --identities "${FPCTL_SOAK_IDENTITIES:-10000}" --kills "${FPCTL_SOAK_KILLS:-50}" --seed "${FPCTL_SOAK_SEED:-$RANDOM}"

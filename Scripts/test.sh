@@ -26,8 +26,9 @@
 #     a changed manifest or source asks for, as in any checkout). One
 #     run at a time holds a key (flock); the three newest keys are kept.
 #     FPCTL_BUILD_CACHE=0 builds in the clone instead.
-# FPCTL_FUZZ_SECONDS sets the fuzzing time per target (default 5) and
-# FPCTL_POWER_CUTS the power cuts per command (default 20).
+# FPCTL_FUZZ_SECONDS sets the fuzzing time per target (default 5),
+# FPCTL_POWER_CUTS the power cuts per command on LazyFS (default 20) and
+# FPCTL_BLOCK_CUTS those under ext4 (default 8).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${FPCTL_TEST_CACHE:-/var/cache/fpctl-test}
@@ -136,6 +137,9 @@ release_binary() {
 powercut() {
     /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
 }
+blockcut() {
+    /usr/bin/python3 Tests/powercut/blockcut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_BLOCK_CUTS:-8}"
+}
 
 stage deps Scripts/install-deps.sh deb powercut man
 if [ "$(id -u)" = 0 ]; then
@@ -162,6 +166,9 @@ stage fuzz env FPCTL_FUZZ_BUILT=1 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
 # whatever was not synced (docs/cache-format.md, "Durability"): nothing reported may be lost.
 stage powercut powercut
+# The same under ext4 on a disk that forgets unflushed writes: the syncfs commit,
+# which a FUSE file system never sees (docs/cache-format.md, "Group commit").
+stage blockcut blockcut
 # The fault campaign, small (CONTRIBUTING.md, "Fault campaign", has a full run's figures),
 # with the release build the packages ship.
 stage faults python3 Tests/faults/fault_campaign.py --fpctl "$(release_binary)" --identities 1000 --kills 5

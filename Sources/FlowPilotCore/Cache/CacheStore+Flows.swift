@@ -43,12 +43,12 @@ extension CacheStore {
         placement: String, identity: Identity, document: FlowDocument,
         ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
     ) throws -> CachedFlow {
-        let (entry, data) = flowEntry(
+        let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
-        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
+        let (entry, keyDir, name) = (prepared.entry, prepared.keyDir, prepared.name)
         try withLock(exclusive: false) {
-            try AtomicFile.publish(data, directory: keyDir, name: name, mtime: resolvedAt)
+            try AtomicFile.publish(prepared.data, directory: keyDir, name: name, mtime: resolvedAt)
             Self.removeOlder(in: keyDir, keeping: name)
             if pointAlias { try publishAlias(to: entry) }
         }
@@ -66,10 +66,11 @@ extension CacheStore {
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
         resolvedAt: Date = Date(), commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> CachedFlow {
-        let (entry, data) = flowEntry(
+        let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
-        try stage(entry, data, commit: commit, finish: finish)
+        try stage(prepared, commit: commit, finish: finish)
+        let entry = prepared.entry
         return entry
     }
 
@@ -106,7 +107,7 @@ extension CacheStore {
             // One shared lock for the batch, from the first write until every
             // entry is durable (or failed) and its key's older files are gone.
             let state = Mutex<(left: Int, lock: Lock?, results: [Result<CachedFlow, any Error>])>(
-                (prepared.count, nil, prepared.map { .success($0.0) }))
+                (prepared.count, nil, prepared.map { .success($0.entry) }))
             @Sendable func done(_ index: Int, _ error: (any Error)?) {
                 let finished = state.withLock { state -> (Lock?, [Result<CachedFlow, any Error>])? in
                     if let error { state.results[index] = .failure(error) }
@@ -126,8 +127,8 @@ extension CacheStore {
                 }
                 state.withLock { $0.lock = lock }
                 var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
-                for (index, (entry, data)) in prepared.enumerated() {
-                    do { files.append(try self.stageEntry(entry, data, commit: commit) { done(index, $0) }) } catch {
+                for (index, entry) in prepared.enumerated() {
+                    do { files.append(try self.stageEntry(entry, commit: commit) { done(index, $0) }) } catch {
                         done(index, error)
                     }
                 }
@@ -138,13 +139,13 @@ extension CacheStore {
     }
 
     private func stage(
-        _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+        _ entry: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws {
         // The shared lock is held from the write until the entry is durable and its older files are gone.
         let lock = try Lock(path: lockPath, exclusive: false)
         do {
             commit.enqueue([
-                try stageEntry(entry, data, commit: commit) { error in
+                try stageEntry(entry, commit: commit) { error in
                     lock.release()
                     finish(error)
                 }
@@ -161,10 +162,10 @@ extension CacheStore {
     /// A key directory made for the entry had no older files to remove: it
     /// is not read again (a warm into an empty cache makes every key's).
     private func stageEntry(
-        _ entry: CachedFlow, _ data: Data, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+        _ prepared: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> (GroupCommit.Staged, @Sendable ((any Error)?) -> Void) {
-        let (keyDir, name) = (PathName.parent(of: entry.path), PathName.lastComponent(of: entry.path))
-        let file = try commit.stage(data, directory: keyDir, name: name, mtime: entry.resolvedAt)
+        let (keyDir, name) = (prepared.keyDir, prepared.name)
+        let file = try commit.stage(prepared.data, directory: keyDir, name: name, mtime: prepared.entry.resolvedAt)
         return (
             file,
             { error in
@@ -174,10 +175,19 @@ extension CacheStore {
         )
     }
 
+    /// An entry to write: its metadata, bytes, key directory and file name
+    /// (kept apart, not taken back out of `entry.path`).
+    struct PreparedEntry {
+        let entry: CachedFlow
+        let data: Data
+        let keyDir: String
+        let name: String
+    }
+
     /// An entry's name, metadata and bytes.
     private func flowEntry(
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
-    ) -> (CachedFlow, Data) {
+    ) -> PreparedEntry {
         let data = Self.entryData(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -193,7 +203,7 @@ extension CacheStore {
             placement: placement, fingerprint: identity.fingerprint, userID: identity.userID, flowID: document.id,
             version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
             size: Int64(data.count), path: "\(keyDir)/\(name)")
-        return (entry, data)
+        return PreparedEntry(entry: entry, data: data, keyDir: keyDir, name: name)
     }
 
     /// Points the placement's last-known-good alias at `entry` (a name that sorts

@@ -77,19 +77,31 @@ struct CacheCommandTests {
         #expect(info.contains(#""flows":0"#) && info.contains(#""images":1"#))
     }
 
-    @Test("two writers and a pruner at once: afterwards verify is clean and every surviving entry reads")
+    @Test(
+        "two writers and a pruner at once: prune takes only what is older than its limit, every younger entry survives and verify is clean"
+    )
     func concurrentWritersAndPruner() throws {
         let tmp = try TemporaryDirectory()
         let dir = tmp.file("cache")
-        #expect(
-            try fpctl(
-                "cache", "put", "--cache-dir", dir, "--input",
-                try writeLines(tmp, "seed.jsonl", putLines("seed", count: 1))
-            ).status == 0)
-        let a = try writeLines(tmp, "a.jsonl", putLines("a", count: 400) + putLines("a", count: 400))
-        let b = try writeLines(
-            tmp, "b.jsonl", putLines("b", count: 400, placement: "onboarding") + putLines("b", count: 400))
-        let writers = [a, b].map { input -> Process in
+        // Each writer's lines alternate between entries resolved in 2020 (older than the
+        // prune's limit the moment they land, so the prunes remove them while the writer
+        // goes on) and entries resolved now (never the prune's to take), then write the
+        // fresh ones again (each key's older file removed by the writer, as the prune runs).
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        func lines(_ prefix: String, placement: String) -> String {
+            func line(_ user: String, _ resolved: String?) -> String {
+                let at = resolved.map { #","resolved_at":"\#($0)""# } ?? ""
+                return #"{"placement":"\#(placement)","user_id":"\#(user)","flow_file":"\#(flow)"\#(at)}"#
+            }
+            let mixed = (0..<300).flatMap { i in
+                [line("\(prefix)-old-\(i)", "2020-01-01T00:00:00Z"), line("\(prefix)-\(i)", nil)]
+            }
+            return (mixed + (0..<300).map { line("\(prefix)-\($0)", nil) }).joined(separator: "\n") + "\n"
+        }
+        let writers = [
+            try writeLines(tmp, "a.jsonl", lines("a", placement: "paywall")),
+            try writeLines(tmp, "b.jsonl", lines("b", placement: "onboarding")),
+        ].map { input -> Process in
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Paths.fpctl)
             p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
@@ -97,12 +109,10 @@ struct CacheCommandTests {
             try? p.run()
             return p
         }
-        // Prunes for as long as a writer runs (at least once). Only a prune that
-        // starts while a writer runs: one started later could find every entry
-        // older than its limit on a loaded machine and leave nothing to list.
+        // Prunes for as long as a writer runs, and once after.
         var prunes = 0
         while prunes < 1 || writers.contains(where: \.isRunning) {
-            let r = try fpctl("cache", "prune", "--cache-dir", dir, "--older-than", "1s")
+            let r = try fpctl("cache", "prune", "--cache-dir", dir, "--older-than", "1h")
             #expect(r.status == 0, "\(r.stderr)")
             prunes += 1
         }
@@ -110,11 +120,13 @@ struct CacheCommandTests {
             w.waitUntilExit()
             #expect(w.terminationStatus == 0)
         }
+        #expect(try fpctl("cache", "prune", "--cache-dir", dir, "--older-than", "1h").status == 0)
         let verify = try fpctl("cache", "verify", "--cache-dir", dir)
         #expect(verify.status == 0, "\(verify.stdout)")
-        let listed =
-            try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout.split(separator: "\n").count - 1
-        #expect(listed > 0)
+        let users = try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv").stdout
+            .split(separator: "\n").dropFirst().map { $0.split(separator: ",")[1] }
+        #expect(users.filter { $0.contains("-old-") }.isEmpty, "the last prune left an entry older than its limit")
+        #expect(Set(users) == Set((0..<300).flatMap { ["a-\($0)", "b-\($0)"] }), "a fresh entry was lost")
     }
 
     @Test("a writer killed with SIGKILL at random moments never leaves the cache unclean", arguments: 0..<8)

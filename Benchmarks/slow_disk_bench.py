@@ -28,10 +28,8 @@ Usage: sudo Benchmarks/slow_disk_bench.py [--fpctl PATH] [--per-entry PATH] [--d
 Needs root (FUSE, losetup, mount) and python3-fusepy (Scripts/install-deps.sh powercut).
 """
 import argparse
-import errno
 import os
 import shutil
-import stat
 import statistics
 import subprocess
 import sys
@@ -42,16 +40,18 @@ import uuid
 from pathlib import Path
 
 import fusepy
-from fusepy import FuseOSError, Operations
 
 from release_fpctl import release_fpctl
 from write_floor import compiled, nosync_library
 from warm_latency_bench import Backends, identities
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "Tests/powercut"))
+from diskfile import NAME, DiskFile  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class SlowFlushFile(Operations):
+class SlowFlushFile(DiskFile):
     """One file, `disk.img`, backed by `backing`; fsync sleeps `delay` seconds, one at a time."""
 
     def __init__(self, backing: str, delay: float):
@@ -61,35 +61,16 @@ class SlowFlushFile(Operations):
         self.flush_lock = threading.Lock()
         self.flushes = 0
 
-    def getattr(self, path, fh=None):
-        if path == "/":
-            return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
-        if path != "/disk.img":
-            raise FuseOSError(errno.ENOENT)
-        return {"st_mode": stat.S_IFREG | 0o600, "st_nlink": 1, "st_size": self.size}
-
-    def readdir(self, path, fh):
-        return [".", "..", "disk.img"]
-
-    def open(self, path, flags):
-        return 0
-
     def read(self, path, size, offset, fh):
         return os.pread(self.fd, size, offset)
 
     def write(self, path, data, offset, fh):
         return os.pwrite(self.fd, data, offset)
 
-    def truncate(self, path, length, fh=None):
-        pass
-
     def fsync(self, path, datasync, fh):
         with self.flush_lock:
             time.sleep(self.delay)
             self.flushes += 1
-        return 0
-
-    def flush(self, path, fh):
         return 0
 
 
@@ -111,7 +92,7 @@ class SlowDisk:
             if time.time() > deadline:
                 sys.exit("slow disk: the FUSE file system did not mount (root? /dev/fuse?)")
             time.sleep(0.05)
-        self.loop = subprocess.run(["losetup", "--find", "--show", str(self.fuse_dir / "disk.img")],
+        self.loop = subprocess.run(["losetup", "--find", "--show", str(self.fuse_dir / NAME)],
                                    check=True, capture_output=True, text=True).stdout.strip()
         subprocess.run(["mkfs.ext4", "-q", "-F", self.loop], check=True)
         subprocess.run(["mount", self.loop, str(self.mnt)], check=True)

@@ -33,13 +33,11 @@ lost or damaged. Run as root (FUSE, losetup, mount); needs python3-fusepy.
 Usage: Tests/powercut/blockcut.py --fpctl .build/debug/fpctl [--cuts 6] [--identities 200] [--seed N]
 """
 import argparse
-import errno
 import json
 import os
 import random
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -48,16 +46,16 @@ import time
 from pathlib import Path
 
 import fusepy
-from fusepy import FuseOSError, Operations
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diskfile import NAME, DiskFile  # noqa: E402
 from powercut import listed, verify_findings, warm_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = 4096
 
 
-class VolatileDisk(Operations):
+class VolatileDisk(DiskFile):
     """One file, `disk.img`, in memory: writes are cached until a flush (fsync)."""
 
     def __init__(self, size: int):
@@ -102,20 +100,7 @@ class VolatileDisk(Operations):
             self.dirty.clear()
             self.off = False
 
-    # FUSE operations
-    def getattr(self, path, fh=None):
-        if path == "/":
-            return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2}
-        if path != "/disk.img":
-            raise FuseOSError(errno.ENOENT)
-        return {"st_mode": stat.S_IFREG | 0o600, "st_nlink": 1, "st_size": self.size}
-
-    def readdir(self, path, fh):
-        return [".", "..", "disk.img"]
-
-    def open(self, path, flags):
-        return 0
-
+    # FUSE operations (the rest are DiskFile's)
     def read(self, path, size, offset, fh):
         with self.mutex:
             return bytes(self.current[offset:offset + size])
@@ -127,9 +112,6 @@ class VolatileDisk(Operations):
                 self.current[offset:end] = data[:end - offset]
                 self.dirty.update(range(offset // BLOCK, (end - 1) // BLOCK + 1))
             return len(data)
-
-    def truncate(self, path, length, fh=None):
-        pass
 
     def fsync(self, path, datasync, fh):
         with self.mutex:
@@ -150,9 +132,6 @@ class VolatileDisk(Operations):
             self.dirty.clear()
             self.flushes += 1
             return 0
-
-    def flush(self, path, fh):
-        return 0
 
 
 class Machine:
@@ -175,7 +154,7 @@ class Machine:
             if time.time() > deadline or not self.thread.is_alive():
                 sys.exit("blockcut: the FUSE file system did not mount (is /dev/fuse there, and are we root?)")
             time.sleep(0.02)
-        self.loop = subprocess.run(["losetup", "--find", "--show", str(self.fuse_dir / "disk.img")],
+        self.loop = subprocess.run(["losetup", "--find", "--show", str(self.fuse_dir / NAME)],
                                    check=True, capture_output=True, text=True).stdout.strip()
 
     def boot(self, fresh=False):

@@ -70,8 +70,7 @@ extension CacheStore {
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
         try stage(prepared, commit: commit, finish: finish)
-        let entry = prepared.entry
-        return entry
+        return prepared.entry
     }
 
     /// As above, returning once the entry is durable.
@@ -139,13 +138,13 @@ extension CacheStore {
     }
 
     private func stage(
-        _ entry: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+        _ prepared: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws {
         // The shared lock is held from the write until the entry is durable and its older files are gone.
         let lock = try Lock(path: lockPath, exclusive: false)
         do {
             commit.enqueue([
-                try stageEntry(entry, commit: commit) { error in
+                try stageEntry(prepared, commit: commit) { error in
                     lock.release()
                     finish(error)
                 }

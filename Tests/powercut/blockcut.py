@@ -13,7 +13,7 @@ have written any of them back on its own, in any order). ext4's journal then
 replays on the next mount, as after a real cut.
 
 Each cut: `fpctl warm` or `fpctl cache put` runs into a new cache directory on
-the ext4 and is killed with SIGKILL, either at a random moment (the cut follows
+the ext4 (`fpctl bundle build` into a new output directory) and is killed with SIGKILL, either at a random moment (the cut follows
 its death, with write-back luck) or inside the Nth flush the disk sees, N drawn
 from the flushes an uncut run causes (the cut happens in that flush, before it
 takes effect, and keeps nothing more: the strictest case, a cut inside one of
@@ -24,7 +24,9 @@ mounted again; from what the command printed before its death:
   warm: every row it printed as warmed from the network names an entry that
         `cache list` shows, and `cache verify` finds nothing but the killed
         writer's temporary files;
-  put:  if it said "wrote N entries", all N are listed; verify as above.
+  put:  if it said "wrote N entries", all N are listed; verify as above;
+  build: if it printed the bundle's digest, the file validates with that
+        digest; if not, the name is absent or holds a bundle that validates.
 
 At the end e2fsck must find the file system clean. Prints one line per command
 (cuts, entries checked, lost or damaged) and exits 1 if anything reported was
@@ -49,7 +51,7 @@ import fusepy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diskfile import NAME, DiskFile  # noqa: E402
-from powercut import listed, verify_findings, warm_rows  # noqa: E402
+from powercut import check_build, listed, verify_findings, warm_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = 4096
@@ -244,7 +246,7 @@ class Campaign:
                 self.m.disk.disarm()
                 moment = f"inside flush {nth} of {flushes}"
             else:
-                # warm reports as it goes; put only at the end, so half of its cuts come after it.
+                # warm reports as it goes; put and build only at the end, so half of their cuts come after it.
                 after = self.rng.uniform(0, duration * (1.1 if name == "warm" else 2.0))
                 try:
                     proc.wait(after)
@@ -302,6 +304,22 @@ class Campaign:
             r["problems"].append(f"put {trial}: said it wrote {n}, {len(present)} listed")
         r["problems"] += [f"put {trial}: {f}" for f in verify_findings(self.fpctl, cache)]
 
+    def build(self, trial):
+        source = ROOT / "bundles" / ("travel" if trial % 2 else "demo")
+        if "build" not in self.uncut:
+            uncut = self.m.mnt / "uncut.fpbundle"
+            self.measure("build", [self.fpctl, "bundle", "build", str(source), "-o", str(uncut)])
+        outdir = self.m.mnt / f"build-{trial}"
+        outdir.mkdir()
+        os.sync()  # the directory exists on the disk before the run, as an output directory would
+        output = outdir / "out.fpbundle"
+        out, _ = self.run_and_cut("build", [self.fpctl, "bundle", "build", str(source), "-o", str(output)], trial)
+        digest, problems = check_build(self.fpctl, out, output, trial)
+        r = self.tally("build")
+        r["checked"] += 1 if digest else 0
+        r["lost"] += 1 if digest and problems else 0
+        r["problems"] += problems
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -328,14 +346,16 @@ def main():
         for trial in range(args.cuts):
             campaign.warm(trial)
             campaign.put(trial)
+            campaign.build(trial)
         machine.halt()
         complaint = machine.fsck()
         print(f"power cuts under ext4 (seed {args.seed}; a volatile disk cache: unflushed blocks dropped, or kept "
-              f"by chance after a cut by time; syncfs path):")
+              f"by chance after a cut by time; warm and put commit with syncfs, build with fsync):")
         failed = False
         for name, r in campaign.results.items():
+            what = "reported bundles" if name == "build" else "reported entries"
             print(f"  {name:5} {r['cuts']:4} cuts ({r['killed']} mid-run, {r['in_flush']} inside a flush), "
-                  f"{r['checked']:5} reported entries checked, {r['lost']} lost or damaged, "
+                  f"{r['checked']:5} {what} checked, {r['lost']} lost or damaged, "
                   f"{len(r['problems'])} problems")
             for p in r["problems"][:20]:
                 print(f"    {p}")

@@ -124,6 +124,26 @@ def warm_rows(path: Path):
     return rows
 
 
+def check_build(fpctl, printed_path: Path, output: Path, trial):
+    """After a cut during `bundle build -o output`: the digest it printed (None if
+    none), and what is wrong: a reported bundle gone or changed, or a file
+    under the name that does not validate."""
+    printed = printed_path.read_text(errors="replace").split()
+    digest = printed[0] if printed and len(printed[0]) == 64 else None
+    problems = []
+    if output.exists():
+        code, doc = fpctl_json(fpctl, "bundle", "validate", str(output))
+        actual = (doc.get("files") or [{}])[0].get("digest")
+        if code != 0:
+            problems.append(f"build {trial}: {output.name} is there but does not validate"
+                            + (" (it was reported)" if digest else ""))
+        elif digest and actual != digest:
+            problems.append(f"build {trial}: {output.name} has digest {actual[:12]}, reported {digest[:12]}")
+    elif digest:
+        problems.append(f"build {trial}: reported {output.name} is gone")
+    return digest, problems
+
+
 class Campaign:
     def __init__(self, args, work: Path, mnt: Mount):
         self.fpctl, self.args, self.work, self.mnt = args.fpctl, args, work, mnt
@@ -231,19 +251,7 @@ class Campaign:
             self.build_uncut = self.timed([self.fpctl, "bundle", "build", str(source), "-o",
                                            str(self.mnt.path / "uncut.fpbundle")])
         out, _, _ = self.cut_during("build", cmd, self.build_uncut)
-        printed = out.read_text(errors="replace").split()
-        digest = printed[0] if printed and len(printed[0]) == 64 else None
-        problems = []
-        if output.exists():
-            code, doc = fpctl_json(self.fpctl, "bundle", "validate", str(output))
-            actual = (doc.get("files") or [{}])[0].get("digest")
-            if code != 0:
-                problems.append(f"build {trial}: {output.name} is there but does not validate"
-                                + (" (it was reported)" if digest else ""))
-            elif digest and actual != digest:
-                problems.append(f"build {trial}: {output.name} has digest {actual[:12]}, reported {digest[:12]}")
-        elif digest:
-            problems.append(f"build {trial}: reported {output.name} is gone")
+        digest, problems = check_build(self.fpctl, out, output, trial)
         self.tally("build", checked=1 if digest else 0, lost=1 if digest and problems else 0, problems=problems)
 
 

@@ -65,7 +65,7 @@ class VolatileDisk(DiskFile):
         self.current = bytearray(size)   # what reads see: the cache over the medium
         self.durable = bytearray(size)   # the medium: what a power cut keeps
         self.dirty: set[int] = set()     # blocks written since the last flush
-        self.mutex = threading.Lock()  # not `lock`: that name is a FUSE operation
+        self.mutex = threading.Lock()    # (not `lock`: that name is a FUSE operation)
         self.flushes = 0
         self.off = False                 # the power is cut: writes and flushes are lost
         self.kill_at: int | None = None  # the flush (counted from arm) to cut the power in

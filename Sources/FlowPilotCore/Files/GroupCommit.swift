@@ -76,7 +76,7 @@ public final class GroupCommit: Sendable {
         let fileSystem: UInt64?
         /// Whether `directory` was made for this file (it then held nothing
         /// else when the file was written).
-        public let madeDirectory: Bool
+        let madeDirectory: Bool
         // Set by the committer, which alone touches a staged file once queued.
         fileprivate var finish: (@Sendable ((any Error)?) -> Void)?
         fileprivate var error: (any Error)?

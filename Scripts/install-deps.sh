@@ -7,7 +7,7 @@
 # prometheus (its promtool checks the metrics warm writes), and for the HTTPS
 # and proxy tests: nginx-light (TLS in front of fpctl serve), tinyproxy (a
 # forward proxy) and openssl (the test's CA and certificates); chromium (the
-# preview page in a real browser).
+# preview page in a real browser); faketime (a writer's clock ahead).
 set -euo pipefail
 need=()
 pkg-config --exists libarchive 2>/dev/null || need+=(libarchive-dev)
@@ -27,6 +27,8 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v tinyproxy >/dev/null || need+=(tinyproxy)
 command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)  # BundlePreviewTests look at the preview page with it, headless
+command -v faketime >/dev/null || need+=(faketime)  # SharedCacheCommandTests: a writer whose clock runs a year ahead
+command -v setpriv >/dev/null || need+=(util-linux)  # SharedCacheCommandTests: a second uid on a group volume
 for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;

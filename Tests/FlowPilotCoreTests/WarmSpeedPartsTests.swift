@@ -38,7 +38,7 @@ struct WarmSpeedPartsTests {
         #expect(store.lookupAlias(placement: "p")?.0.userID == "first", "later ones wait for the interval or a flush")
         writer.flush()
         #expect(store.lookupAlias(placement: "p")?.0.userID == "third", "flush points at the newest")
-        #expect(try store.verify(repair: false).findings.isEmpty)
+        #expect(try store.verify(repair: false, now: start).findings.isEmpty)
     }
 
     @Test("a flow equal to one validated before is reused; a different flow under the same hash is validated")

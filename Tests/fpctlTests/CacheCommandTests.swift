@@ -98,6 +98,9 @@ struct CacheCommandTests {
             }
             return (mixed + (0..<300).map { line("\(prefix)-\($0)", nil) }).joined(separator: "\n") + "\n"
         }
+        // The cache exists before the first prune: a prune of a directory no writer has made yet is exit 66.
+        let empty = try writeLines(tmp, "empty.jsonl", "")
+        #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", empty).status == 0)
         let writers = [
             try writeLines(tmp, "a.jsonl", lines("a", placement: "paywall")),
             try writeLines(tmp, "b.jsonl", lines("b", placement: "onboarding")),

@@ -110,12 +110,8 @@ struct NumberRangeTests {
     }
 
     @Test(
-        "cache put: a resolved_at in the future, before 1970 or not a time is an invalid line (65); nothing is written",
-        arguments: [
-            ("9999-12-31T23:59:59Z", "is in the future (now is 2026-11-01T10:00:00Z)"),
-            ("2026-11-01T10:00:01Z", "is in the future"), ("1969-12-31T23:59:59Z", "is before 1970"),
-            ("yesterday", "must be an RFC 3339 time"),
-        ])
+        "cache put: a resolved_at before 1970 or not a time is an invalid line (65); nothing is written",
+        arguments: [("1969-12-31T23:59:59Z", "is before 1970"), ("yesterday", "must be an RFC 3339 time")])
     func putResolvedAt(resolvedAt: String, message: String) throws {
         let tmp = try TemporaryDirectory()
         let input = tmp.file("in.jsonl")

@@ -16,9 +16,7 @@ public struct CachePutInput {
     /// The keys written since everything written before was last known durable.
     private var waitingKeys = Set<String>()
     /// A pinned now (`FPCTL_NOW`), else the clock as each line is written:
-    /// the `resolved_at` of lines without one, and the latest a line may give
-    /// (an entry resolved in the future would be fresh longer than its TTL and
-    /// list with a negative age).
+    /// the `resolved_at` of lines without one.
     public var now: Date?
 
     public init(store: CacheStore) { self.store = store }
@@ -28,7 +26,8 @@ public struct CachePutInput {
     /// naming `name:line` (rules `put-image`, `put-field`, `put-flow`).
     public mutating func write(_ handle: FileHandle, name: String) throws -> Int {
         var count = 0
-        let outstanding = GroupCommit.Outstanding()
+        // Each entry waiting for its commit holds its file and a lock descriptor: as many as the open-files limit allows.
+        let outstanding = GroupCommit.Outstanding(limit: max(1, min(1024, (Platform.freeDescriptors() ?? 2048) / 2)))
         do {
             try JSONLines.forEach(handle, name: name) { lineNumber, json in
                 try write(json, at: "\(name):\(lineNumber)", outstanding: outstanding)
@@ -71,9 +70,10 @@ public struct CachePutInput {
         }
         let identity = Identity(userID: user, attributes: json["attributes"]?.objectValue ?? [:])
         let resolvedAt = try Self.resolvedAt(json["resolved_at"], at: at, now: now ?? Date())
-        let ttlValue = json["ttl_seconds"]?.numberValue ?? 300
-        guard let ttl = TTL.seconds(ttlValue) else {
-            throw FPError.invalid([.error("put-field", at, TTL.outOfRange("ttl_seconds", ttlValue))])
+        let ttl: Int
+        switch TTL.read(json["ttl_seconds"], field: "ttl_seconds") {
+        case .success(let seconds): ttl = seconds ?? 300
+        case .failure(let problem): throw FPError.invalid([.error("put-field", at, problem.message)])
         }
         // A key already waiting for its commit is waited for first, so the later line wins, as it would
         // written one at a time (each write removes the key's other files).
@@ -99,7 +99,8 @@ public struct CachePutInput {
     }
 
     /// `resolved_at`: an RFC 3339 time from 1970 (the cache's names count
-    /// milliseconds since then) to now; now when the line has none.
+    /// milliseconds since then); now when the line has none. A time in the
+    /// future is kept: the entry is stale beyond `CachedFlow.clockSkew`.
     static func resolvedAt(_ value: JSONValue?, at: String, now: Date) throws -> Date {
         guard let value, value != .null else { return now }
         guard let text = value.stringValue, let date = RFC3339.parse(text) else {
@@ -108,11 +109,8 @@ public struct CachePutInput {
         guard date.timeIntervalSince1970 >= 0 else {
             throw FPError.invalid([.error("put-field", at, "resolved_at \(text) is before 1970")])
         }
-        guard date <= now else {
-            throw FPError.invalid([
-                .error("put-field", at, "resolved_at \(text) is in the future (now is \(RFC3339.string(now)))")
-            ])
-        }
+        // A time ahead of this clock is written as given, as warm on a pod whose clock runs ahead
+        // writes it: the one rule for time (CachedFlow.isFresh) makes it stale beyond the skew.
         return date
     }
 

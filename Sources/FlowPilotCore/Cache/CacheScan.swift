@@ -30,6 +30,9 @@ public struct CacheScan: Sendable {
     public var temporaries: [File] = []
     /// Files and directories that are not part of the layout.
     public var foreign: [File] = []
+    /// Key directories with no entry in them: what a write that failed
+    /// (a full disk) leaves; `prune` and `verify --repair` remove them.
+    public var emptyKeys: [String] = []
 
     /// Adds what another part of the walk found, after what this one holds.
     mutating func merge(_ other: CacheScan) {
@@ -42,6 +45,7 @@ public struct CacheScan: Sendable {
         icons += other.icons
         temporaries += other.temporaries
         foreign += other.foreign
+        emptyKeys += other.emptyKeys
     }
 
     public var flowBytes: Int64 { flows.reduce(0) { $0 + $1.size } }
@@ -110,7 +114,9 @@ extension CacheStore {
     /// One key directory: its newest entry, and the older files beside it.
     private static func scanKey(placement: String, dir kdir: String, name: String, into scan: inout CacheScan) {
         var entries: [CachedFlow] = []
-        for f in DirectoryWalker.list(kdir) ?? [] {
+        guard let items = DirectoryWalker.list(kdir) else { return }
+        if items.isEmpty { scan.emptyKeys.append(kdir) }
+        for f in items {
             if classify(kdir, f, scan: &scan) { continue }
             let path = "\(kdir)/\(f.name)"
             if let e = parseEntryName(placement: placement, keyDir: name, name: f.name, size: f.size, path: path) {

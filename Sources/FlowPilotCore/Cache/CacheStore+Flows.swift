@@ -19,9 +19,22 @@ public struct CachedFlow: Sendable {
         PathName.parent(of: path).split(separator: "/").last.map(String.init) ?? ""
     }
 
+    /// How far ahead of this clock another writer's may run: an entry
+    /// resolved up to this long in the future counts as resolved now; one
+    /// further ahead is from the future (docs/cache-format.md, "Time").
+    public static let clockSkew: TimeInterval = 60
+
+    /// `now - resolved_at`: negative for an entry from another writer's future.
     public func age(at now: Date) -> TimeInterval { now.timeIntervalSince(resolvedAt) }
-    /// Fresh while `now - resolved_at < ttl`.
-    public func isFresh(at now: Date) -> Bool { age(at: now) < TimeInterval(ttlSeconds) }
+    /// Resolved more than `clockSkew` after `now`: a writer's clock ran ahead.
+    /// Such an entry is never fresh (it would stay fresh past its TTL); it is
+    /// stale, listed, flagged by `verify` and pruned by any `--older-than`.
+    public func isFromFuture(at now: Date) -> Bool { age(at: now) < -Self.clockSkew }
+    /// Fresh while `now - resolved_at < ttl`, and not from the future.
+    public func isFresh(at now: Date) -> Bool {
+        let age = age(at: now)
+        return age >= -Self.clockSkew && age < TimeInterval(ttlSeconds)
+    }
 }
 
 extension CacheStore {

@@ -9,6 +9,8 @@ public struct Removal: Sendable, Codable {
         case superseded
         /// An image's url file without its image (a writer killed between the two).
         case orphan
+        /// A key directory with no entry (a write that failed on a full disk).
+        case directory
     }
 
     public let kind: Kind
@@ -29,11 +31,48 @@ extension CacheStore {
     }
 
     /// Reads every entry and checks it; one finding per problem (rule ids
-    /// `cache-corrupt-entry`, `cache-dangling-alias`, `cache-font-hash`,
-    /// `cache-image-url`, `cache-temp-debris`, `cache-foreign-file`). With
-    /// `repair`, removes exactly the files the findings name, nothing else,
-    /// and says which it could not remove.
-    public func verify(repair: Bool) throws -> Verification {
+    /// `cache-corrupt-entry`, `cache-future-entry`, `cache-dangling-alias`,
+    /// `cache-font-hash`, `cache-image-url`, `cache-temp-debris`,
+    /// `cache-foreign-file`). With `repair`, removes
+    /// exactly the files the findings name, nothing else, and says which it
+    /// could not remove.
+    ///
+    /// Writers may be at work meanwhile (docs/cache-format.md, "Many
+    /// writers"): a file replaced while it was read is not a finding. The
+    /// first pass runs beside them; only when it finds something is the
+    /// cache checked again under the exclusive lock (no write in progress,
+    /// none starting), and that pass's findings are the answer and what
+    /// `repair` removes, under the same lock. Where the lock cannot be had
+    /// (a read-only cache without a `.lock`), a finding is reported only when
+    /// a second pass finds it too.
+    public func verify(repair: Bool, now: Date = Date()) throws -> Verification {
+        let first = inspectAll(now: now)
+        if first.findings.isEmpty { return Verification(findings: [], notRemoved: [:]) }
+        let lock: Lock
+        do { lock = try Lock(path: lockPath, exclusive: true) } catch {
+            if repair { throw error }
+            let second = inspectAll(now: now)
+            let seen = Set(first.findings.map { "\($0.rule)\u{0}\($0.path)" })
+            return Verification(
+                findings: second.findings.filter { seen.contains("\($0.rule)\u{0}\($0.path)") }, notRemoved: [:])
+        }
+        defer { lock.release() }
+        let (findings, broken) = inspectAll(now: now)
+        var notRemoved: [String: String] = [:]
+        if repair && !broken.isEmpty {
+            for path in broken {
+                if unlink(path) == 0 || errno == ENOENT { continue }
+                // A foreign directory goes whole: it is what the finding names.
+                if errno == EISDIR, (try? FileManager.default.removeItem(atPath: path)) != nil { continue }
+                notRemoved[relative(path)] = Errno.describe(errno)
+            }
+            try? AtomicFile.syncDirectory(root)
+        }
+        return Verification(findings: findings, notRemoved: notRemoved)
+    }
+
+    /// One pass of `verify`: the findings, and the paths they name.
+    private func inspectAll(now: Date) -> (findings: [Finding], broken: [String]) {
         let scan = scan()
         var findings: [Finding] = []
         var broken: [String] = []
@@ -45,13 +84,20 @@ extension CacheStore {
         for entry in scan.flows {
             if let (_, _, problem) = Self.inspectEntry(entry), let problem {
                 bad("cache-corrupt-entry", entry.path, problem)
+            } else if entry.isFromFuture(at: now) {
+                bad(
+                    "cache-future-entry", entry.path,
+                    "resolved \(Int(-entry.age(at: now)))s in the future, beyond the \(Int(CachedFlow.clockSkew))s clock skew allowed: its writer's clock was wrong; it is served as stale, never fresh"
+                )
             } else {
                 liveKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
             }
         }
         for alias in scan.aliases where !liveKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
-            bad("cache-dangling-alias", alias.path, "points at an entry that is missing or corrupt")
+            bad("cache-dangling-alias", alias.path, "points at an entry that is missing, corrupt or from the future")
         }
+        // An empty key directory (a write that failed on a full disk, or a writer killed before its
+        // entry got its name) is harmless, like a url file without its image: `prune` removes it.
         for font in scan.fonts {
             let name = PathName.lastComponent(of: font.path)
             let expected = String(name.prefix(while: { $0 != "." }))
@@ -79,19 +125,7 @@ extension CacheStore {
             bad("cache-temp-debris", temp.path, "temporary file of a writer that is gone")
         }
         for file in scan.foreign { bad("cache-foreign-file", file.path, "not part of the cache layout") }
-        var notRemoved: [String: String] = [:]
-        if repair && !broken.isEmpty {
-            try withLock(exclusive: true) {
-                for path in broken {
-                    if unlink(path) == 0 || errno == ENOENT { continue }
-                    // A foreign directory goes whole: it is what the finding names.
-                    if errno == EISDIR, (try? FileManager.default.removeItem(atPath: path)) != nil { continue }
-                    notRemoved[relative(path)] = Errno.describe(errno)
-                }
-                try? AtomicFile.syncDirectory(root)
-            }
-        }
-        return Verification(findings: findings, notRemoved: notRemoved)
+        return (findings, broken)
     }
 
     /// `.tmp-<pid>-…`: is that process still running?

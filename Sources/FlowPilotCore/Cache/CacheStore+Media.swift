@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Synchronization
 
 /// One cached image as its name and stat describe it.
@@ -42,12 +43,60 @@ extension CacheStore {
                 try? AtomicFile.publish(Data(url.utf8), directory: dir, name: Self.imageURLFileName, mtime: now)
             }
             try AtomicFile.publish(data, directory: dir, name: name, mtime: now)
-            for item in Self.published(dir) where item.name != name && item.name != Self.imageURLFileName {
+            // Only older copies: a newer one is another writer's, just made durable.
+            for item in Self.published(dir) where item.name < name && item.name.hasSuffix(".img") {
                 unlink("\(dir)/\(item.name)")
             }
         }
         try enforceImageBudget(adding: Int64(data.count), now: now)
         imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
+        return true
+    }
+
+    /// An image being downloaded straight into the cache (`storeImage(url:writer:)`).
+    public func imageWriter() throws -> ImageWriter {
+        try AtomicFile.makeDirectory(imagesDir)
+        return ImageWriter(try AtomicFile.openUnnamed(directory: imagesDir, target: imagesDir))
+    }
+
+    /// Gives a streamed image its name, as `storeImage(url:data:)` does for
+    /// bytes in memory: synced, named under the shared lock, the URL's older
+    /// copies removed, the budget kept. False when it is larger than the
+    /// disk budget. The writer is spent either way.
+    @discardableResult
+    public func storeImage(url: String, writer: ImageWriter, now: Date = Date()) throws -> Bool {
+        guard writer.size <= budgets.imageDiskBytes else {
+            writer.discard()
+            return false
+        }
+        if let problem = writer.problem
+            ?? (writer.size < MediaType.headSize ? "\(writer.size) bytes: not an image" : nil)
+        {
+            writer.discard()
+            throw FPError.cannotWrite("\(url): \(problem)")
+        }
+        let dir = imageDir(url)
+        let name = CacheNames.stamp(now) + ".img"
+        defer { writer.discard() }
+        try withLock(exclusive: false) {
+            try AtomicFile.makeDirectory(dir)
+            if !FileManager.default.fileExists(atPath: "\(dir)/\(Self.imageURLFileName)") {
+                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: Self.imageURLFileName, mtime: now)
+            }
+            AtomicFile.setTimes(fd: writer.file.descriptor, mtime: now)
+            guard Platform.syncData(writer.file.descriptor) else {
+                throw FPError.cannotWrite("\(dir)/\(name): \(Errno.describe(errno))")
+            }
+            guard AtomicFile.giveName(writer.file, to: "\(dir)/\(name)") else {
+                throw FPError.cannotWrite("\(dir)/\(name): \(Errno.describe(errno))")
+            }
+            writer.named = true
+            try AtomicFile.syncDirectory(dir)
+            for item in Self.published(dir) where item.name < name && item.name.hasSuffix(".img") {
+                unlink("\(dir)/\(item.name)")
+            }
+        }
+        try enforceImageBudget(adding: writer.size, now: now)
         return true
     }
 
@@ -137,6 +186,56 @@ extension CacheStore {
     public func hasFont(sha256: String) -> Bool {
         (DirectoryWalker.list(fontsDir, stat: false) ?? []).contains { $0.name.hasPrefix(sha256 + ".") }
     }
+}
+
+/// An image's bytes written to an unnamed file in the cache as they arrive
+/// (`CacheStore.imageWriter`): its first bytes must show an image or a video
+/// (PNG, JPEG, GIF, WebP, MP4), so an HTML page a captive portal or a CDN's
+/// error answers with is never cached as an image.
+public final class ImageWriter: @unchecked Sendable {
+    let file: AtomicFile.Unnamed
+    private(set) var size: Int64 = 0
+    private var head: [UInt8] = []
+    /// What is wrong with the bytes so far (not an image), if anything.
+    private(set) var problem: String?
+    fileprivate var named = false
+    private var closed = false
+
+    init(_ file: AtomicFile.Unnamed) { self.file = file }
+
+    static let imageTypes: Set<MediaType> = [.png, .jpeg, .gif, .webp, .mp4]
+
+    /// Appends a chunk; throws once the first bytes show something that is not an image.
+    public func write(_ chunk: ByteBuffer) throws {
+        try chunk.withUnsafeReadableBytes { bytes in
+            if head.count < MediaType.headSize {
+                head += bytes.prefix(MediaType.headSize - head.count)
+                if head.count >= MediaType.headSize, !(MediaType(sniffing: head).map(Self.imageTypes.contains) ?? false)
+                {
+                    problem = "not an image or a video (it begins \(Self.describe(head)))"
+                    throw FPError.cannotWrite(problem ?? "")
+                }
+            }
+            if let code = writeAll(file.descriptor, bytes) { throw FPError.cannotWrite(Errno.describe(code)) }
+        }
+        size += Int64(chunk.readableBytes)
+    }
+
+    /// The first bytes as text when they are printable, else in hex.
+    private static func describe(_ bytes: [UInt8]) -> String {
+        if bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) { return "\"\(String(decoding: bytes, as: UTF8.self))\"" }
+        return bytes.map { String($0, radix: 16) }.joined(separator: " ")
+    }
+
+    /// Closes the file; an image never named leaves nothing behind.
+    func discard() {
+        guard !closed else { return }
+        closed = true
+        close(file.descriptor)
+        if !named, let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
+    }
+
+    deinit { discard() }
 }
 
 /// The in-process image layer: an LRU of decoded bytes under its own budget.

@@ -42,11 +42,13 @@ extension CacheStore {
         var failed: [RemovalResult.Failure] = []
         for removal in removals {
             let path = "\(root)/\(removal.path)"
-            guard unlink(path) == 0 || errno == ENOENT else {
+            let gone = removal.kind == .directory ? rmdir(path) == 0 : unlink(path) == 0
+            guard gone || errno == ENOENT else {
                 failed.append(.init(removal: removal, reason: Errno.describe(errno)))
                 continue
             }
             removed.append(removal)
+            if removal.kind == .directory { continue }
             let dir = PathName.parent(of: path)
             if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
         }
@@ -87,6 +89,7 @@ private struct PruneSelection {
     /// Superseded copies, and url files whose image was never written.
     mutating func addDebris() {
         for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
+        for dir in scan.emptyKeys { remove(.directory, dir, 0, "key directory with no entry") }
         let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
         for urlFile in scan.imageURLFiles
         where !imageDirs.contains(PathName.parent(of: urlFile.path)) {
@@ -102,6 +105,9 @@ private struct PruneSelection {
             let age = entry.age(at: options.now)
             if let user = options.userID, let userSuffix, entry.path.contains(userSuffix) {
                 remove(.flow, entry.path, entry.size, "identity \(user)")
+            } else if options.olderThan != nil, entry.isFromFuture(at: options.now) {
+                // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
+                remove(.flow, entry.path, entry.size, "resolved \(Int(-age))s in the future")
             } else if let limit = options.olderThan, age > limit {
                 remove(.flow, entry.path, entry.size, "resolved \(Int(age))s ago")
             } else {

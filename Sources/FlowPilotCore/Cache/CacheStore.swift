@@ -50,42 +50,67 @@ public final class CacheStore: Sendable {
         } else if !isDir.boolValue {
             throw FPError.invalid([.error("cache-format", root, "not a directory")])
         }
-        let marker = "\(root)/\(Self.markerName)"
-        if let data = fm.contents(atPath: marker) {
-            guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == Self.format,
-                let version = json["version"]?.numberValue
-            else {
-                throw FPError.invalid([.error("cache-format", marker, "not an fpctl cache marker")])
-            }
-            if version > Double(Self.formatVersion) {
-                throw FPError.invalid([
-                    .error(
-                        "cache-format", root,
-                        "cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(Self.formatVersion)); upgrade fpctl, the directory was left untouched"
-                    )
-                ])
-            }
-        } else {
-            // A directory that cannot be listed is not taken for an empty one.
-            guard let listing = opendir(root) else {
-                throw FPError.cannotWrite("\(root): cannot list it: \(Errno.describe(errno))")
-            }
-            closedir(listing)
-            let contents = (try? fm.contentsOfDirectory(atPath: root)) ?? []
-            guard contents.isEmpty else {
-                throw FPError.invalid([
-                    .error(
-                        "cache-format", root, "not an fpctl cache (no \(Self.markerName)); refusing to touch it")
-                ])
-            }
-            guard create else { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
-            let body = CanonicalJSON.prettyData(
-                .object(["format": .string(Self.format), "version": .number(Double(Self.formatVersion))]))
-            do { try AtomicFile.publish(body, directory: root, name: Self.markerName) } catch {
-                // Another process may have created it first; anything else is a real failure.
-                guard fm.fileExists(atPath: marker) else { throw error }
-            }
+        try Self.openOrInitialize(root: root, create: create, beforeListing: Self.initializationHook)
+    }
+
+    /// Set by tests only: runs between finding no marker and listing the
+    /// directory, where another process may initialize the cache.
+    nonisolated(unsafe) static var initializationHook: (() -> Void)?
+
+    /// Checks the marker, or publishes it in an empty directory. Many
+    /// processes may do this at once on one new directory (pods starting
+    /// together on a shared volume): the marker is the first thing any of
+    /// them publishes, by `linkat`/`rename` of a complete file, so a directory
+    /// that holds anything of the cache's holds the marker too; one found
+    /// without it but not empty is looked at again before it is refused, and
+    /// two processes that both publish it write the same bytes (the second
+    /// finds the name taken and reads the first's).
+    private static func openOrInitialize(root: String, create: Bool, beforeListing: (() -> Void)?) throws {
+        let marker = "\(root)/\(markerName)"
+        if try checkMarker(marker, root: root) { return }
+        beforeListing?()
+        // A directory that cannot be listed is not taken for an empty one.
+        guard let listing = opendir(root) else {
+            throw FPError.cannotWrite("\(root): cannot list it: \(Errno.describe(errno))")
         }
+        closedir(listing)
+        // A named temporary (where there is no O_TMPFILE) is another process's marker being written.
+        let contents = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .filter { !$0.hasPrefix(AtomicFile.tempPrefix) }
+        if !contents.isEmpty {
+            // Another process may have published the marker since it was looked for.
+            if try checkMarker(marker, root: root) { return }
+            throw FPError.invalid([
+                .error("cache-format", root, "not an fpctl cache (no \(markerName)); refusing to touch it")
+            ])
+        }
+        guard create else { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
+        let body = CanonicalJSON.prettyData(
+            .object(["format": .string(format), "version": .number(Double(formatVersion))]))
+        do { try AtomicFile.publish(body, directory: root, name: markerName) } catch {
+            // Another process published it first: what it wrote must be a marker this fpctl reads.
+            guard try checkMarker(marker, root: root) else { throw error }
+        }
+    }
+
+    /// Whether the marker is there; throws when it is there but is not one
+    /// this fpctl reads.
+    private static func checkMarker(_ marker: String, root: String) throws -> Bool {
+        guard let data = FileManager.default.contents(atPath: marker) else { return false }
+        guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == format,
+            let version = json["version"]?.numberValue
+        else {
+            throw FPError.invalid([.error("cache-format", marker, "not an fpctl cache marker")])
+        }
+        if version > Double(formatVersion) {
+            throw FPError.invalid([
+                .error(
+                    "cache-format", root,
+                    "cache format version \(CanonicalJSON.formatNumber(version)) is newer than this fpctl reads (\(formatVersion)); upgrade fpctl, the directory was left untouched"
+                )
+            ])
+        }
+        return true
     }
 
     // MARK: Locking
@@ -104,7 +129,9 @@ public final class CacheStore: Sendable {
         private let descriptor: Int32
 
         init(path: String, exclusive: Bool) throws {
-            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            // Read-only is enough for flock(2), so any uid that can read the
+            // file can lock it; made with the umask's mode when missing.
+            descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
             guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
             while flock(descriptor, exclusive ? LOCK_EX : LOCK_SH) != 0 {
                 guard errno == EINTR else {
@@ -126,9 +153,21 @@ public final class CacheStore: Sendable {
             .sorted { $0.name < $1.name }
     }
 
-    /// Removes every published file of a key directory but `keep`.
+    /// Removes the published files of a key directory whose names sort
+    /// before `keep` (older stamps): never a newer one, which another writer
+    /// of the same key may have just made durable (docs/cache-format.md,
+    /// "Many writers"). Names sort by their stamps, so the newest name wins
+    /// whatever order the writers finish in, and a key is never left empty.
+    ///
+    /// A file stamped beyond `CachedFlow.clockSkew` ahead of this clock (or
+    /// of `keep`'s stamp, if later) goes too, though its name sorts after
+    /// `keep`: its writer's clock ran ahead,
+    /// and left there it would shadow every write until that time came.
     static func removeOlder(in directory: String, keeping keep: String) {
-        for item in published(directory) where item.name != keep {
+        let kept = CacheNames.parseStamp(keep.prefix(while: { $0 != "~" })) ?? .distantPast
+        // The stamp's 14 digits only: every name of a later millisecond sorts after it.
+        let future = String(CacheNames.stamp(max(Date(), kept) + CachedFlow.clockSkew).prefix(14))
+        for item in published(directory) where item.name < keep || (item.name > future && item.name != keep) {
             unlink("\(directory)/\(item.name)")
         }
     }

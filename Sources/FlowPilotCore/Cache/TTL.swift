@@ -17,4 +17,22 @@ public enum TTL {
     public static func outOfRange(_ field: String, _ value: Double) -> String {
         "\(field) \(CanonicalJSON.formatNumber(value)) is out of range (\(range.lowerBound) to \(range.upperBound) seconds)"
     }
+
+    /// The TTL a JSON member gives: nil when it is absent or null (the
+    /// default applies), else its seconds, or the one-line reason it is
+    /// invalid: not a number (`"86400"`, `true`), or out of range. A TTL of
+    /// the wrong type is never taken for the default.
+    public static func read(_ value: JSONValue?, field: String) -> Result<Int?, TTLProblem> {
+        guard let value, value != .null else { return .success(nil) }
+        guard let number = value.numberValue else {
+            return .failure(TTLProblem(message: "\(field) must be a number of seconds, found \(value.typeName)"))
+        }
+        guard let seconds = seconds(number) else { return .failure(TTLProblem(message: outOfRange(field, number))) }
+        return .success(seconds)
+    }
+}
+
+/// Why a TTL in a response or an input line is invalid.
+public struct TTLProblem: Error, Sendable {
+    public let message: String
 }

@@ -6,7 +6,8 @@ import NIOPosix
 /// network's responses need. A warm at 64 requests in flight against a distant
 /// backend otherwise waits for the disk between answers.
 enum BlockingIO {
-    static let threads = 8
+    /// Eight, or fewer where the process limits leave no room (`Platform.threadBudget`).
+    static let threads = min(8, Platform.threadBudget())
     private static let pool: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: threads)
         pool.start()

@@ -40,22 +40,13 @@ public enum AtomicFile {
         let temporaryPath: String?
     }
 
-    /// Writes `data` (mode 0644, `mtime` if given) to a new file in
+    /// Writes `data` (mode 0666 less the umask, `mtime` if given) to a new file in
     /// `directory` that has no name yet; nothing is synced. On failure
     /// nothing is left behind. `target` names the file in errors.
     static func writeUnnamed(_ data: Data, directory: String, target: String, mtime: Date?) throws -> Unnamed {
-        let file: Unnamed
-        if let fd = Platform.openUnnamed(in: directory) {
-            file = Unnamed(descriptor: fd, temporaryPath: nil)
-        } else {
-            guard let (fd, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
-                throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
-            }
-            file = Unnamed(descriptor: fd, temporaryPath: path)
-        }
+        let file = try openUnnamed(directory: directory, target: target)
         do {
             try writeAll(file.descriptor, data, path: target)
-            fchmod(file.descriptor, 0o644)
             if let mtime { setTimes(fd: file.descriptor, mtime: mtime) }
         } catch {
             close(file.descriptor)
@@ -63,6 +54,20 @@ public enum AtomicFile {
             throw error
         }
         return file
+    }
+
+    /// A new, empty file in `directory` with no name yet (an unnamed
+    /// `O_TMPFILE`, or a named temporary where there is none), mode 0666 less
+    /// the umask; it may be given a name in another directory of the same
+    /// file system. `target` names the file in errors.
+    static func openUnnamed(directory: String, target: String) throws -> Unnamed {
+        if let fd = Platform.openUnnamed(in: directory) { return Unnamed(descriptor: fd, temporaryPath: nil) }
+        guard let (fd, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
+            throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
+        }
+        // mkstemp's file is 0600.
+        fchmod(fd, Platform.fileMode)
+        return Unnamed(descriptor: fd, temporaryPath: path)
     }
 
     /// Gives a file from `writeUnnamed` its name (`linkat`, or `rename` of
@@ -78,7 +83,7 @@ public enum AtomicFile {
         guard Platform.syncDirectory(path) else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
     }
 
-    /// `mkdir -p`, one system call when the directory exists (the common case).
+    /// `mkdir -p` (mode 0777 less the umask), one system call when the directory exists (the common case).
     /// A directory it makes is synced into its parent, so what is published in
     /// it stays reachable after a power cut; with `syncingParent: false` the
     /// last one is not (the caller syncs its parent later: a group commit),
@@ -86,7 +91,7 @@ public enum AtomicFile {
     /// Returns whether `path` was made here (false: it was already there).
     @discardableResult
     static func makeDirectory(_ path: String, syncingParent: Bool = true) throws -> Bool {
-        if mkdir(path, 0o755) == 0 {
+        if mkdir(path, 0o777) == 0 {
             if syncingParent { try syncParent(of: path) }
             return true
         }
@@ -95,7 +100,7 @@ public enum AtomicFile {
             throw FPError.cannotWrite("\(path): \(Errno.describe(errno))")
         }
         try makeDirectory(PathName.parent(of: path))
-        if mkdir(path, 0o755) == 0 {
+        if mkdir(path, 0o777) == 0 {
             if syncingParent { try syncParent(of: path) }
             return true
         } else if errno != EEXIST {

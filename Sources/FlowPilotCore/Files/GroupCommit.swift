@@ -38,7 +38,11 @@ public final class GroupCommit: Sendable {
 
     public let maxBatch: Int
     public let syncThreads: Int
-    private let pool: NIOThreadPool
+    /// The threads, started when first needed: the committer's loop and its
+    /// CPU lanes (one per processor), and the fsync fan-out, which only a
+    /// file system without `syncfs` (FUSE, NFS, macOS) ever starts. A warm on
+    /// ext4 runs `1 + processors` of them, not `syncThreads`.
+    private let pools = Mutex<(cpu: NIOThreadPool?, sync: NIOThreadPool?)>((nil, nil))
     private let state = Mutex(State())
 
     /// Whether each file system (by device) honours `syncfs`, asked once.
@@ -59,12 +63,28 @@ public final class GroupCommit: Sendable {
 
     public var statistics: Statistics { state.withLock { $0.stats } }
 
+    /// `syncThreads` is lowered to what the process's limits leave room for
+    /// (`Platform.threadBudget`: `ulimit -u`, `ulimit -v`).
     public init(maxBatch: Int = 1024, syncThreads: Int = 32) {
         self.maxBatch = max(1, maxBatch)
-        self.syncThreads = max(1, syncThreads)
-        // One thread more than the fan-out: the committer's own loop.
-        pool = NIOThreadPool(numberOfThreads: self.syncThreads + 1)
-        pool.start()
+        self.syncThreads = max(1, min(syncThreads, Platform.threadBudget()))
+    }
+
+    /// The committer's loop and its CPU lanes.
+    private var cpuPool: NIOThreadPool { pool(\.cpu, threads: 1 + Self.processors) }
+    /// The fsync fan-out.
+    private var syncPool: NIOThreadPool { pool(\.sync, threads: syncThreads) }
+
+    private func pool(
+        _ which: WritableKeyPath<(cpu: NIOThreadPool?, sync: NIOThreadPool?), NIOThreadPool?>, threads: Int
+    ) -> NIOThreadPool {
+        pools.withLock { pools in
+            if let pool = pools[keyPath: which] { return pool }
+            let pool = NIOThreadPool(numberOfThreads: threads)
+            pool.start()
+            pools[keyPath: which] = pool
+            return pool
+        }
     }
 
     /// A file written, neither synced nor named yet.
@@ -141,7 +161,7 @@ public final class GroupCommit: Sendable {
             defer { state.committing = true }
             return !state.committing
         }
-        if start { pool.submit { _ in self.commitLoop() } }
+        if start { cpuPool.submit { _ in self.commitLoop() } }
     }
 
     /// Stages and commits one file, returning once it is durable.
@@ -314,6 +334,8 @@ public final class GroupCommit: Sendable {
             for index in 0..<count { body(index) }
             return
         }
+        // CPU lanes on the committer's pool (it has one per processor beside the loop); syncs on their own.
+        let pool = lanes <= Self.processors ? cpuPool : syncPool
         let done = DispatchGroup()
         for lane in 0..<lanes {
             done.enter()

@@ -17,7 +17,7 @@ public enum Platform {
             guard !posixFallback else { return nil }
             // `__O_TMPFILE | O_DIRECTORY`: Glibc's O_TMPFILE macro is not imported into Swift.
             let oTmpFile: Int32 = 0o20200000
-            let fd = open(directory, oTmpFile | O_WRONLY | O_CLOEXEC, 0o644)
+            let fd = open(directory, oTmpFile | O_WRONLY | O_CLOEXEC, 0o666)
             return fd >= 0 ? fd : nil
         #else
             return nil
@@ -49,6 +49,107 @@ public enum Platform {
         guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(resource, &limit)
+    }
+
+    /// The process's file mode creation mask, read without changing it
+    /// (Linux's /proc/self/status; elsewhere set and restored at once, before
+    /// any file is made). Cache files and directories follow it, so a volume
+    /// shared through a group (Kubernetes `fsGroup`, umask 002) is writable
+    /// by every uid of the group (docs/cache-format.md, "Many writers").
+    static let creationMask: mode_t = {
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+            let mask = mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        {
+            return mask
+        }
+        let mask = umask(0o022)
+        umask(mask)
+        return mask
+    }()
+
+    /// A new file's mode: read and write for whom the umask allows.
+    static var fileMode: mode_t { 0o666 & ~creationMask }
+
+    /// The soft limit on open files (`ulimit -n`), after `raiseOpenFileLimit`; nil when unlimited or unknown.
+    public static func openFileLimit() -> Int? {
+        #if os(Linux)
+            softLimit(Int32(RLIMIT_NOFILE.rawValue))
+        #else
+            softLimit(RLIMIT_NOFILE)
+        #endif
+    }
+
+    /// Descriptors this process has open now (/proc/self/fd; elsewhere a guess).
+    public static func openDescriptorCount() -> Int {
+        guard let list = DirectoryWalker.list("/proc/self/fd", stat: false) else { return 16 }
+        return list.count
+    }
+
+    /// Descriptors free for a run's own work: the limit less those open now
+    /// and `reserve` for what the run opens besides (its event loops, output
+    /// files, the bundle); nil when there is no limit.
+    public static func freeDescriptors(reserve: Int = 24) -> Int? {
+        openFileLimit().map { $0 - openDescriptorCount() - reserve }
+    }
+
+    /// How many more threads the process may start for a pool, at most
+    /// `cap`: half of what `ulimit -u` leaves beside the threads running now,
+    /// and half of what `ulimit -v` leaves for their stacks (`ulimit -s`
+    /// each). A pool larger than that dies in `pthread_create`; one this size
+    /// leaves room for the runtime's own threads.
+    static func threadBudget(cap: Int = 32) -> Int {
+        var budget = cap
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int? {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }.flatMap {
+                Int($0.dropFirst(name.count + 1).split(separator: " ").first ?? "")
+            }
+        }
+        if let processes = softLimit(Self.processLimit) {
+            budget = min(budget, (processes - (field("Threads") ?? 8)) / 2)
+        }
+        if let memory = softLimit(Self.addressSpaceLimit) {
+            let stack = min(softLimit(Self.stackLimit) ?? (8 << 20), 8 << 20)
+            let used = (field("VmSize") ?? 0) * 1024
+            budget = min(budget, (memory - used) / max(1, stack) / 2)
+        }
+        return max(1, budget)
+    }
+
+    #if os(Linux)
+        private static let processLimit = Int32(__RLIMIT_NPROC.rawValue)
+        private static let addressSpaceLimit = Int32(RLIMIT_AS.rawValue)
+        private static let stackLimit = Int32(RLIMIT_STACK.rawValue)
+    #else
+        private static let processLimit = RLIMIT_NPROC
+        private static let addressSpaceLimit = RLIMIT_AS
+        private static let stackLimit = RLIMIT_STACK
+    #endif
+
+    /// A resource's soft limit; nil when unlimited or unknown.
+    private static func softLimit(_ resource: Int32) -> Int? {
+        var limit = rlimit()
+        #if os(Linux)
+            guard getrlimit(__rlimit_resource_t(resource), &limit) == 0 else { return nil }
+        #else
+            guard getrlimit(resource, &limit) == 0 else { return nil }
+        #endif
+        return limit.rlim_cur == rlim_t.max ? nil : Int(clamping: limit.rlim_cur)
+    }
+
+    /// Under `ulimit -v`, keeps malloc to a few arenas: glibc reserves 64 MiB
+    /// of address space for each thread's arena (up to 8 per core), which
+    /// alone can exhaust a limit of 1 GB, after which no thread can be
+    /// started. Does nothing without the limit, or off glibc.
+    public static func fitMemoryToAddressSpaceLimit() {
+        #if os(Linux)
+            // glibc's mallopt (malloc.h, which Swift's Glibc module leaves out); M_ARENA_MAX is -8.
+            guard softLimit(addressSpaceLimit) != nil,
+                let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt")
+            else { return }
+            _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)(-8, 2)
+        #endif
     }
 
     /// Puts a file's data and metadata on stable storage: `fsync` on Linux;

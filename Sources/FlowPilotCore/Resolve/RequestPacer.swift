@@ -74,7 +74,9 @@ public final class RequestPacer: Sendable {
 
     /// Holds every request not yet admitted until `seconds` from now.
     public func pause(seconds: Double) {
-        guard seconds > 0 else { return }
+        // Not finite, negative or beyond 10 s: callers clamp (RetryAfter), and this holds whatever they pass.
+        guard seconds.isFinite, seconds > 0 else { return }
+        let seconds = min(seconds, RetryAfter.limit)
         let until = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         state.withLock { $0.pausedUntil = max($0.pausedUntil, until) }
     }

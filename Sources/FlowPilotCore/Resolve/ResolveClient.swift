@@ -117,12 +117,10 @@ public struct ResolveClient: Sendable {
     }
 
     func result(_ json: JSONValue, placement: String) -> LiveResult {
-        var ttl: Int?
-        if let value = json["cache_ttl_seconds"]?.numberValue {
-            guard let seconds = TTL.seconds(value) else {
-                return .failed(.invalidResponse(TTL.outOfRange("cache_ttl_seconds", value)))
-            }
-            ttl = seconds
+        let ttl: Int?
+        switch TTL.read(json["cache_ttl_seconds"], field: "cache_ttl_seconds") {
+        case .success(let seconds): ttl = seconds
+        case .failure(let problem): return .failed(.invalidResponse(problem.message))
         }
         switch json["flow"] {
         case nil: return .failed(.invalidResponse("response has no flow field"))
@@ -143,7 +141,7 @@ public struct ResolveClient: Sendable {
     }
 
     /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, …,
-    /// or the answer's Retry-After (capped at 10 s), which holds back every
+    /// or the answer's Retry-After (seconds or an HTTP-date, capped at 10 s; `RetryAfter`), which holds back every
     /// request of the run (`RequestPacer.pause`), not only this one.
     private func post(_ url: String, _ body: ByteBuffer, endpoint: String) async -> Response {
         // The trust store the environment names cannot be read: nothing is sent with another.
@@ -164,16 +162,20 @@ public struct ResolveClient: Sendable {
             var outcome: Response
             let (client, proxy) = transport.route(url)
             do {
+                let started = ContinuousClock.now
                 let response = try await client.execute(request, timeout: attemptTimeout)
                 let status = Int(response.status.code)
                 requests.record(endpoint, status: status)
-                retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
+                retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.seconds($0) }
                 // The backend asks for a pause: every request of the run waits, retried or not.
                 if let retryAfter, status == 429 || status == 503 {
-                    pacer.pause(seconds: min(10, retryAfter))
+                    pacer.pause(seconds: retryAfter)
                     paused = true
                 }
-                let bytes = try await response.body.collect(upTo: 16 << 20)
+                // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
+                let bytes = try await Deadline.run(until: started + .seconds(30)) {
+                    try await response.body.collect(upTo: 16 << 20)
+                }
                 let json = try? JSONValue.parse(Data(bytes.readableBytesView))
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, json: json)
@@ -186,8 +188,8 @@ public struct ResolveClient: Sendable {
             attempt += 1
             // After a pause the pacer holds the next attempt back; else this request backs off.
             if !paused {
-                let delay = min(10, retryAfter ?? 0.2 * pow(2, Double(attempt - 1)))
-                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                let delay = min(RetryAfter.limit, retryAfter ?? 0.2 * pow(2, Double(attempt - 1)))
+                try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
             }
         }
     }

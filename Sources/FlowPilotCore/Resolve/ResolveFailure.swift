@@ -99,6 +99,8 @@ public enum ResolveFailure: Error, Sendable, Equatable, CustomStringConvertible 
         let text = String(describing: error).replacingOccurrences(of: "\n", with: " ")
         let theProxy = proxy.map { "the proxy \($0)" } ?? "the proxy"
         switch error {
+        case is Deadline.Exceeded:
+            return .timeout("the body did not arrive before the deadline")
         case let error as NIOSSLExtraError where error == .failedToValidateHostname:
             return .tls("the certificate does not match the host name")
         case is NIOSSLError, is NIOSSLExtraError, is BoringSSLError:

@@ -31,8 +31,12 @@ final class MediaWarmer: Sendable {
     }
 
     /// Warms the strategy's images of `document`: true when it ran and every one
-    /// of them is now cached; false for `.none`.
-    func warmImages(of document: FlowDocument, _ strategy: MediaStrategy) async -> Bool {
+    /// of them is now cached; false for `.none`, and false when `deadline`
+    /// passes first (the downloads go on, each bounded by its own deadline,
+    /// and a later identity that shows the same image waits for the same one).
+    func warmImages(
+        of document: FlowDocument, _ strategy: MediaStrategy, until deadline: ContinuousClock.Instant
+    ) async -> Bool {
         let urls: [String]
         switch strategy {
         case .none: return false
@@ -40,14 +44,21 @@ final class MediaWarmer: Sendable {
         case .allScreens: urls = document.allImages
         }
         let tasks = urls.filter { !isCached($0) }.map { url in
-            once(url) { data in
-                let stored = (try? self.store.storeImage(url: url, data: data)) ?? false
+            once(url) {
+                let stored = await self.downloadImage(url)
                 if stored { self.known.withLock { _ = $0.insert(url) } }
                 return stored
             }
         }
         var all = true
-        for task in tasks where await !task.value { all = false }
+        for task in tasks {
+            let left = deadline - .now
+            // Awaiting a task cannot time out; its value handed to a `Pending` can.
+            guard left > .zero, await Pending.run({ await task.value }).value(within: left) == true else {
+                all = false
+                continue
+            }
+        }
         return all
     }
 
@@ -66,8 +77,9 @@ final class MediaWarmer: Sendable {
                 !(font.sha256.map(store.hasFont) ?? false)
             else { continue }
             let ext = URL(string: font.url)?.pathExtension ?? "ttf"
-            let task = once(font.url) { data in
-                (try? self.store.storeFont(data, sha256: font.sha256, ext: ext)) != nil
+            let task = once(font.url) {
+                guard let data = await self.download(font.url, limit: Self.fontLimit) else { return false }
+                return (try? self.store.storeFont(data, sha256: font.sha256, ext: ext)) != nil
             }
             pendingFonts.withLock { $0.append(task) }
         }
@@ -85,25 +97,41 @@ final class MediaWarmer: Sendable {
         }
     }
 
-    /// The run's one download of `url`; `keep` stores the bytes and says whether it did.
-    private func once(_ url: String, keep: @escaping @Sendable (Data) -> Bool) -> Task<Bool, Never> {
+    /// The run's one download of `url` (`work` fetches and stores it, and says whether it did).
+    private func once(_ url: String, _ work: @escaping @Sendable () async -> Bool) -> Task<Bool, Never> {
         downloads.withLock { downloads in
             if let running = downloads[url] { return running }
-            let task = Task {
-                let data = await self.limiter.run { await self.download(url) }
-                return data.map(keep) ?? false
-            }
+            let task = Task { await self.limiter.run { await work() } }
             downloads[url] = task
             return task
         }
     }
 
-    /// A plain GET; nil on any failure.
-    private func download(_ url: String) async -> Data? {
+    /// How long one image or font download may take, head and body.
+    static let downloadTimeout: Duration = .seconds(30)
+    /// A font larger than this is not one (the largest CJK fonts are about 20 MB).
+    static let fontLimit: Int64 = 64 << 20
+
+    /// A plain GET of a font; nil on any failure.
+    private func download(_ url: String, limit: Int64) async -> Data? {
         let fetched = await MediaDownload.fetch(
-            url, transport: transport, limit: store.budgets.imageDiskBytes, timeout: .seconds(10), log: log,
-            pacer: pacer)
+            url, transport: transport, limit: limit, timeout: Self.downloadTimeout, log: log, pacer: pacer)
         if case .success(let data) = fetched { return data }
         return nil
+    }
+
+    /// An image streamed into the cache as it arrives (one chunk in memory,
+    /// whatever its size), stored only when it came whole and its bytes are
+    /// an image or a video; false on any failure, with nothing left behind.
+    private func downloadImage(_ url: String) async -> Bool {
+        guard let writer = try? store.imageWriter() else { return false }
+        let problem = await MediaDownload.stream(
+            url, transport: transport, limit: store.budgets.imageDiskBytes, timeout: Self.downloadTimeout, log: log,
+            pacer: pacer, into: { try writer.write($0) })
+        guard problem == nil, (try? store.storeImage(url: url, writer: writer)) == true else {
+            writer.discard()
+            return false
+        }
+        return true
     }
 }

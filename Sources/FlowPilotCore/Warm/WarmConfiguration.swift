@@ -25,6 +25,10 @@ public enum MediaStrategy: String, Sendable, CaseIterable {
 public struct WarmConfiguration: Sendable {
     public var environment = SDKEnvironment.production
     public var resolveTimeout: Duration = .seconds(4)
+    /// How long past `resolveTimeout` an identity's row waits for its images
+    /// (`warm --grace`): a late or trickling download never holds a row
+    /// longer; it goes on in the background, bounded by its own deadline.
+    public var mediaGrace: Duration = .seconds(10)
     public var media = MediaStrategy.firstScreen
     public var batch = true
     public var mediaConcurrency = WarmRun.Options.defaultConcurrency

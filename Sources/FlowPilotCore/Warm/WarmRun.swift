@@ -50,6 +50,31 @@ public struct WarmRun: Sendable {
         public func connections(mediaConcurrency: Int) -> Int {
             concurrency * max(1, placements.count) + mediaConcurrency
         }
+
+        /// The file descriptors a run holds at most: each identity in flight
+        /// (`maxInFlight`) one staged file per placement until its group commit
+        /// and the cache's lock; a socket per identity resolving (one per
+        /// placement without batches); one per media download.
+        public func descriptors(mediaConcurrency: Int, batch: Bool) -> Int {
+            let placements = max(1, self.placements.count)
+            return maxInFlight * (placements + 1) + concurrency * (batch ? 1 : placements) + mediaConcurrency
+        }
+
+        /// Lowers `concurrency`, then `mediaConcurrency`, until the run's
+        /// descriptors fit in `available` (`Platform.freeDescriptors`), never
+        /// below 1: with `ulimit -n 64` a warm runs a few identities at a time
+        /// instead of failing rows with EMFILE after their requests were sent.
+        /// Returns the media concurrency to use; says nothing itself.
+        public mutating func fit(descriptors available: Int, mediaConcurrency: Int, batch: Bool) -> Int {
+            var media = mediaConcurrency
+            while concurrency > 1, descriptors(mediaConcurrency: media, batch: batch) > available {
+                // A large step first, then one at a time near the fit.
+                let over = descriptors(mediaConcurrency: media, batch: batch) - available
+                concurrency = max(1, concurrency - max(1, over / (3 * max(1, placements.count) + 2)))
+            }
+            while media > 1, descriptors(mediaConcurrency: media, batch: batch) > available { media -= 1 }
+            return media
+        }
     }
 
     /// Outcomes so far, by state.

@@ -73,7 +73,8 @@ public final class Warmer: Sendable {
             if case (_, .serve(let served)?) = TierChain.cached(
                 store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
             {
-                let mediaWarmed = await media.warmImages(of: served.document, config.media)
+                let mediaWarmed = await media.warmImages(
+                    of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
                 outcomes[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
             } else {
                 needLive.append(key)
@@ -168,7 +169,8 @@ public final class Warmer: Sendable {
             bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil)
         var mediaWarmed = false
         if warmMedia, case .serve(let served) = decision, served.tier == .network {
-            mediaWarmed = await media.warmImages(of: served.document, config.media)
+            mediaWarmed = await media.warmImages(
+                of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
         }
         return Resolution(
             placement, for: identity, steps: (cacheStep.map { [$0] } ?? []) + steps, decision: decision,

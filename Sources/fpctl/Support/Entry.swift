@@ -38,6 +38,7 @@ enum Entry {
         }
         Signals.install()
         Platform.raiseOpenFileLimit()
+        Platform.fitMemoryToAddressSpaceLimit()
         do {
             var command = try FPCTL.parseAsRoot()
             if var command = command as? AsyncParsableCommand {

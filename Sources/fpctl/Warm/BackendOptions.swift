@@ -94,7 +94,8 @@ struct BackendOptions: ParsableArguments {
     /// transport's default for one resolve) and `mediaConcurrency` downloads.
     func makeWarmer(
         media: MediaStrategy, connections: Int? = nil,
-        mediaConcurrency: Int = WarmRun.Options.defaultConcurrency, rate: RequestPacer.Rate? = nil
+        mediaConcurrency: Int = WarmRun.Options.defaultConcurrency, rate: RequestPacer.Rate? = nil,
+        mediaGrace: Duration = .seconds(10)
     ) throws -> Warmer {
         let client = try remote.client(retries: retries, connections: connections, rate: rate)
         let store = try cache.open(create: true)
@@ -105,6 +106,7 @@ struct BackendOptions: ParsableArguments {
         config.media = media
         config.batch = !noBatch
         config.mediaConcurrency = mediaConcurrency
+        config.mediaGrace = mediaGrace
         config.now = try Now.pinned()
         if environment.defaultTTL == 0 {
             Console.warn(

@@ -199,6 +199,19 @@ struct Warm: AsyncParsableCommand {
     func prepare() throws -> Prepared {
         var options = WarmRun.Options(placements: placements)
         options.concurrency = concurrency
+        var mediaConcurrency = self.mediaConcurrency
+        // In flight no more than the open-files limit holds (said once, on stderr).
+        if let free = Platform.freeDescriptors() {
+            let fitted = options.fit(descriptors: free, mediaConcurrency: mediaConcurrency, batch: !backend.noBatch)
+            if options.concurrency < concurrency || fitted < mediaConcurrency {
+                Console.warn(
+                    "--concurrency lowered from \(concurrency) to \(options.concurrency)"
+                        + (fitted < mediaConcurrency
+                            ? " and --media-concurrency from \(mediaConcurrency) to \(fitted)" : "")
+                        + ": the open-files limit (ulimit -n) is \(Platform.openFileLimit() ?? 0)")
+            }
+            mediaConcurrency = fitted
+        }
         let shard = try shardArgument?.resolve()
         options.shard = shard
         options.grace = grace.duration
@@ -207,7 +220,7 @@ struct Warm: AsyncParsableCommand {
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
         let warmer = try backend.makeWarmer(
             media: media, connections: options.connections(mediaConcurrency: mediaConcurrency),
-            mediaConcurrency: mediaConcurrency, rate: rate)
+            mediaConcurrency: mediaConcurrency, rate: rate, mediaGrace: grace.duration)
         let single = try backend.identity()
         // Last, once everything else is checked: the attempt's file is created here.
         var attempt: WarmAttempts?

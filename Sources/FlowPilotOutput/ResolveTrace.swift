@@ -45,6 +45,7 @@ public struct ResolveTrace: Rendering {
         case .staleEntry(let age, let ttl): "entry is stale (age \(age)s, ttl \(ttl)s)"
         case .noEntry: "no entry for this identity"
         case .liveFlow(let ttl): "ok, cached with ttl \(ttl)s"
+        case .liveFlowUnstored(_, let reason): "ok, served but not cached (cache-write: \(reason))"
         case .liveNoFlow: "the backend has no flow for this placement"
         case .liveFailed(let failure): "failed (\(failure))"
         case .staleServed: "served the last-known-good flow"
@@ -57,7 +58,7 @@ public struct ResolveTrace: Rendering {
     /// What a step's tier did: served, stale, miss, no_flow or failed.
     static func outcome(_ step: TierChain.Step) -> String {
         switch step {
-        case .freshHit, .liveFlow, .staleServed, .bundledServed: "served"
+        case .freshHit, .liveFlow, .liveFlowUnstored, .staleServed, .bundledServed: "served"
         case .staleEntry: "stale"
         case .noEntry, .staleMissing, .bundledMissing: "miss"
         case .liveNoFlow: "no_flow"
@@ -118,6 +119,9 @@ public struct ResolveTrace: Rendering {
             switch step {
             case .freshHit(let age, let ttl), .staleEntry(let age, let ttl): (t.ageSeconds, t.ttlSeconds) = (age, ttl)
             case .liveFlow(let ttl): t.ttlSeconds = ttl
+            case .liveFlowUnstored(let ttl, let reason):
+                t.ttlSeconds = ttl
+                t.error = ErrorInfo(code: "cache-write", message: reason)
             case .liveFailed(let failure): t.error = ErrorInfo(code: failure.code, message: failure.message)
             default: break
             }

@@ -50,7 +50,7 @@ public enum BundlePipeline {
             let result = await client.resolve(key, identity)
             reach.record(result.failure)
             switch result {
-            case .flow(let doc, _): flows[key] = doc
+            case .flow(let doc, _), .unstored(let doc, _, _): flows[key] = doc
             case .noFlow: findings.append(.error("pull-no-flow", key, "the backend has no flow for this placement"))
             case .failed(let failure): findings.append(.error("pull-failed", key, failure.description))
             }
@@ -121,7 +121,7 @@ public enum BundlePipeline {
                 "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))"
             }
             switch (bundled, live) {
-            case (nil, .flow(let doc, _)):
+            case (nil, .flow(let doc, _)), (nil, .unstored(let doc, _, _)):
                 rows.append(
                     DiffRow(
                         placement: key, status: .missingInBundle, bundled: nil, backend: describe(doc), changedMedia: []
@@ -138,7 +138,7 @@ public enum BundlePipeline {
                     DiffRow(
                         placement: key, status: .failed, bundled: describe(b), backend: failure.description,
                         changedMedia: []))
-            case (let b?, .flow(let doc, _)):
+            case (let b?, .flow(let doc, _)), (let b?, .unstored(let doc, _, _)):
                 let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(
                     doc.allImages + doc.fonts.map(\.url)
                 ).sorted()

@@ -8,6 +8,10 @@ public enum LiveResult: Sendable {
     case flow(FlowDocument, ttlSeconds: Int?)
     case noFlow
     case failed(ResolveFailure)
+    /// The backend answered with a flow that the cache could not keep (a
+    /// read-only or full disk): `fpctl resolve` and `ready` still serve it
+    /// (Tier 1), `warm`, whose work is the cache, fails it (`cache-write`).
+    case unstored(FlowDocument, ttlSeconds: Int, reason: String)
 
     /// Why it failed; nil when the backend answered with a flow or without one.
     public var failure: ResolveFailure? {

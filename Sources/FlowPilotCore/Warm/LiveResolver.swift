@@ -160,14 +160,16 @@ final class LiveResolver: Sendable {
             staged: written
         ).makeIterator()
         return results.map { _, result in
-            guard case .flow(let document, _) = result, let outcome = stored.next() else { return result }
+            guard case .flow(let document, let ttl) = result, let outcome = stored.next() else { return result }
             switch outcome {
             case .success(let entry):
                 aliases.stored(entry)
                 media.startFonts(of: document)
                 return result
             case .failure(let error):
-                return .failed(.cacheWrite("the flow could not be written to the cache: \(error)"))
+                return .unstored(
+                    document, ttlSeconds: ttl ?? config.environment.defaultTTL,
+                    reason: "the flow could not be written to the cache: \(error)")
             }
         }
     }

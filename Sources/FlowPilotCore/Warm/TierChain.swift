@@ -28,6 +28,8 @@ public enum TierChain {
         case staleEntry(ageSeconds: Int, ttlSeconds: Int)
         case noEntry
         case liveFlow(ttlSeconds: Int)
+        /// The backend's flow, served though the cache could not keep it (`reason`).
+        case liveFlowUnstored(ttlSeconds: Int, reason: String)
         case liveNoFlow
         case liveFailed(ResolveFailure)
         case staleServed
@@ -40,7 +42,7 @@ public enum TierChain {
         public var tier: Int {
             switch self {
             case .freshHit, .staleEntry, .noEntry: 0
-            case .liveFlow, .liveNoFlow, .liveFailed: 1
+            case .liveFlow, .liveFlowUnstored, .liveNoFlow, .liveFailed: 1
             case .staleServed, .staleMissing: 2
             case .bundledServed, .bundledMissing: 3
             }
@@ -60,10 +62,19 @@ public enum TierChain {
     /// is a failure too). `stale` and `bundled` are asked only when needed.
     public static func afterLive(
         _ live: Result<LiveResult, ResolveFailure>, defaultTTL: Int,
-        stale: () -> (CachedFlow, FlowDocument)?, bundled: () -> FlowDocument?, bundleGiven: Bool
+        stale: () -> (CachedFlow, FlowDocument)?, bundled: () -> FlowDocument?, bundleGiven: Bool,
+        serveUnstored: Bool = false
     ) -> ([Step], Decision) {
         let failure: ResolveFailure
         switch live {
+        case .success(.unstored(let document, let ttlSeconds, let reason)):
+            // The backend has the flow: a chain that shows it (resolve, ready) shows it; a warm, whose
+            // work is the cache, failed. Either way no older copy hides a cache that cannot be written.
+            guard serveUnstored else { return ([.liveFailed(.cacheWrite(reason))], .fail(.cacheWrite(reason))) }
+            return (
+                [.liveFlowUnstored(ttlSeconds: ttlSeconds, reason: reason)],
+                .serve(Served(tier: .network, document: document, ttlSeconds: ttlSeconds))
+            )
         case .success(.flow(let document, let ttl)):
             let ttlSeconds = ttl ?? defaultTTL
             return (

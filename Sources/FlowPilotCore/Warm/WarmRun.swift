@@ -83,6 +83,8 @@ public struct WarmRun: Sendable {
         public var warmed = 0
         public var noFlow = 0
         public var failed = 0
+        /// The first failure to write the cache, if any (`cache-write`).
+        public var cacheWriteFailure: String?
 
         mutating func add(_ outcomes: [PrefetchOutcome]) {
             identities += 1
@@ -90,7 +92,11 @@ public struct WarmRun: Sendable {
                 switch outcome.state {
                 case .warmed: warmed += 1
                 case .noFlow: noFlow += 1
-                case .failed: failed += 1
+                case .failed:
+                    failed += 1
+                    if outcome.errorCode == "cache-write", cacheWriteFailure == nil {
+                        cacheWriteFailure = outcome.errorMessage ?? "the cache cannot be written"
+                    }
                 }
             }
         }
@@ -115,6 +121,8 @@ public struct WarmRun: Sendable {
         /// asked.
         public func verdict(failOn: FailOn) -> Verdict? {
             if stopped { return .interrupted }
+            // A cache that cannot be written is not the backend's fault, nor worth retrying as is: 73.
+            if let reason = counts.cacheWriteFailure { return .unchecked(.cannotWrite(reason)) }
             if reach.reachedNone && counts.warmed == 0 { return .unavailable }
             switch failOn {
             case .failed: return counts.failed > 0 ? .partial : nil
@@ -209,6 +217,8 @@ public struct WarmRun: Sendable {
         var reading = false
         var ended = false
         var stopped = false
+        // The cache cannot be written (read-only, full): no identity is started after the first such row.
+        var halted = false
         var readError: (any Error)?
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
@@ -246,12 +256,16 @@ public struct WarmRun: Sendable {
                 launcher.finished()
                 counts.add(outcomes)
                 onIdentity(outcomes, counts)
+                if counts.cacheWriteFailure != nil, !halted {
+                    (halted, ended) = (true, true)
+                    launcher.stop()
+                }
             case .read(nil):
                 (reading, ended) = (false, true)
             case .paused:
                 reading = false
             case .read(let identity?):
-                if stopped { break }
+                if stopped || halted { break }
                 let fingerprint = identity.fingerprint
                 if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
                 if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
@@ -277,7 +291,7 @@ public struct WarmRun: Sendable {
             }
             launcher.launch()
             let (running, queued) = launcher.counts
-            if ended && running == 0 && (stopped || (!reading && queued == 0)) { break }
+            if ended && running == 0 && (stopped || halted || (!reading && queued == 0)) { break }
             readNext()
         }
         if let readError { throw readError }

@@ -45,7 +45,7 @@ public final class Warmer: Sendable {
             for step in steps {
                 switch step {
                 case .liveFailed(let failure): reach.record(failure)
-                case .liveFlow, .liveNoFlow: reach.record(nil)
+                case .liveFlow, .liveFlowUnstored, .liveNoFlow: reach.record(nil)
                 default: break
                 }
             }
@@ -111,6 +111,8 @@ public final class Warmer: Sendable {
     /// (nil when the backend answered that it has no flow).
     public enum Readiness: Sendable {
         case ready
+        /// The backend has a flow, but the cache could not keep it (`reason`).
+        case readyUnstored(reason: String)
         case notReady(ResolveFailure?)
     }
 
@@ -122,6 +124,7 @@ public final class Warmer: Sendable {
         }
         switch await live.wait(live.start(placement, for: identity)) {
         case .success(.flow): return .ready
+        case .success(.unstored(_, _, let reason)): return .readyUnstored(reason: reason)
         case .success(.failed(let failure)), .failure(let failure): return .notReady(failure)
         case .success: return .notReady(nil)
         }
@@ -136,7 +139,7 @@ public final class Warmer: Sendable {
             return Resolution(placement, for: identity, steps: [step], decision: decision, since: start)
         }
         let task = live.start(placement, for: identity)
-        return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false)
+        return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false, serveUnstored: true)
     }
 
     /// Waits (up to `grace`) for live resolves whose callers timed out and for
@@ -159,14 +162,15 @@ public final class Warmer: Sendable {
     /// Tiers 1 to 3 for a placement whose live resolve is `task`.
     private func finish(
         _ placement: String, _ identity: Identity, _ task: Pending<LiveResult>, _ start: ContinuousClock.Instant,
-        cacheStep: TierChain.Step?, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil
+        cacheStep: TierChain.Step?, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil,
+        serveUnstored: Bool = false
     ) async -> Resolution {
         let (steps, decision) = TierChain.afterLive(
             await live.wait(task, until: deadline), defaultTTL: config.environment.defaultTTL,
             stale: {
                 store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
             },
-            bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil)
+            bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil, serveUnstored: serveUnstored)
         var mediaWarmed = false
         if warmMedia, case .serve(let served) = decision, served.tier == .network {
             mediaWarmed = await media.warmImages(

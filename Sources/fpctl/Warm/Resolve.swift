@@ -12,8 +12,11 @@ struct Resolve: AsyncParsableCommand {
             --format json prints the same trace as one document for scripts.
             With --output, also writes the winning flow's JSON to that file, whole or
             not at all; an existing file is replaced only with --overwrite.
+            A flow the backend answered with but the cache could not keep (a read-only
+            or full disk) is still served, as the SDK shows it: the trace says so.
             Exit status: 0 a flow was found, 1 none, 69 none and the backend could not
-            be reached (unreachable, TLS, proxy), 73 the output cannot be written.
+            be reached (unreachable, TLS, proxy), 73 the output or the cache cannot be
+            written (the flow is printed and written first).
             """
     )
 
@@ -44,6 +47,7 @@ struct Resolve: AsyncParsableCommand {
             try file.write(CanonicalJSON.prettyData(doc.json))
             try file.commit()
         }
+        if case .liveFlowUnstored(_, let reason)? = resolution.steps.last { throw FPError.cannotWrite(reason) }
     }
 }
 
@@ -54,7 +58,8 @@ struct Ready: AsyncParsableCommand {
         discussion: """
             A fresh cache hit answers without a network call; otherwise a live resolve
             decides, and leaves the flow warm in the cache.
-            The bundled default does not count, as in the SDK.
+            The bundled default does not count, as in the SDK. A flow the backend has
+            is ready even when the cache cannot keep it (standard error says so).
             Exit status: 0 ready, 1 not ready, 69 not ready and the backend could not
             be reached (unreachable, TLS, proxy).
             """
@@ -68,6 +73,9 @@ struct Ready: AsyncParsableCommand {
         switch await warmer.readiness(placement, for: identity) {
         case .ready:
             Console.out("ready\n")
+        case .readyUnstored(let reason):
+            Console.out("ready\n")
+            Console.warn("cache-write: \(reason)")
         case .notReady(let failure):
             Console.out("not ready\n")
             var reach = BackendReach()

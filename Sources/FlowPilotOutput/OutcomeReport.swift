@@ -93,6 +93,7 @@ public final class OutcomeReport {
     private func line(_ cells: [String]) -> String {
         var s = ""
         for (i, c) in cells.enumerated() {
+            let c = Printable.escaped(c)
             s += c
             if i < Self.widths.count { s += String(repeating: " ", count: max(1, Self.widths[i] - c.count + 1)) }
         }

@@ -17,7 +17,8 @@ public struct ResolveTrace: Rendering {
     /// A line per tier tried (`tier 0 cache: hit, fresh (age 12s of 300s)`), then
     /// `result: …`: the tier that served and the flow, `no flow`, or `failed (CODE)`.
     public func text() -> String {
-        var out = resolution.steps.map { "tier \($0.tier) \(Self.source($0)): \(reason($0))\n" }.joined()
+        var out = resolution.steps.map { "tier \($0.tier) \(Self.source($0)): \(Printable.escaped(reason($0)))\n" }
+            .joined()
         let outcome = resolution.outcome
         if outcome.state == .warmed, let doc = resolution.document, let tier = outcome.deliverySource {
             out += "result: \(tier.rawValue) (tier \(tier.number)), from_cache \(outcome.fromCache), flow \(doc.id) "

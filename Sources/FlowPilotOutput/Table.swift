@@ -11,8 +11,10 @@ public struct Table: Sendable {
         self.rows = rows
     }
 
-    /// Columns padded to their widest cell, two spaces apart, header in capitals.
+    /// Columns padded to their widest cell, two spaces apart, header in
+    /// capitals; control characters in a cell are escaped (`Printable`).
     public func text() -> String {
+        let rows = self.rows.map { $0.map(Printable.escaped) }
         var widths = columns.map { $0.count }
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
@@ -36,10 +38,12 @@ public struct Table: Sendable {
         ([columns] + rows).map(Self.csvLine).joined()
     }
 
-    /// One CSV record and its newline, for a caller that streams rows.
+    /// One CSV record and its newline, for a caller that streams rows;
+    /// control characters in a cell are escaped (`Printable`).
     public static func csvLine(_ cells: [String]) -> String {
         func cell(_ s: String) -> String {
-            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+            let s = Printable.escaped(s)
+            return s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
         }
         return cells.map(cell).joined(separator: ",") + "\n"

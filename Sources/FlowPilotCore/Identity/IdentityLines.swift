@@ -8,6 +8,10 @@ import Synchronization
 /// as the consumer asks for them: never the whole input in memory, no blocking
 /// read on a Swift concurrency thread, and no reader running ahead of the work.
 public struct IdentityLines: AsyncSequence, Sendable {
+    /// The longest identity line read (user id and attributes): a longer one
+    /// is an error found as it is read, not after buffering all of it.
+    public static let maxLine = 1 << 20
+
     public typealias Element = Identity
 
     let handle: FileHandle
@@ -65,6 +69,8 @@ public struct IdentityLines: AsyncSequence, Sendable {
                     continue
                 }
                 if atEnd { return nil }
+                // No complete line is left: what is buffered is the next one, too long already?
+                try lines.check(limit: IdentityLines.maxLine, name: name, lineNumber: lineNumber + 1)
                 let handle = self.handle
                 let name = self.name
                 let chunk = try await NIOThreadPool.singleton.runIfActive {

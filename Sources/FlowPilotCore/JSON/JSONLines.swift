@@ -5,7 +5,10 @@ import Foundation
 public enum JSONLines {
     /// Each line's value with its number; `name` (the file, or `-`) names the
     /// input in errors: `jsonl: NAME:LINE: …`.
-    public static func forEach(_ handle: FileHandle, name: String, _ body: (Int, JSONValue) throws -> Void) throws {
+    /// A line longer than `maxLine` bytes is an error, found as it is read.
+    public static func forEach(
+        _ handle: FileHandle, name: String, maxLine: Int = 16 << 20, _ body: (Int, JSONValue) throws -> Void
+    ) throws {
         var lines = LineBuffer()
         var lineNumber = 0
         func emit(_ line: ArraySlice<UInt8>) throws {
@@ -15,6 +18,7 @@ public enum JSONLines {
         while case let chunk = try InputFile.chunk(handle, name: name, "input"), !chunk.isEmpty {
             lines.append(chunk)
             while let line = lines.nextLine() { try emit(line) }
+            try lines.check(limit: maxLine, name: name, lineNumber: lineNumber + 1)
         }
         if let last = lines.remainder() { try emit(last) }
     }

@@ -5,17 +5,36 @@ import Foundation
 struct LineBuffer {
     private var bytes: [UInt8] = []
     private var position = 0
+    /// Where the search for the next newline goes on: the bytes before it
+    /// hold none, so a long line is scanned once, not once per chunk.
+    private var scanned = 0
 
     /// The next complete line, without its newline; nil until more bytes come.
     mutating func nextLine() -> ArraySlice<UInt8>? {
-        guard let newline = bytes[position...].firstIndex(of: 0x0A) else { return nil }
+        guard let newline = bytes[max(position, scanned)...].firstIndex(of: 0x0A) else {
+            scanned = bytes.count
+            return nil
+        }
         defer { position = newline + 1 }
         return bytes[position..<newline]
+    }
+
+    /// Bytes of the line not yet complete.
+    var pending: Int { bytes.count - position }
+
+    /// Throws when the line being read is already longer than `limit` bytes,
+    /// before more of it is read: `jsonl: NAME:LINE: …`.
+    func check(limit: Int, name: String, lineNumber: Int) throws {
+        guard pending > limit else { return }
+        throw FPError.invalid([
+            .error("jsonl", "\(name):\(lineNumber)", "line longer than \(limit >> 20) MiB; one JSON value a line")
+        ])
     }
 
     /// Adds a chunk, dropping the lines already taken.
     mutating func append(_ chunk: Data) {
         bytes.removeSubrange(0..<position)
+        scanned = max(0, scanned - position)
         position = 0
         bytes.append(contentsOf: chunk)
     }

@@ -77,7 +77,7 @@ public struct ResolveClient: Sendable {
                 // unknown_placement is "nothing to show here"; unknown_app is a failure.
                 switch json?["error"]?["code"]?.stringValue {
                 case "unknown_placement": return .noFlow
-                case let code?: return .failed(.backend(code: code, message: "backend answered 404"))
+                case let code?: return .failed(.backend(code: Printable.code(code), message: "backend answered 404"))
                 case nil: return .failed(.http(status: 404))
                 }
             }
@@ -108,7 +108,9 @@ public struct ResolveClient: Sendable {
                 if let error = r["error"] {
                     let code = error["code"]?.stringValue ?? "error"
                     let message = error["message"]?.stringValue ?? ""
-                    out[key] = code == "unknown_placement" ? .noFlow : .failed(.backend(code: code, message: message))
+                    out[key] =
+                        code == "unknown_placement"
+                        ? .noFlow : .failed(.backend(code: Printable.code(code), message: message))
                 } else {
                     out[key] = result(r, placement: key)
                 }

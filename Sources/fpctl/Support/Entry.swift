@@ -36,7 +36,19 @@ enum Entry {
             )
             exit(ExitStatus.failure.rawValue)
         }
+        // Swift repairs invalid UTF-8 in arguments to U+FFFD, which would make
+        // `--user-id` another identity, or a path another file: refused instead.
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            Console.error(
+                "argument \(index) (\(Printable.escaped(CommandLine.arguments[index]))) is not valid UTF-8; "
+                    + "fpctl takes user ids, keys and paths as UTF-8")
+            exit(ExitStatus.usage.rawValue)
+        }
         Signals.install()
+        // Past `ulimit -f` a write fails with EFBIG, which every writer handles (its temporary
+        // file removed, a one-line error, 73), instead of SIGXFSZ ending fpctl mid-write.
+        signal(SIGXFSZ, SIG_IGN)
         Platform.raiseOpenFileLimit()
         Platform.fitMemoryToAddressSpaceLimit()
         do {

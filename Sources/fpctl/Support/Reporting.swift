@@ -7,9 +7,16 @@ import Foundation
 /// A message that cannot be written is dropped: there is nowhere left to say so,
 /// and the command's status still tells what happened.
 enum Console {
-    static func error(_ message: String) { raw("fpctl: error: \(message)\n") }
+    static func error(_ message: String) { raw("fpctl: error: \(shown(message))\n") }
 
-    static func warn(_ message: String) { raw("fpctl: warning: \(message)\n") }
+    static func warn(_ message: String) { raw("fpctl: warning: \(shown(message))\n") }
+
+    /// A message's control characters escaped (`Printable`), its line breaks kept: it may quote a
+    /// backend's text or a file name, which must not reach the terminal as escape sequences.
+    private static func shown(_ message: String) -> String {
+        message.split(separator: "\n", omittingEmptySubsequences: false).map { Printable.escaped(String($0)) }
+            .joined(separator: "\n")
+    }
 
     static func note(_ message: String) { raw("\(message)\n") }
 
@@ -53,6 +60,8 @@ enum StandardOutput {
             raise(SIGPIPE)
         }
         Console.error("standard output: \(Errno.describe(code))")
+        // No output file half-made is left behind (a --metrics-file's temporary, say).
+        TemporaryFiles.removeAll()
         exit(ExitStatus.cannotWrite.rawValue)
     }
 
@@ -131,6 +140,7 @@ final class BufferedOutput: OutputSink {
     static func file(_ descriptor: Int32, path: String) -> BufferedOutput {
         func failed(_ code: Int32) -> Never {
             Console.error("\(path): \(Errno.describe(code))")
+            TemporaryFiles.removeAll()
             exit(ExitStatus.cannotWrite.rawValue)
         }
         return BufferedOutput(

@@ -24,7 +24,7 @@ import textwrap
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION5 = {"fpctl-bundle": "docs/bundle-format.md", "fpctl-cache": "docs/cache-format.md"}
 # Order of the sections after OPTIONS, as in git's and curl's pages.
-TAIL = ["OUTPUT", "EXIT STATUS", "SIGNALS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"]
+TAIL = ["OUTPUT", "EXIT STATUS", "SIGNALS", "LIMITS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"]
 
 REMOTE_ENV = [
     ("FLOWPILOT_API_KEY", "The API key, when --api-key-file is not given. Sent only in the Authorization header; never printed, logged or cached."),

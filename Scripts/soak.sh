@@ -8,7 +8,11 @@
 #     for the twelve), from the working corpus earlier runs grew;
 #   - FPCTL_SOAK_POWER_CUTS power cuts of each command (default 200);
 #   - the fault campaign at its full size: 10,000 identities, 50 kills
-#     (FPCTL_SOAK_IDENTITIES, FPCTL_SOAK_KILLS).
+#     (FPCTL_SOAK_IDENTITIES, FPCTL_SOAK_KILLS);
+#   - many writers on one cache (Tests/soak/many_writers.py): 8 cache put
+#     processes over 100,000 keys, killed and restarted, with prunes and
+#     verifies beside them (FPCTL_SOAK_WRITERS, FPCTL_SOAK_KEYS,
+#     FPCTL_SOAK_CHAOS_SECONDS, default 300).
 #
 # Uses the release build (`swift build -c release`). Prints "stage NAME
 # SECONDS" per campaign as Scripts/test.sh does; record the figures in
@@ -29,3 +33,5 @@ stage powercut /usr/bin/python3 Tests/powercut/powercut.py --fpctl "$fpctl" --cu
 stage blockcut /usr/bin/python3 Tests/powercut/blockcut.py --fpctl "$fpctl" --cuts "${FPCTL_SOAK_BLOCK_CUTS:-100}"
 stage faults python3 Tests/faults/fault_campaign.py --fpctl "$fpctl" \
     --identities "${FPCTL_SOAK_IDENTITIES:-10000}" --kills "${FPCTL_SOAK_KILLS:-50}" --seed "${FPCTL_SOAK_SEED:-$RANDOM}"
+stage writers python3 Tests/soak/many_writers.py --fpctl "$fpctl" --writers "${FPCTL_SOAK_WRITERS:-8}" \
+    --keys "${FPCTL_SOAK_KEYS:-100000}" --chaos-seconds "${FPCTL_SOAK_CHAOS_SECONDS:-300}"

@@ -129,7 +129,7 @@ struct HardeningTests {
             "\(patched.stdout)")
     }
 
-    @Test("a cache write that fails is a failed outcome (cache-write, naming errno) and exit 3, not 'warmed'")
+    @Test("a cache write that fails is a failed outcome (cache-write, naming errno) and exit 73, not 'warmed'")
     func cacheWriteFails() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"])
         let cache = tmp.file("cache")
@@ -150,7 +150,8 @@ struct HardeningTests {
         try process.run()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 3)
+        // 73 (cannot write), not the retryable 3: the cache needs a person, not a retry.
+        #expect(process.terminationStatus == 73)
         let rows = (try JSONSerialization.jsonObject(with: stdout) as? [String: Any])?["rows"] as? [[String: Any]]
         let row = rows?.first
         #expect(row?["state"] as? String == "failed", "no fallback hides a cache that cannot be written")

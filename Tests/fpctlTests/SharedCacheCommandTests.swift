@@ -415,6 +415,76 @@ struct HostileEdgeTests {
         #expect(put.status == 73, "\(put.stderr)")
         let verify = try fpctl("cache", "verify", "--cache-dir", work + "/c")
         #expect(verify.status == 0, "\(verify.stdout)")
+        // extract: a file past the limit fails the extraction whole, its staging directory removed.
+        let out = tmp.file("x")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let extract = try run(
+            "/bin/sh", ["-c", "ulimit -f 8; exec \"$0\" bundle extract \"$1\" -o ex/", Paths.fpctl, bundle],
+            currentDirectory: out)
+        #expect(extract.status == 73 && extract.stderr.contains("File too large"), "\(extract.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty, "extract left something")
+        // A standard output that fails (a full disk) leaves no --metrics-file temporary behind.
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let metricsDir = tmp.file("m")
+        try FileManager.default.createDirectory(atPath: metricsDir, withIntermediateDirectories: true)
+        let full = try sh(
+            "exec \(quote(Paths.fpctl)) warm paywall --cache-dir \(quote(tmp.file("wc"))) --api-url \(server.url) "
+                + "--app-id demo --user-id u --media none --metrics-file \(quote(metricsDir + "/m.prom")) >/dev/full")
+        #expect(full.status == 73, "\(full.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: metricsDir).isEmpty, "a temporary was left")
+    }
+
+    @Test("a full disk (a small tmpfs): warm stops with 73 and prune removes the empty key directories it left")
+    func fullDisk() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let tmp = try TemporaryDirectory()
+        let dir = tmp.file("small")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", dir]).status == 0)
+        defer { _ = try? run("/bin/umount", [dir]) }
+        let cache = dir + "/c"
+        let warm = try fpctl(
+            "warm", "paywall", "onboarding", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
+            "--identities", try tmp.identities(2000), "--media", "none")
+        #expect(warm.status == 73, "\(warm.stderr.suffix(300))")
+        #expect(warm.stdout.contains("cache-write") && warm.stdout.contains("No space left on device"))
+        let warmed = warm.stdout.split(separator: "\n").filter { $0.contains(" warmed ") }.count
+        #expect(warmed < 1500, "warm went on long after the disk was full")
+        // Every row it reported warmed is in the cache, whole.
+        let listed = try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv")
+        #expect(listed.stdout.split(separator: "\n").count - 1 >= warmed)
+        #expect(try fpctl("cache", "verify", "--cache-dir", cache).status == 0)
+        _ = try fpctl("cache", "prune", "--cache-dir", cache)
+        for placement in ["paywall", "onboarding"] {
+            let keys = (try? FileManager.default.contentsOfDirectory(atPath: "\(cache)/flows/\(placement)")) ?? []
+            for key in keys {
+                let files = try FileManager.default.contentsOfDirectory(atPath: "\(cache)/flows/\(placement)/\(key)")
+                #expect(!files.isEmpty, "prune left the empty key directory \(key)")
+            }
+        }
+    }
+
+    @Test("bundle pull from an image server that trickles: it ends at the download deadline, naming it")
+    func tricklingPull() throws {
+        let backend = try HostileBackend()
+        let tmp = try TemporaryDirectory()
+        let started = Date()
+        let r = try fpctl(
+            "bundle", "pull", "--api-url", backend.api("image:trickle"), "--app-id", "demo", "paywall", "-o",
+            tmp.file("src"), "--allow-missing-media")
+        #expect(Date().timeIntervalSince(started) < 60, "pull hung")
+        #expect(r.stderr.contains("download took longer than 30 s"), "\(r.stderr)")
+    }
+
+    @Test("a bundle source on a read-only TMPDIR: the error names TMPDIR")
+    func tmpdirNamed() throws {
+        let tmp = try TemporaryDirectory()
+        let r = try fpctl(
+            [
+                "warm", "paywall", "--cache-dir", tmp.file("c"), "--api-url", "http://127.0.0.1:9", "--app-id", "demo",
+                "--user-id", "u", "--bundle", Paths.sample("demo"),
+            ], environment: ["TMPDIR": tmp.file("missing")])
+        #expect(r.status == 73 && r.stderr.contains("TMPDIR"), "\(r.stderr)")
     }
 
     @Test("a writer whose clock runs a year ahead (faketime): its entry is stale, flagged, pruned and replaced")

@@ -29,15 +29,29 @@ public enum BundleExtractor {
         guard report.isValid, let digest = report.digest else { throw FPError.invalid(report.findings) }
         let paths = report.entries.map(\.path)
         let created = try prepare(directory, force: force)
+        do {
+            let expected = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.sha256 ?? "") })
+            let (files, bytes) = try extractChecked(paths, of: bundle, expected: expected, into: directory)
+            if created { try sync(directory: PathName.parent(of: directory)) }
+            return Result(directory: directory, files: files, bytes: bytes, digest: digest)
+        } catch {
+            // A target this extract made goes with it when nothing reached it (rmdir: only if empty).
+            if created { rmdir(directory) }
+            throw error
+        }
+    }
+
+    /// The checks, the staging directory (removed whatever happens) and the renames into place.
+    private static func extractChecked(
+        _ paths: [String], of bundle: String, expected: [String: String], into directory: String
+    ) throws -> (files: Int, bytes: Int64) {
         try checkTheWay(for: paths, in: directory)
         let staging = try makeStaging(in: directory)
         defer { removeTree(staging) }
-        let expected = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.sha256 ?? "") })
         let (files, bytes) = try writeEntries(of: bundle, into: staging, expected: expected, directory: directory)
         for dir in [staging] + directories(of: paths).map({ PathName.join(staging, $0) }) { try sync(directory: dir) }
         try moveIntoPlace(paths, from: staging, to: directory)
-        if created { try sync(directory: PathName.parent(of: directory)) }
-        return Result(directory: directory, files: files, bytes: bytes, digest: digest)
+        return (files, bytes)
     }
 
     /// The target exists as an empty directory (or any directory, with

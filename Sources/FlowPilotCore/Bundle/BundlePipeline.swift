@@ -61,24 +61,48 @@ public enum BundlePipeline {
         return flows
     }
 
-    /// Each distinct image and font URL once, named by its content's SHA-256.
+    /// Each distinct image and font URL once, named by its content's SHA-256;
+    /// up to `downloadsAtOnce` at a time, so a slow server costs a pull one
+    /// download deadline (30 s), not one per asset. Findings in URL order.
     private static func downloadAssets(
         of flows: [String: FlowDocument], client: ResolveClient, allowMissing: Bool, limit: Int64
     ) async -> ([String: (name: String, data: Data)], [Finding]) {
-        let urls = Set(flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) })
+        let urls = Set(flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) }).sorted()
+        var fetched: [String: MediaDownload.Fetched] = [:]
+        await withTaskGroup(of: (String, MediaDownload.Fetched).self) { group in
+            var next = urls.makeIterator()
+            func start() {
+                guard let url = next.next() else { return }
+                group.addTask {
+                    (
+                        url,
+                        await MediaDownload.fetch(url, transport: client.transport, limit: limit, pacer: client.pacer)
+                    )
+                }
+            }
+            for _ in 0..<downloadsAtOnce { start() }
+            for await (url, result) in group {
+                fetched[url] = result
+                start()
+            }
+        }
         var assets: [String: (name: String, data: Data)] = [:]
         var findings: [Finding] = []
-        for url in urls.sorted() {
-            switch await MediaDownload.fetch(url, transport: client.transport, limit: limit, pacer: client.pacer) {
-            case .success(let bytes):
+        for url in urls {
+            switch fetched[url] {
+            case .success(let bytes)?:
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
                 assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
-            case .failure(let reason):
+            case .failure(let reason)?:
                 findings.append(allowMissing ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
+            case nil:
+                break
             }
         }
         return (assets, findings)
     }
+
+    private static let downloadsAtOnce = 8
 
     /// How a bundled placement compares with what the backend resolves now.
     public enum DiffStatus: String, Sendable, Encodable {

@@ -27,8 +27,10 @@ public struct LoadedBundle: Sendable {
     public let assetsByPath: [String: Asset]
 
     /// Opens a `.fpbundle` file (validated first; invalid is `FPError.invalid`) or a
-    /// bundle source directory (built to a temporary bundle first, so a source and
-    /// the bundle built from it load identically and pass the same checks).
+    /// bundle source directory (built to a temporary bundle in `$TMPDIR` first, so
+    /// a source and the bundle built from it load identically and pass the same
+    /// checks; on a read-only root, `TMPDIR` must name a writable directory, or
+    /// the caller gives a built `.fpbundle`).
     public static func open(_ path: String) throws -> LoadedBundle {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
@@ -39,7 +41,11 @@ public struct LoadedBundle: Sendable {
             "fpctl-load-\(UUID().uuidString).fpbundle"
         ).path
         defer { try? FileManager.default.removeItem(atPath: tmp) }
-        _ = try BundleBuilder.build(sourceDirectory: path, output: tmp)
+        do { _ = try BundleBuilder.build(sourceDirectory: path, output: tmp) } catch FPError.cannotWrite(let reason) {
+            throw FPError.cannotWrite(
+                "\(path): a bundle source is built into TMPDIR (\(PathName.parent(of: tmp))) before it is loaded, "
+                    + "and that failed: \(reason); set TMPDIR to a writable directory, or give a built .fpbundle")
+        }
         return try read(tmp)
     }
 

@@ -64,18 +64,11 @@ enum MediaDownload {
             return "\(length) bytes, over the \(limit)-byte limit"
         }
         do {
-            try await Deadline.run(until: deadline) {
-                var received: Int64 = 0
-                for try await chunk in response.body {
-                    received += Int64(chunk.readableBytes)
-                    guard received <= limit else { throw TooLarge() }
-                    try sink(chunk)
-                }
-            }
+            try await Deadline.forEachChunk(of: response.body, limit: limit, until: deadline, sink)
             return nil
         } catch is Deadline.Exceeded {
             return "download took longer than \(timeout.components.seconds) s"
-        } catch is TooLarge {
+        } catch is Deadline.TooLarge {
             return "over the \(limit)-byte limit"
         } catch let error as FPError {
             return error.description
@@ -83,6 +76,4 @@ enum MediaDownload {
             return "download failed: \(transport.failure(error, proxy: proxy).message)"
         }
     }
-
-    private struct TooLarge: Error {}
 }

@@ -179,9 +179,7 @@ public struct ResolveClient: Sendable {
                     paused = true
                 }
                 // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
-                let bytes = try await Deadline.run(until: started + .seconds(30)) {
-                    try await response.body.collect(upTo: 16 << 20)
-                }
+                let bytes = try await Deadline.collect(response.body, limit: 16 << 20, until: started + .seconds(30))
                 let json = try? JSONValue.parse(Data(bytes.readableBytesView))
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, json: json)

@@ -124,7 +124,7 @@ public enum ResolveFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case let error as ChannelError:
             if case .connectTimeout = error { return .unreachable("connect timed out") }
             return .connection(text)
-        case is NIOTooManyBytesError:
+        case is NIOTooManyBytesError, is Deadline.TooLarge:
             return .invalidResponse("response body over the size limit")
         default:
             return .connection(text)

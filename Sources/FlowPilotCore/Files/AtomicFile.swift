@@ -228,12 +228,15 @@ extension AtomicFile {
                 throw FPError.cannotWrite("\(destination): directory \(dir) does not exist")
             }
             temporaryPath = PathName.join(dir, Self.temporaryName(for: target))
+            // Registered before it exists: a signal between the two finds nothing to remove, not a
+            // file it does not know of (the other order left one behind, now and then).
+            TemporaryFiles.add(temporaryPath)
             descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             guard descriptor >= 0 else {
+                TemporaryFiles.remove(temporaryPath)
                 throw FPError.cannotWrite(
                     "\(destination): cannot create a file in \(dir): \(Errno.describe(errno))")
             }
-            TemporaryFiles.add(temporaryPath)
         }
 
         /// The hidden name the bytes are written under until `commit`:

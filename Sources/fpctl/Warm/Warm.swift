@@ -23,7 +23,10 @@ struct Warm: AsyncParsableCommand {
             runs on a terminal.
             Only validated flows are cached.
             A cache write that fails (disk full, read-only directory, file size
-            limit) makes the row failed, with error cache-write naming the errno.
+            limit) makes the row failed, with error cache-write naming the errno;
+            no identity starts after it, and the run exits 73.
+            --concurrency is lowered, once, on stderr, to what the open-files
+            limit (ulimit -n) holds.
             --metrics-file writes Prometheus metrics at the end, atomically, for
             node_exporter's textfile collector.
             SIGTERM or SIGINT stops it cleanly: no new identity starts, those in
@@ -35,7 +38,8 @@ struct Warm: AsyncParsableCommand {
             one line on stderr says why), 75 stopped by a signal, 64 bad options,
             65 invalid input (--resume's file, or an identities line: read ahead,
             it ends the run once the identities before it are warmed), 66 a
-            missing input, 73 the metrics file or --output-dir cannot be written.
+            missing input, 73 the cache, the metrics file or --output-dir cannot be
+            written.
             Retry 1, 3, 69 and 75 (with --resume PREVIOUS.json or --output-dir,
             only what earlier attempts did not warm is tried again); 64, 65, 66
             and 73 fail the same way every time (deploy/kubernetes has an Indexed

@@ -386,8 +386,9 @@ struct HostileEdgeTests {
         let warm =
             "\(quote(bin)) warm paywall onboarding --cache-dir \(quote(tmp.file("c"))) --api-url \(server.url) "
             + "--app-id demo --user-id u --media none"
-        // RLIMIT_NPROC binds only a uid without CAP_SYS_RESOURCE: not root.
-        let threads = try sh("exec setpriv --reuid 4301 --regid 4301 --clear-groups sh -c 'ulimit -u 30; exec \(warm)'")
+        // RLIMIT_NPROC binds only a uid without CAP_SYS_RESOURCE: not root. bash: dash has no ulimit -u.
+        let threads = try sh(
+            "exec setpriv --reuid 4301 --regid 4301 --clear-groups bash -c 'ulimit -u 30 && exec \(warm)'")
         #expect(threads.status == 0, "\(threads.stderr.prefix(600))")
         #expect(threads.stderr.contains("warmed 2,"), "\(threads.stderr)")
         let memory = try sh("ulimit -v 1000000; exec \(warm) --environment development")

@@ -8,7 +8,7 @@ killed (SIGKILL) every --kill-every seconds and started again, `cache prune
 --older-than 1h` and `cache verify` run beside them, and every verify must be
 clean (no false finding while files are replaced). Phase 2, the last word: every
 writer runs once more, whole, all at once, writer i's lines resolved at
-BASE + i seconds and carrying a flow whose version names it; then a prune. It
+BASE + i seconds (BASE after every chaos entry) and carrying a flow whose version names it; then a prune. It
 must hold that every key has an entry, that each key's entry is the one of the
 later of its two writers (the later name wins, whatever order they finished
 in), that verify is clean and that no key directory is left empty.
@@ -65,7 +65,8 @@ def main():
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     inputs = [writer_input(i) for i in range(args.writers)]
-    subprocess.run([args.fpctl, "cache", "put", "--cache-dir", str(cache), "--input", "/dev/null"], check=True)
+    subprocess.run([args.fpctl, "cache", "put", "--cache-dir", str(cache), "--input", "/dev/null"], check=True,
+                   capture_output=True)
     problems = []
     stats = {"kills": 0, "runs": 0, "prunes": 0, "verifies": 0}
     started = time.monotonic()
@@ -106,7 +107,8 @@ def main():
     chaos = time.monotonic() - started
 
     # Phase 2: the last word, all writers at once, writer i's entries resolved at BASE + i.
-    base = int(time.time()) - 3600
+    # After every chaos entry (resolved at its writer's now), within the 60 s clock skew allowed.
+    base = int(time.time()) + 1
     finals = [put(writer_input(i, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + i)))) for i in range(args.writers)]
     for i, p in enumerate(finals):
         p.wait()

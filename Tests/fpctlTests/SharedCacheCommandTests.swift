@@ -42,6 +42,17 @@ private func sh(_ script: String, environment: [String: String] = [:], timeout: 
     try run("/bin/sh", ["-c", script], environment: environment, timeout: timeout)
 }
 
+/// fpctl started in the background, its output dropped (standard error to `stderr` when given).
+private func launch(_ arguments: [String], stderr: FileHandle? = nil) throws -> Process {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: Paths.fpctl)
+    p.arguments = arguments
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = stderr ?? FileHandle.nullDevice
+    try p.run()
+    return p
+}
+
 private func quote(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
 private func putLines(_ users: Range<Int>, flow: String, extra: String = "") -> String {
@@ -68,15 +79,7 @@ struct SharedCacheCommandTests {
         let input = tmp.file("in.jsonl")
         try putLines(0..<1500, flow: flow).write(toFile: input, atomically: true, encoding: .utf8)
         for round in 0..<2 {
-            let writers = (0..<2).map { _ -> Process in
-                let p = Process()
-                p.executableURL = URL(fileURLWithPath: Paths.fpctl)
-                p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
-                p.standardError = FileHandle.nullDevice
-                p.standardOutput = FileHandle.nullDevice
-                try? p.run()
-                return p
-            }
+            let writers = try (0..<2).map { _ in try launch(["cache", "put", "--cache-dir", dir, "--input", input]) }
             for w in writers {
                 w.waitUntilExit()
                 #expect(w.terminationStatus == 0, "round \(round)")
@@ -106,15 +109,7 @@ struct SharedCacheCommandTests {
             "--identities", ids, "--media", "none", "--environment", "development", "--format", "json",
         ]
         #expect(try fpctl(args).status == 0)
-        let runs = (0..<2).map { _ -> Process in
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: Paths.fpctl)
-            p.arguments = args
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try? p.run()
-            return p
-        }
+        let runs = try (0..<2).map { _ in try launch(args) }
         for r in runs {
             r.waitUntilExit()
             #expect(r.terminationStatus == 0)
@@ -136,15 +131,10 @@ struct SharedCacheCommandTests {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             }
             let stderrs = (0..<6).map { _ in tmp.file("err-\(UUID().uuidString)") }
-            let writers = stderrs.map { err -> Process in
+            let writers = try stderrs.map { err in
                 _ = FileManager.default.createFile(atPath: err, contents: nil)
-                let p = Process()
-                p.executableURL = URL(fileURLWithPath: Paths.fpctl)
-                p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
-                p.standardOutput = FileHandle.nullDevice
-                p.standardError = FileHandle(forWritingAtPath: err)
-                try? p.run()
-                return p
+                return try launch(
+                    ["cache", "put", "--cache-dir", dir, "--input", input], stderr: FileHandle(forWritingAtPath: err))
             }
             for (w, err) in zip(writers, stderrs) {
                 w.waitUntilExit()
@@ -164,12 +154,7 @@ struct SharedCacheCommandTests {
         try String(repeating: putLines(0..<200, flow: flow), count: 15)
             .write(toFile: input, atomically: true, encoding: .utf8)
         #expect(try fpctl("cache", "put", "--cache-dir", dir, "--input", input).status == 0)
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: Paths.fpctl)
-        writer.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
-        writer.standardOutput = FileHandle.nullDevice
-        writer.standardError = FileHandle.nullDevice
-        try writer.run()
+        let writer = try launch(["cache", "put", "--cache-dir", dir, "--input", input])
         var verifies = 0
         while writer.isRunning || verifies < 2 {
             let repair = verifies % 2 == 1

@@ -160,6 +160,8 @@ extension CacheStore {
     func scanImageDirs(into scan: inout CacheScan) {
         var dirs: [String] = []
         for dir in DirectoryWalker.list(imagesDir, stat: false) ?? [] {
+            // An image being downloaded where there is no O_TMPFILE (`CacheStore.imageWriter`).
+            if Self.classify(imagesDir, dir, scan: &scan) { continue }
             let d = "\(imagesDir)/\(dir.name)"
             guard dir.isDirectory, dir.name.count == 64 else {
                 scan.foreign.append(.init(path: d, size: 0, mtime: .distantPast))

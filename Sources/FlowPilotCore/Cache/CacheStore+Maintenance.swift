@@ -45,19 +45,22 @@ extension CacheStore {
     /// `repair` removes, under the same lock. Where the lock cannot be had
     /// (a read-only cache without a `.lock`), a finding is reported only when
     /// a second pass finds it too.
-    public func verify(repair: Bool, now: Date = Date()) throws -> Verification {
-        let first = inspectAll(now: now)
+    /// `now` (`FPCTL_NOW`) is what entries from the future are judged
+    /// against; nil: the clock as each pass starts, so entries written while
+    /// verify waited for the lock are not taken for entries from the future.
+    public func verify(repair: Bool, now: Date? = nil) throws -> Verification {
+        let first = inspectAll(now: now ?? Date())
         if first.findings.isEmpty { return Verification(findings: [], notRemoved: [:]) }
         let lock: Lock
         do { lock = try Lock(path: lockPath, exclusive: true) } catch {
             if repair { throw error }
-            let second = inspectAll(now: now)
+            let second = inspectAll(now: now ?? Date())
             let seen = Set(first.findings.map { "\($0.rule)\u{0}\($0.path)" })
             return Verification(
                 findings: second.findings.filter { seen.contains("\($0.rule)\u{0}\($0.path)") }, notRemoved: [:])
         }
         defer { lock.release() }
-        let (findings, broken) = inspectAll(now: now)
+        let (findings, broken) = inspectAll(now: now ?? Date())
         var notRemoved: [String: String] = [:]
         if repair && !broken.isEmpty {
             for path in broken {

@@ -15,7 +15,10 @@ extension CacheStore {
         public var flows = true
         public var images = true
         public var dryRun = false
-        public var now = Date()
+        /// The time ages are measured from (`FPCTL_NOW`); nil: the clock, read
+        /// once the lock is held. A prune that waited for writers must not take
+        /// what they wrote meanwhile for entries from the future.
+        public var now: Date?
         public init() {}
     }
 
@@ -24,7 +27,7 @@ extension CacheStore {
     public func prune(_ o: PruneOptions) throws -> RemovalResult {
         let work = { () -> RemovalResult in
             let scan = self.scan()
-            var selection = PruneSelection(store: self, scan: scan, options: o)
+            var selection = PruneSelection(store: self, scan: scan, options: o, now: o.now ?? Date())
             selection.addDebris()
             if o.flows { selection.addFlows() }
             if o.images { selection.addImages() }
@@ -72,13 +75,15 @@ private struct PruneSelection {
     let store: CacheStore
     let scan: CacheScan
     let options: CacheStore.PruneOptions
+    let now: Date
     private(set) var removals: [Removal] = []
     private var gone = Set<String>()
 
-    init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions) {
+    init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions, now: Date) {
         self.store = store
         self.scan = scan
         self.options = options
+        self.now = now
     }
 
     private mutating func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) {
@@ -102,10 +107,10 @@ private struct PruneSelection {
         var removedKeys = Set<String>()
         let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
         for entry in scan.flows {
-            let age = entry.age(at: options.now)
+            let age = entry.age(at: now)
             if let user = options.userID, let userSuffix, entry.path.contains(userSuffix) {
                 remove(.flow, entry.path, entry.size, "identity \(user)")
-            } else if options.olderThan != nil, entry.isFromFuture(at: options.now) {
+            } else if options.olderThan != nil, entry.isFromFuture(at: now) {
                 // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
                 remove(.flow, entry.path, entry.size, "resolved \(Int(-age))s in the future")
             } else if let limit = options.olderThan, age > limit {
@@ -124,8 +129,8 @@ private struct PruneSelection {
     mutating func addImages() {
         var kept: [CachedImage] = []
         for image in scan.images {
-            let unused = options.now.timeIntervalSince(image.lastAccess)
-            if options.expired, image.isExpired(at: options.now, ttl: store.budgets.imageTTL) {
+            let unused = now.timeIntervalSince(image.lastAccess)
+            if options.expired, image.isExpired(at: now, ttl: store.budgets.imageTTL) {
                 remove(.image, image.path, image.size, "expired")
             } else if let limit = options.olderThan, unused > limit {
                 remove(.image, image.path, image.size, "last used \(Int(unused))s ago")

@@ -48,7 +48,8 @@ struct CachePrune: ParsableCommand {
         o.images = !flows
         o.flows = !images
         o.dryRun = dryRun
-        o.now = try Now.date()
+        // The clock once the lock is held, unless FPCTL_NOW pins it.
+        o.now = try Now.pinned()
         let result = try store.prune(o)
         let report = PruneReport(result, dryRun: dryRun)
         try output.print(report)

@@ -21,7 +21,7 @@ struct CacheVerify: ParsableCommand {
 
     func run() throws {
         let store = try cache.open()
-        let verification = try store.verify(repair: repair)
+        let verification = try store.verify(repair: repair, now: try Now.pinned())
         let report = VerifyReport(verification, repaired: repair)
         try output.print(report)
         if report.incomplete { throw Verdict.incomplete }

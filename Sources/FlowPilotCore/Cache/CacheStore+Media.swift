@@ -38,15 +38,9 @@ extension CacheStore {
         let dir = imageDir(url)
         let name = CacheNames.stamp(now) + ".img"
         try withLock(exclusive: false) {
-            // The URL beside the bytes, so `cache list --images` can show it.
-            if !FileManager.default.fileExists(atPath: "\(dir)/\(Self.imageURLFileName)") {
-                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: Self.imageURLFileName, mtime: now)
-            }
+            Self.publishURLFile(url, in: dir, now: now)
             try AtomicFile.publish(data, directory: dir, name: name, mtime: now)
-            // Only older copies: a newer one is another writer's, just made durable.
-            for item in Self.published(dir) where item.name < name && item.name.hasSuffix(".img") {
-                unlink("\(dir)/\(item.name)")
-            }
+            Self.removeOlderImages(in: dir, keeping: name)
         }
         try enforceImageBudget(adding: Int64(data.count), now: now)
         imageMemory.insert(url, data, budget: budgets.imageMemoryBytes)
@@ -80,9 +74,7 @@ extension CacheStore {
         defer { writer.discard() }
         try withLock(exclusive: false) {
             try AtomicFile.makeDirectory(dir)
-            if !FileManager.default.fileExists(atPath: "\(dir)/\(Self.imageURLFileName)") {
-                try? AtomicFile.publish(Data(url.utf8), directory: dir, name: Self.imageURLFileName, mtime: now)
-            }
+            Self.publishURLFile(url, in: dir, now: now)
             AtomicFile.setTimes(fd: writer.file.descriptor, mtime: now)
             guard Platform.syncData(writer.file.descriptor) else {
                 throw FPError.cannotWrite("\(dir)/\(name): \(Errno.describe(errno))")
@@ -92,12 +84,24 @@ extension CacheStore {
             }
             writer.named = true
             try AtomicFile.syncDirectory(dir)
-            for item in Self.published(dir) where item.name < name && item.name.hasSuffix(".img") {
-                unlink("\(dir)/\(item.name)")
-            }
+            Self.removeOlderImages(in: dir, keeping: name)
         }
         try enforceImageBudget(adding: writer.size, now: now)
         return true
+    }
+
+    /// The URL beside an image's bytes, so `cache list --images` can show it (once a URL).
+    private static func publishURLFile(_ url: String, in dir: String, now: Date) {
+        if !FileManager.default.fileExists(atPath: "\(dir)/\(imageURLFileName)") {
+            try? AtomicFile.publish(Data(url.utf8), directory: dir, name: imageURLFileName, mtime: now)
+        }
+    }
+
+    /// A URL's older copies: a newer one is another writer's, just made durable (`removeOlder`).
+    private static func removeOlderImages(in dir: String, keeping name: String) {
+        for item in published(dir) where item.name < name && item.name.hasSuffix(".img") {
+            unlink("\(dir)/\(item.name)")
+        }
     }
 
     /// The newest copy of the URL's image when it has not expired.

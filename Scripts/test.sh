@@ -141,7 +141,7 @@ blockcut() {
     /usr/bin/python3 Tests/powercut/blockcut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_BLOCK_CUTS:-8}"
 }
 
-stage deps Scripts/install-deps.sh deb powercut man
+stage deps Scripts/install-deps.sh deb powercut man findings
 if [ "$(id -u)" = 0 ]; then
     Scripts/debian-roots.sh >.build/debian-roots.log 2>&1 &
     roots=$!

@@ -82,8 +82,9 @@ public struct InspectReport: Rendering {
     }
 }
 
-/// `bundle validate`: per bundle its findings and `FILE: ok DIGEST`, or
-/// why it could not be checked (that line goes to standard error: `errors`).
+/// `bundle validate`: per bundle (or source directory) its findings and
+/// `FILE: ok DIGEST`, or why it could not be checked (that line goes to
+/// standard error: `errors`).
 public struct ValidateReport: Rendering {
     public struct File: Encodable {
         public let file: String
@@ -91,9 +92,28 @@ public struct ValidateReport: Rendering {
         public let digest: String?
         public let findings: [Finding]
         public let error: String?
+        /// A source directory (`--source`), not a bundle.
+        public let source: Bool?
+        /// The bundle's entries or the source's files, each a JUnit test case.
+        let checked: [String]
 
-        public init(file: String, valid: Bool, digest: String?, findings: [Finding], error: String?) {
+        enum CodingKeys: String, CodingKey { case file, valid, digest, findings, error, source }
+
+        public init(
+            file: String, valid: Bool, digest: String?, findings: [Finding], error: String?, checked: [String] = []
+        ) {
             (self.file, self.valid, self.digest, self.findings, self.error) = (file, valid, digest, findings, error)
+            (self.source, self.checked) = (nil, checked)
+        }
+
+        public init(source: String, valid: Bool, findings: [Finding], checked: [String], error: String? = nil) {
+            (self.file, self.valid, self.digest, self.findings, self.error) = (source, valid, nil, findings, error)
+            (self.source, self.checked) = (true, checked)
+        }
+
+        var target: FindingsReport.Target {
+            FindingsReport.Target(
+                path: file, kind: source == true ? .source : .bundle, findings: findings, cases: checked, error: error)
         }
     }
 
@@ -106,16 +126,40 @@ public struct ValidateReport: Rendering {
 
     public init(files: [File]) { document = Document(files: files) }
 
-    /// Findings and `ok` lines, on standard output.
+    /// Findings and `ok` lines, on standard output: a bundle's as
+    /// `FILE: RULE: PATH: MESSAGE`, a source's as `FILE:LINE:COL: RULE: MESSAGE`.
     public func text() -> String {
         document.files.map { r in
-            r.findings.bounded().map { "\(r.file): \($0.line)\n" }.joined()
-                + (r.valid ? "\(r.file): ok \(r.digest ?? "")\n" : "")
+            var target = r.target
+            target = FindingsReport.Target(
+                path: target.path, kind: target.kind, findings: r.findings.bounded(), cases: target.cases)
+            let lines = FindingsReport(command: "bundle validate", targets: [target]).located.map {
+                FindingsReport.textLine($0) + "\n"
+            }
+            let ok = r.valid ? "\(r.file): ok" + (r.digest.map { " \($0)" } ?? "") + "\n" : ""
+            return lines.joined() + ok
         }.joined()
+    }
+
+    /// The findings for a CI format.
+    public var findingsReport: FindingsReport {
+        FindingsReport(command: "bundle validate", targets: document.files.map(\.target))
     }
 
     /// The bundles that could not be checked at all, a line each, for standard error.
     public var errors: [String] { document.files.compactMap(\.error) }
+
+    /// `bundle-age` for a source whose created_at is older than `maxAge`.
+    public static func ageFinding(_ source: BundleSource, maxAge: TimeInterval?, now: Date = Date()) -> Finding? {
+        guard let maxAge else { return nil }
+        let created = source.createdAt ?? BundleBuilder.unknownCreatedAt
+        guard now.timeIntervalSince(created) > maxAge else { return nil }
+        var f = Finding.warning(
+            "bundle-age", "\(BundleSource.fileName)#/created_at",
+            "created \(RFC3339.string(created)), older than the allowed \(Int(maxAge))s")
+        f.position = source.positions?.position(of: "/created_at")
+        return f
+    }
 }
 
 /// `bundle diff`: per placement, whether the bundle is what the backend serves.
@@ -123,12 +167,13 @@ public struct DiffReport: Rendering {
     public struct Document: Encodable {
         let inSync: Bool
         let placements: [BundlePipeline.DiffRow]
+        let findings: [Finding]
     }
 
     public let document: Document
 
-    public init(rows: [BundlePipeline.DiffRow]) {
-        document = Document(inSync: rows.allSatisfy { $0.status == .inSync }, placements: rows)
+    public init(rows: [BundlePipeline.DiffRow], findings: [Finding] = []) {
+        document = Document(inSync: rows.allSatisfy { $0.status == .inSync }, placements: rows, findings: findings)
     }
 
     public var inSync: Bool { document.inSync }

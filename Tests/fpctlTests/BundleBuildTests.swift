@@ -91,9 +91,13 @@ struct BundleBuildTests {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
         let build = try fpctl("bundle", "build", src, "-o", "\(out)/demo.fpbundle")
         #expect(build.status == 65)
+        // FILE:LINE:COL at the value, counted from the file itself.
+        let at = position(of: "\"nowhere\"", in: flow)
         #expect(
             build.stderr.contains(
-                "fpctl: error: flow-navigate: flows/paywall.json#/screens/0/components/5/action/screen:"))
+                "\(src)/flows/paywall.json:\(at.line):\(at.column): flow-navigate: navigate targets screen 'nowhere'"),
+            "\(build.stderr)")
+        #expect(build.stderr.contains("fpctl: error: \(src): 2 errors; nothing was written"))
         #expect(build.stderr.contains("flow-content-hash"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
     }
@@ -114,7 +118,7 @@ struct BundleBuildTests {
         let lines = build.stderr.split(separator: "\n")
         let duplicates = lines.filter { $0.contains("flow-duplicate-screen") }
         #expect(duplicates.count == 21, "\(lines.count) lines")
-        #expect(duplicates.last == "fpctl: error: flow-duplicate-screen: flows/paywall.json: … and 14,979 more")
+        #expect(duplicates.last == "\(src)/flows/paywall.json: flow-duplicate-screen: … and 14,979 more")
         #expect(lines.count < 100)
     }
 
@@ -136,7 +140,13 @@ struct BundleBuildTests {
         try FileManager.default.removeItem(atPath: "\(src)/assets/plane.png")
         let build = try fpctl("bundle", "build", src, "-o", tmp.file("t.fpbundle"))
         #expect(build.status == 65)
-        #expect(build.stderr.contains("source-missing-file: assets/plane.png:"))
+        let manifest = try String(contentsOfFile: "\(src)/bundle.json", encoding: .utf8)
+        let at = position(of: "\"assets/plane.png\"", in: manifest)
+        #expect(
+            build.stderr.contains(
+                "\(src)/bundle.json:\(at.line):\(at.column): source-missing-file: assets/plane.png: asset file not found"
+            ),
+            "\(build.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("t.fpbundle")))
     }
 }

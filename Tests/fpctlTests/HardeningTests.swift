@@ -27,7 +27,9 @@ struct HardeningTests {
         let out = tmp.file("out.fpbundle")
         let r = try fpctl("bundle", "build", source, "-o", out)
         #expect(r.status == 65)
-        #expect(r.stderr.contains("source-symlink: assets/badge.png: "), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("\(source)/assets/badge.png: source-symlink: assets/badge.png is a symbolic link"),
+            "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out))
 
         // A symlinked directory on the way is refused the same way.
@@ -36,7 +38,8 @@ struct HardeningTests {
         try FileManager.default.createSymbolicLink(
             atPath: "\(other)/assets", withDestinationPath: tmp.file("elsewhere"))
         let viaDirectory = try fpctl("bundle", "build", other, "-o", out)
-        #expect(viaDirectory.status == 65 && viaDirectory.stderr.contains("source-symlink: assets/"))
+        #expect(
+            viaDirectory.status == 65 && viaDirectory.stderr.contains("\(other)/assets/badge.png: source-symlink: "))
         #expect(viaDirectory.stderr.contains("assets is a symbolic link"))
     }
 
@@ -47,7 +50,7 @@ struct HardeningTests {
         try FileManager.default.removeItem(atPath: badge)
         #expect(mkfifo(badge, 0o644) == 0)
         let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
-        #expect(r.status == 65 && r.stderr.contains("source-special-file: assets/badge.png: "), "\(r.stderr)")
+        #expect(r.status == 65 && r.stderr.contains("\(source)/assets/badge.png: source-special-file: "), "\(r.stderr)")
 
         let linked = try demoCopy("demo2")
         try FileManager.default.moveItem(atPath: "\(linked)/bundle.json", toPath: tmp.file("bundle.json"))
@@ -55,7 +58,9 @@ struct HardeningTests {
             atPath: "\(linked)/bundle.json", withDestinationPath: tmp.file("bundle.json"))
         let manifest = try fpctl("bundle", "build", linked, "-o", tmp.file("out2.fpbundle"))
         #expect(
-            manifest.status == 65 && manifest.stderr.contains("source-symlink: bundle.json: "), "\(manifest.stderr)")
+            manifest.status == 65
+                && manifest.stderr.contains("\(linked)/bundle.json: source-symlink: bundle.json is a symbolic link"),
+            "\(manifest.stderr)")
     }
 
     @Test("media and fonts must be what their extension says, at build and at validate")
@@ -67,7 +72,7 @@ struct HardeningTests {
         #expect(r.status == 65)
         #expect(
             r.stderr.contains(
-                "media-type-mismatch: assets/badge.png: the content is no known media or font type, the .png extension says png"
+                "\(source)/assets/badge.png: media-type-mismatch: the content is no known media or font type, the .png extension says png"
             ),
             "\(r.stderr)")
         // The sample bundles' real PNGs and TTFs pass both checks.
@@ -85,8 +90,14 @@ struct HardeningTests {
         try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
         let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
         #expect(r.status == 65)
+        // At the line and column of the value, counted from the file itself.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let position = position(of: "\"2226-01-01", in: text)
         #expect(
-            r.stderr.contains("source-field: bundle.json#/created_at: created_at must be before 2108"), "\(r.stderr)")
+            r.stderr.contains(
+                "\(source)/bundle.json:\(position.line):\(position.column): source-field: created_at must be before 2108"
+            ),
+            "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("out.fpbundle")))
     }
 
@@ -226,7 +237,9 @@ struct HardeningTests {
         try bundle.write(toFile: "\(source)/bundle.json", atomically: true, encoding: .utf8)
         let built = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
         #expect(built.status == 0, "\(built.stderr)")
-        #expect(built.stderr.contains("fpctl: warning: source-unreferenced-asset: "), "\(built.stderr)")
+        #expect(
+            built.stderr.contains("\(source)/assets/badge.png: warning: source-unreferenced-asset: "), "\(built.stderr)"
+        )
         #expect(!built.stderr.contains("warning: warning:"))
 
         let ids = tmp.file("ids.jsonl")

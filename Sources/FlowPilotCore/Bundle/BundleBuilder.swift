@@ -32,16 +32,53 @@ public enum BundleBuilder {
     /// The age-unknown timestamp: 1980-01-01T00:00:00Z, the earliest a zip can hold.
     public static let unknownCreatedAt = Date(timeIntervalSince1970: ZipDate.range.lowerBound)
 
-    public static func build(sourceDirectory: String, output: String, options: Options = .init()) throws -> Result {
+    /// A source directory checked against every rule, before a byte is
+    /// written: its findings (each about a file of the source, with the line
+    /// and column of the value it names), the files checked, and what a build
+    /// writes when there are no errors.
+    public struct SourceCheck {
+        /// The directory as the caller named it.
+        public let directory: String
+        public let findings: [Finding]
+        /// The source files read, relative to `directory`: bundle.json, the
+        /// flows, the images and fonts they reference.
+        public let checkedFiles: [String]
+        fileprivate let plan: BundlePlan?
+
+        public var isValid: Bool { !findings.hasErrors }
+        /// The source as bundle.json describes it, when it could be read.
+        public var source: BundleSource? { plan?.source }
+        /// Placement key -> its flow, for the flows that are valid.
+        public var flows: [String: FlowDocument] { plan?.documents ?? [:] }
+    }
+
+    /// Reads and checks a source directory (`SourceCheck`). Throws
+    /// `FPError.inputMissing` when it is not there; every problem of its
+    /// content is a finding.
+    public static func check(sourceDirectory: String, options: Options = .init()) throws -> SourceCheck {
         let (loaded, sourceFindings) = try BundleSource.load(sourceDirectory)
-        guard let source = loaded else { throw FPError.invalid(sourceFindings) }
-        let createdAt = try resolveCreatedAt(source: source, options: options)
+        guard let source = loaded else {
+            return SourceCheck(
+                directory: sourceDirectory, findings: sourceFindings, checkedFiles: [BundleSource.fileName], plan: nil)
+        }
         var plan = BundlePlan(source: source, findings: sourceFindings)
         plan.addFlows()
         plan.addAssets(stampTime: options.stampTime)
         try BundleLimits.check(sizes: plan.files.map { ($0.archivePath, $0.size) }, findings: &plan.findings)
-        if plan.findings.hasErrors { throw FPError.invalid(plan.findings) }
+        plan.locateSourceFindings()
+        return SourceCheck(
+            directory: sourceDirectory, findings: plan.findings, checkedFiles: plan.checkedFiles, plan: plan)
+    }
 
+    public static func build(sourceDirectory: String, output: String, options: Options = .init()) throws -> Result {
+        try build(check(sourceDirectory: sourceDirectory, options: options), output: output, options: options)
+    }
+
+    /// Writes the bundle of a checked source; a source with errors is
+    /// `FPError.invalid`, and nothing is written.
+    public static func build(_ check: SourceCheck, output: String, options: Options = .init()) throws -> Result {
+        guard let plan = check.plan, check.isValid else { throw FPError.invalid(check.findings) }
+        let createdAt = try resolveCreatedAt(source: plan.source, options: options)
         let manifest = plan.manifest(generator: options.generator, createdAt: createdAt)
         let manifestData = manifest.data
         options.beforeWriting?()

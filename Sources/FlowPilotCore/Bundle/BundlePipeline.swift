@@ -135,10 +135,17 @@ public enum BundlePipeline {
     public static func diff(_ bundle: LoadedBundle, client: ResolveClient, identity: Identity, extra: [String]) async
         -> (rows: [DiffRow], reach: BackendReach)
     {
+        await diff(bundle.flows.mapValues(\.document), client: client, identity: identity, extra: extra)
+    }
+
+    /// `diff` over flows in hand (a bundle's, or a source directory's).
+    public static func diff(
+        _ flows: [String: FlowDocument], client: ResolveClient, identity: Identity, extra: [String]
+    ) async -> (rows: [DiffRow], reach: BackendReach) {
         var rows: [DiffRow] = []
         var reach = BackendReach()
-        for key in Set(bundle.flows.keys).union(extra).sorted() {
-            let bundled = bundle.flows[key]?.document
+        for key in Set(flows.keys).union(extra).sorted() {
+            let bundled = flows[key]
             let live = await client.resolve(key, identity)
             reach.record(live.failure)
             func describe(_ d: FlowDocument) -> String {
@@ -174,6 +181,96 @@ public enum BundlePipeline {
             }
         }
         return (rows, reach)
+    }
+}
+
+extension BundlePipeline.DiffRow {
+    /// The rule a placement not in sync breaks (`diff-changed`, …); nil in sync.
+    public var rule: String? {
+        switch status {
+        case .inSync: nil
+        case .changed: "diff-changed"
+        case .missingInBundle: "diff-missing-in-bundle"
+        case .missingOnBackend: "diff-missing-on-backend"
+        case .failed: "diff-failed"
+        }
+    }
+
+    /// What the finding says.
+    public var message: String {
+        switch status {
+        case .inSync: "in sync"
+        case .changed:
+            "placement '\(placement)': the bundle has \(bundled ?? "-"), the backend serves \(backend ?? "-")"
+                + (changedMedia.isEmpty ? "" : "; media differ: \(changedMedia.joined(separator: " "))")
+        case .missingInBundle:
+            "placement '\(placement)': the backend serves \(backend ?? "-"), the bundle has no flow for it"
+        case .missingOnBackend:
+            "placement '\(placement)': the bundle has \(bundled ?? "-"), the backend resolves no flow for it"
+        case .failed: "placement '\(placement)': the live resolve failed: \(backend ?? "-")"
+        }
+    }
+}
+
+/// Where a diff's findings point: inside a bundle (its entries, `manifest.json`),
+/// or, with a source directory, at the files a person edits.
+public enum DiffLocations: Sendable {
+    case bundle
+    /// The source directory: placement key -> flow file, and bundle.json's positions.
+    case source(BundleSource)
+
+    /// One finding per placement not in sync, and `bundle-age` (an error here)
+    /// when `createdAt` is older than `maxAge` at `now`.
+    public func findings(
+        _ rows: [BundlePipeline.DiffRow], createdAt: Date?, maxAge: TimeInterval?, now: Date = Date()
+    ) -> [Finding] {
+        var out: [Finding] = []
+        for row in rows {
+            guard let rule = row.rule else { continue }
+            out.append(.error(rule, path(of: row), row.message))
+        }
+        if let maxAge, let createdAt, now.timeIntervalSince(createdAt) > maxAge {
+            let at =
+                if case .source = self { "\(BundleSource.fileName)#/created_at" } else {
+                    "\(BundleManifest.path)#/created_at"
+                }
+            out.append(
+                .error(
+                    "bundle-age", at,
+                    "created \(RFC3339.string(createdAt)), older than the allowed \(Int(maxAge))s; pull and build it again"
+                ))
+        }
+        if case .source(let source) = self { locate(&out, in: source) }
+        return out
+    }
+
+    /// The file and JSON pointer a row's finding names: the flow's `/version`
+    /// for a changed flow, the placements object for one the bundle lacks.
+    private func path(of row: BundlePipeline.DiffRow) -> String {
+        let key = BundleSource.pointerToken(row.placement)
+        switch self {
+        case .bundle:
+            return row.status == .missingInBundle
+                ? "\(BundleManifest.path)#/placements/\(key)" : "flows/\(row.placement).json"
+        case .source(let source):
+            guard row.status != .missingInBundle, let rel = source.placements[row.placement] else {
+                return "\(BundleSource.fileName)#/placements/\(key)"
+            }
+            return row.status == .changed ? "\(rel)#/version" : rel
+        }
+    }
+
+    /// Lines and columns: bundle.json's from its load, each flow file's
+    /// parsed again (only the few a finding names).
+    private func locate(_ findings: inout [Finding], in source: BundleSource) {
+        if let positions = source.positions { findings.locate(BundleSource.fileName, with: positions) }
+        for file in Set(findings.filter { $0.position == nil }.map { String($0.file) }) {
+            guard source.fileProblem(file) == nil,
+                let data = FileManager.default.contents(atPath: source.url(for: file).path),
+                let (_, positions) = try? JSONValue.parse(data, positions: true), let positions
+            else { continue }
+            findings.locate(file, with: positions)
+        }
     }
 }
 

@@ -28,6 +28,8 @@ struct BundlePlan {
     var findings: [Finding]
     private(set) var files: [File] = []
     private var placements: [String: BundleManifest.Placement] = [:]
+    /// Placement key -> its valid flow.
+    private(set) var documents: [String: FlowDocument] = [:]
     private var media: [String: String] = [:]
     private var fonts: [String: String] = [:]
     /// Image URL -> the first flow that uses it.
@@ -40,6 +42,23 @@ struct BundlePlan {
     init(source: BundleSource, findings: [Finding]) {
         self.source = source
         self.findings = findings
+    }
+
+    /// The source files read: bundle.json, each placement's flow file, each
+    /// referenced image and font, in that order.
+    var checkedFiles: [String] {
+        var seen: Set<String> = []
+        let flows = source.placements.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map(\.value)
+        let assets = Set(
+            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
+        )
+        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return ([BundleSource.fileName] + flows + assets).filter { seen.insert($0).inserted }
+    }
+
+    /// Gives the findings about `bundle.json` its lines and columns.
+    mutating func locateSourceFindings() {
+        if let positions = source.positions { findings.locate(BundleSource.fileName, with: positions) }
     }
 
     func manifest(generator: String, createdAt: Date) -> BundleManifest {
@@ -80,9 +99,12 @@ struct BundlePlan {
         }
         if let problem = source.fileProblem(rel) { return .refused(problem) }
         guard let data = FileManager.default.contents(atPath: source.url(for: rel).path) else {
-            return .refused(.error("source-missing-file", rel, "flow file not found (bundle.json#/placements/\(key))"))
+            return .refused(
+                .error(
+                    "source-missing-file", "bundle.json#/placements/\(BundleSource.pointerToken(key))",
+                    "\(rel): flow file not found"))
         }
-        let (doc, findings) = FlowDocument.validate(data: data, location: rel)
+        let (doc, findings) = FlowDocument.validate(data: data, location: rel, positions: true)
         return .read(data: data, sha256: doc == nil ? "" : Digest.sha256Hex(data), doc: doc, findings: findings)
     }
 
@@ -95,6 +117,7 @@ struct BundlePlan {
         findings += flowFindings
         guard let doc else { return }
         placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
+        documents[key] = doc
         files.append(File(archivePath: archivePath, size: Int64(data.count), sha256: sha256, content: .bytes(data)))
         for url in doc.allImages where imageURLs[url] == nil { imageURLs[url] = rel }
         for font in doc.fonts {
@@ -156,7 +179,10 @@ struct BundlePlan {
         }
         let fileURL = source.url(for: rel)
         guard let digest = digests[fileURL.path] else {
-            findings.append(.error("source-missing-file", rel, "asset file not found (bundle.json#/assets)"))
+            findings.append(
+                .error(
+                    "source-missing-file", "bundle.json#/assets/\(BundleSource.pointerToken(url))",
+                    "\(rel): asset file not found"))
             return nil
         }
         if let mismatch = MediaType.mismatch(path: rel, head: digest.head) {

@@ -13,6 +13,8 @@ public struct BundleSource: Sendable {
     public let placements: [String: String]
     /// absolute URL -> asset file, relative to `directory`.
     public let assets: [String: String]
+    /// Where each value of `bundle.json` is, for findings that name one.
+    public let positions: JSONPositions?
 
     /// Reads `bundle.json`. Problems are findings located at `bundle.json#/…`;
     /// a missing directory or file throws `FPError.inputMissing`.
@@ -28,8 +30,13 @@ public struct BundleSource: Sendable {
             throw FPError.inputMissing("\(manifestURL.path): missing (a bundle source needs a bundle.json)")
         }
         let json: JSONValue
-        do { json = try JSONValue.parse(data) } catch {
-            return (nil, [.error("source-json", fileName, "\(error)")])
+        let positions: JSONPositions?
+        do { (json, positions) = try JSONValue.parse(data, positions: true) } catch {
+            var finding = Finding.error("source-json", fileName, "\(error)")
+            if let offset = (error as? JSONValue.ParseError)?.offset {
+                finding.position = TextLines(data).position(ofOffset: offset)
+            }
+            return (nil, [finding])
         }
         var findings: [Finding] = []
         let appID = json["app_id"]?.stringValue ?? ""
@@ -78,11 +85,12 @@ public struct BundleSource: Sendable {
             findings.append(.error("source-field", "\(fileName)#/placements", "a bundle needs at least one placement"))
         }
         let assets = relativeMap("assets")
+        if let positions { findings.locate(fileName, with: positions) }
         if findings.hasErrors { return (nil, findings) }
         return (
             BundleSource(
                 directory: directory, appID: appID, createdAt: createdAt,
-                placements: placements, assets: assets), findings
+                placements: placements, assets: assets, positions: positions), findings
         )
     }
 
@@ -118,6 +126,11 @@ public struct BundleSource: Sendable {
             }
         }
         return nil
+    }
+
+    /// A key as one JSON pointer token (RFC 6901: `~` as `~0`, `/` as `~1`).
+    public static func pointerToken(_ key: String) -> String {
+        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     public func url(for relativePath: String) -> URL {

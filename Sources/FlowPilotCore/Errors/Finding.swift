@@ -12,6 +12,10 @@ public struct Finding: Sendable, Equatable, Codable {
     /// Where: an archive path, optionally followed by a JSON path (`flows/a.json#/screens/0`).
     public var path: String
     public var message: String
+    /// Line and column (from 1; the column in Unicode scalars) of the value
+    /// `path` names in the file a person edits: set for a source directory's
+    /// flows and bundle.json, nil inside a bundle.
+    public var position: JSONPositions.Position?
 
     public init(_ severity: Severity = .error, rule: String, path: String, message: String) {
         self.severity = severity
@@ -28,11 +32,42 @@ public struct Finding: Sendable, Equatable, Codable {
         Finding(.warning, rule: rule, path: path, message: message)
     }
 
+    /// The JSON pointer part of `path` (after `#`), empty when it names a whole file.
+    public var pointer: Substring {
+        guard let hash = path.firstIndex(of: "#") else { return "" }
+        return path[path.index(after: hash)...]
+    }
+
     /// `rule-id: path: message`, with `warning: ` in front of warnings.
     public var line: String { (severity == .warning ? "warning: " : "") + body }
 
     /// `rule-id: path: message`, for callers that say the severity themselves.
     public var body: String { "\(rule): \(path.isEmpty ? "-" : path): \(message)" }
+}
+
+extension Finding {
+    enum CodingKeys: String, CodingKey { case severity, rule, path, message, line, column }
+
+    /// JSON output has the position as `line` and `column`, when known.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(severity, forKey: .severity)
+        try c.encode(rule, forKey: .rule)
+        try c.encode(path, forKey: .path)
+        try c.encode(message, forKey: .message)
+        try c.encodeIfPresent(position?.line, forKey: .line)
+        try c.encodeIfPresent(position?.column, forKey: .column)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            try c.decode(Severity.self, forKey: .severity), rule: try c.decode(String.self, forKey: .rule),
+            path: try c.decode(String.self, forKey: .path), message: try c.decode(String.self, forKey: .message))
+        if let line = try c.decodeIfPresent(Int.self, forKey: .line) {
+            position = .init(line: line, column: try c.decodeIfPresent(Int.self, forKey: .column) ?? 1)
+        }
+    }
 }
 
 extension Array where Element == Finding {
@@ -88,5 +123,17 @@ struct FindingGroup: Hashable {
 
 extension Finding {
     /// The file a finding is in: its path up to a `#` JSON pointer.
-    var file: Substring { path.prefix { $0 != "#" } }
+    public var file: Substring { path.prefix { $0 != "#" } }
+}
+
+extension Array where Element == Finding {
+    /// Gives each finding about the JSON text at `file` the line and column
+    /// of the value its pointer names (for one with no pointer, the start of
+    /// the text), from the positions its parse recorded.
+    public mutating func locate(_ file: String, with positions: JSONPositions) {
+        var lookup = JSONPositions.Lookup(positions)
+        for i in indices where self[i].position == nil && self[i].file == file {
+            self[i].position = lookup.position(of: self[i].pointer)
+        }
+    }
 }

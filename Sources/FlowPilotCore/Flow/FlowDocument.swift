@@ -54,15 +54,24 @@ extension FlowDocument {
         return (v.findings.hasErrors ? nil : doc, v.findings)
     }
 
-    /// Parses and validates flow bytes.
-    public static func validate(data: Data, location: String) -> (FlowDocument?, [Finding]) {
+    /// Parses and validates flow bytes. With `positions`, as for a flow read
+    /// from a source directory, every finding also carries the line and
+    /// column of the value it names (recorded by the one parse).
+    public static func validate(data: Data, location: String, positions: Bool = false) -> (FlowDocument?, [Finding]) {
         let json: JSONValue
+        let recorded: JSONPositions?
         do {
-            json = try JSONValue.parse(data)
+            (json, recorded) = try JSONValue.parse(data, positions: positions)
         } catch {
-            return (nil, [.error("flow-json", location, "\(error)")])
+            var finding = Finding.error("flow-json", location, "\(error)")
+            if positions, let offset = (error as? JSONValue.ParseError)?.offset {
+                finding.position = TextLines(data).position(ofOffset: offset)
+            }
+            return (nil, [finding])
         }
-        return validate(json, location: location)
+        var (doc, findings) = validate(json, location: location)
+        if let recorded { findings.locate(location, with: recorded) }
+        return (doc, findings)
     }
 }
 

@@ -9,6 +9,10 @@ struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var i = 0
     private var depth = 0
+    /// Where each value starts, when the caller asked (`parse(_:positions:)`).
+    private var positions: JSONPositions.Recorder?
+    /// The offset of the key of the member whose value comes next.
+    private var keyOffset = UInt32.max
     static let maxDepth = 512
 
     static func parse(_ data: Data) throws -> JSONValue {
@@ -23,6 +27,21 @@ struct JSONParser {
         return value
     }
 
+    /// `parse(_:)` that also records where every value starts, in the same
+    /// pass: a flow read from a source directory, whose findings name the line
+    /// and column of the value they are about.
+    static func parse(_ data: Data, positions: Bool) throws -> (JSONValue, JSONPositions?) {
+        guard positions else { return (try parse(data), nil) }
+        return try data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            parser.positions = JSONPositions.Recorder()
+            parser.skipWhitespace()
+            let value = try parser.value()
+            try parser.end()
+            return (value, parser.positions.map { JSONPositions(recorded: $0, text: data) })
+        }
+    }
+
     /// Nothing but whitespace may follow the document's value.
     private mutating func end() throws {
         skipWhitespace()
@@ -32,7 +51,7 @@ struct JSONParser {
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     private func error(_ message: String) -> JSONValue.ParseError {
-        JSONValue.ParseError(message: "not valid JSON: \(message) at byte \(i)")
+        JSONValue.ParseError(message: "not valid JSON: \(message) at byte \(i)", offset: i)
     }
 
     private mutating func skipWhitespace() {
@@ -41,6 +60,15 @@ struct JSONParser {
 
     private mutating func value() throws -> JSONValue {
         guard i < bytes.count else { throw error("unexpected end of input") }
+        guard positions != nil else { return try scalarOrContainer() }
+        let index = positions?.open(offset: i, key: keyOffset) ?? 0
+        keyOffset = .max
+        let value = try scalarOrContainer()
+        positions?.close(index)
+        return value
+    }
+
+    private mutating func scalarOrContainer() throws -> JSONValue {
         switch bytes[i] {
         case UInt8(ascii: "{"): return try object()
         case UInt8(ascii: "["): return try array()
@@ -121,7 +149,9 @@ struct JSONParser {
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+            let keyStart = i
             let key = try string()
+            if positions != nil { keyOffset = UInt32(truncatingIfNeeded: keyStart) }
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
             i += 1
@@ -169,6 +199,14 @@ struct JSONParser {
             }
             throw error("expected ',' or ']'")
         }
+    }
+
+    /// The string token at `offset` of `text` (an object key a pointer names).
+    static func string(at offset: Int, of text: UnsafeRawBufferPointer) -> String? {
+        var parser = JSONParser(bytes: text.bindMemory(to: UInt8.self))
+        parser.i = offset
+        guard offset < parser.bytes.count, parser.bytes[offset] == UInt8(ascii: "\"") else { return nil }
+        return try? parser.string()
     }
 
     private mutating func string() throws -> String {

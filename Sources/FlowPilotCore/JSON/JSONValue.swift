@@ -30,6 +30,8 @@ public enum JSONValue: Sendable, Equatable {
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public let message: String
+        /// The byte where the text stops being JSON.
+        public var offset: Int? = nil
         public var description: String { message }
     }
 
@@ -107,4 +109,9 @@ extension JSONValue: Codable {
         case .object(let o): try container.encode(o)
         }
     }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
 }

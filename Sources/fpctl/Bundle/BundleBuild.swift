@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 struct BundleBuild: ParsableCommand {
@@ -20,7 +21,13 @@ struct BundleBuild: ParsableCommand {
             the bundle's created_at (SOURCE_DATE_EPOCH when set, else created_at in
             bundle.json, else 1980-01-01T00:00:00Z).
             Already-compressed media are stored, everything else deflated.
-            Prints the bundle digest, the SHA-256 of manifest.json.
+            Prints the bundle digest, the SHA-256 of manifest.json, and its path.
+            Findings go to standard error as FILE:LINE:COL: RULE: MESSAGE, the
+            line and column of the value in the source file (editors and
+            terminals make the form clickable); --format puts them on standard
+            output in a format CI shows at that line instead (sarif, github,
+            junit, gitlab; json adds the digest), and the exit status is the same
+            in every format. fpctl-bundle(5) lists the rules.
             Nothing is left behind on failure.
             Exit status: 65 invalid source, 66 missing source, 73 output not written.
             """
@@ -35,16 +42,70 @@ struct BundleBuild: ParsableCommand {
     @Flag(help: "Replace the output file when it exists.")
     var overwrite = false
 
+    @Flag(help: "Treat warnings (unknown component types, unreferenced assets) as errors: nothing is written.")
+    var strict = false
+
+    @Option(
+        help: "Findings as text, json, sarif, github, junit or gitlab.",
+        completion: .list(["text", "json", "sarif", "github", "junit", "gitlab"]))
+    var format: ReportFormat = .plain(.text)
+
+    func validate() throws {
+        try format.require(plain: [.text, .json], of: "bundle build")
+    }
+
     func run() throws {
         let options = BundleBuilder.Options(
             overwrite: overwrite,
             sourceDateEpoch: ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"])
-        let result = try BundleBuilder.build(sourceDirectory: source, output: output, options: options)
-        for warning in result.warnings { Console.warn(warning.body) }
-        Console.out("\(result.digest)  \(result.output)\n")
-        Console.note(
-            "built \(result.output): \(result.manifest.placements.count) placements, "
-                + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes"
-        )
+        let check = try BundleBuilder.check(sourceDirectory: source, options: options)
+        let findings =
+            strict
+            ? check.findings.map {
+                var f = $0
+                f.severity = .error
+                return f
+            } : check.findings
+        let valid = !findings.hasErrors
+        let target = FindingsReport.Target(path: source, kind: .source, findings: findings, cases: check.checkedFiles)
+        // The bundle is written only from a valid source; a failure to write
+        // it is reported after the findings, in every format.
+        var built: Result<BundleBuilder.Result, any Error>?
+        if valid { built = Result { try BundleBuilder.build(check, output: output, options: options) } }
+        let result = try? built?.get()
+        switch format {
+        case .plain(.json):
+            Console.out(
+                try JSONOutput.string(
+                    BuildDocument(
+                        source: source, valid: valid, findings: findings, digest: result?.digest,
+                        output: result?.output)))
+        case .plain:
+            FindingsOutput.printText(target, command: "bundle build")
+            if let result { Console.out("\(result.digest)  \(result.output)\n") }
+        case .findings(let f):
+            FindingsOutput.print(FindingsReport(command: "bundle build", targets: [target]), as: f)
+        }
+        if let result {
+            Console.note(
+                "built \(result.output): \(result.manifest.placements.count) placements, "
+                    + "\(result.manifest.media.count) images, \(result.manifest.fonts.count) fonts, \(result.bytesWritten) bytes"
+            )
+        }
+        if case .failure(let error)? = built { throw error }
+        if !valid {
+            let errors = findings.count { $0.severity == .error }
+            Console.error("\(source): \(errors) error\(errors == 1 ? "" : "s"); nothing was written")
+            throw Verdict.invalid
+        }
+    }
+
+    /// `--format json`: the findings, and the digest and path of what was written.
+    struct BuildDocument: Encodable {
+        let source: String
+        let valid: Bool
+        let findings: [Finding]
+        let digest: String?
+        let output: String?
     }
 }

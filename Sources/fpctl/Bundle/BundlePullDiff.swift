@@ -47,26 +47,94 @@ struct BundleDiff: AsyncParsableCommand {
             Per placement: in_sync (same flow id, version, content hash and media),
             changed, missing_on_backend, missing_in_bundle (for --placement keys the
             bundle lacks), or failed.
-            Exit status: 0 in sync, 3 not, so CI can fail a release with stale defaults;
-            69 no request reached the backend (unreachable, TLS, proxy).
+            Each placement not in sync is a finding with a rule of its own
+            (diff-changed, diff-missing-in-bundle, diff-missing-on-backend,
+            diff-failed), and so is a bundle older than --max-age (bundle-age).
+            With --source DIR (the bundle's source directory), the findings point
+            at the files a person edits: a changed flow at its version line, a
+            missing placement at bundle.json's placements; without a bundle
+            argument, the source's own flows are compared.
+            --format sarif, github, junit or gitlab prints the findings for CI to
+            show at those lines; text, json and csv print the table.
+            Exit status: 0 in sync, 3 not (or older than --max-age), so CI can fail
+            a release with stale defaults; 65 an invalid source; 69 no request
+            reached the backend (unreachable, TLS, proxy).
             """
     )
 
-    @Argument(help: "The .fpbundle file.") var bundle: String
+    @Argument(help: "The .fpbundle file (optional with --source).") var bundle: String?
     @OptionGroup var backend: RemoteOptions
     @Option(name: .customLong("placement"), help: "Also check a placement the bundle may lack (repeatable).") var extra:
         [String] = []
-    @OptionGroup var output: FormatOption
+    @Option(
+        name: .customLong("source"),
+        help: ArgumentHelp("The bundle's source directory: findings point at its files.", valueName: "dir"))
+    var source: String?
+    @Option(
+        name: .customLong("max-age"), parsing: .unconditional,
+        help: "Fail (rule bundle-age) when the bundle's created_at is older than this (e.g. 30d).")
+    var maxAge: DurationArgument?
+    @Option(
+        help: "Output format: text (or table), json, csv, sarif, github, junit or gitlab.",
+        completion: .list(["text", "table", "json", "csv", "sarif", "github", "junit", "gitlab"]))
+    var format: ReportFormat = .plain(.text)
+
+    func validate() throws {
+        try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
+        if bundle == nil && source == nil {
+            throw ValidationError("name a bundle, or its source directory with --source")
+        }
+    }
 
     func run() async throws {
-        let (loaded, client, identity) = (try LoadedBundle.open(bundle), try backend.client(), try backend.identity())
-        let (rows, reach) = await BundlePipeline.diff(loaded, client: client, identity: identity, extra: extra)
-        let report = DiffReport(rows: rows)
-        try output.print(report)
+        var check: BundleBuilder.SourceCheck?
+        if let source {
+            let checked = try BundleBuilder.check(sourceDirectory: source)
+            // Findings need its bundle.json; a bundle argument needs no valid flows from it.
+            guard checked.source != nil, bundle != nil || checked.isValid else {
+                throw FPError.invalid(checked.findings)
+            }
+            check = checked
+        }
+        let loaded = try bundle.map { try LoadedBundle.open($0) }
+        let (client, identity) = (try backend.client(), try backend.identity())
+        let flows = loaded?.flows.mapValues(\.document) ?? check?.flows ?? [:]
+        let (rows, reach) = await BundlePipeline.diff(flows, client: client, identity: identity, extra: extra)
+        let locations: DiffLocations = check?.source.map { .source($0) } ?? .bundle
+        let createdAt = loaded?.createdAt ?? check?.source.map { $0.createdAt ?? BundleBuilder.unknownCreatedAt }
+        let findings = locations.findings(rows, createdAt: createdAt, maxAge: maxAge?.seconds)
+        let report = DiffReport(rows: rows, findings: findings)
+        switch format {
+        case .plain(let plain):
+            Console.out(try report.rendered(as: plain))
+            if plain != .json {
+                for f in findings where f.rule == "bundle-age" {
+                    Console.error(
+                        FindingsReport(command: "bundle diff", targets: [target(findings: [f], rows: [])]).located.map(
+                            FindingsReport.textLine
+                        ).joined())
+                }
+            }
+        case .findings(let f):
+            FindingsOutput.print(
+                FindingsReport(command: "bundle diff", targets: [target(findings: findings, rows: rows)]), as: f)
+        }
         if reach.reachedNone {
             Console.error(reach.explanation)
             throw Verdict.unavailable
         }
-        if !report.inSync { throw Verdict.partial }
+        if !report.inSync || findings.hasErrors { throw Verdict.partial }
+    }
+
+    /// The findings' target: the source directory when given, else the bundle;
+    /// a JUnit test case per placement compared, and one for the age.
+    private func target(findings: [Finding], rows: [BundlePipeline.DiffRow]) -> FindingsReport.Target {
+        var caseOf: [String: String] = [:]
+        for row in rows { caseOf[row.message] = "placement \(row.placement)" }
+        let cases = rows.map { "placement \($0.placement)" } + (maxAge == nil ? [] : ["bundle age"])
+        let kind: FindingsReport.Target.Kind = source == nil ? .bundle : .source
+        return FindingsReport.Target(
+            path: source ?? bundle ?? ".", kind: kind, findings: findings, cases: cases,
+            caseOf: { [caseOf] f in caseOf[f.message] ?? "bundle age" })
     }
 }

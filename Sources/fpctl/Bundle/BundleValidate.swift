@@ -16,12 +16,26 @@ struct BundleValidate: ParsableCommand {
             (rule media-type-mismatch).
             Prints one line per finding, as FILE: RULE: PATH: MESSAGE, and
             FILE: ok DIGEST for a valid bundle.
+            With --source DIR, checks a bundle source directory as bundle build
+            would, without writing anything: each finding as
+            FILE:LINE:COL: RULE: MESSAGE, the line and column of the value in the
+            source file, and DIR: ok for a valid source.
+            --format sarif, github, junit or gitlab prints the same findings for
+            CI to show at their lines (a bundle's findings at the bundle file,
+            with the entry and JSON pointer as a logical location); the exit
+            status is the same in every format. fpctl-bundle(5) lists the rules.
             Exit status: 0 all valid, 65 a bundle is invalid, 66 a file is missing.
             """
     )
 
     @Argument(help: "The bundles to check.")
-    var bundles: [String]
+    var bundles: [String] = []
+
+    @Option(
+        name: .customLong("source"),
+        help: ArgumentHelp(
+            "Also check a bundle source directory, as bundle build would (repeatable).", valueName: "dir"))
+    var sources: [String] = []
 
     @Flag(help: "Treat warnings (unknown component types, unreferenced assets, age) as failures.")
     var strict = false
@@ -33,14 +47,19 @@ struct BundleValidate: ParsableCommand {
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
-        try format.require(ValidateReport.formats, of: "bundle validate")
+        try format.require(plain: ValidateReport.formats, of: "bundle validate")
+        if bundles.isEmpty && sources.isEmpty {
+            throw ValidationError("name a bundle to check, or a source directory with --source")
+        }
     }
 
     @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
     var publicKey: String?
 
-    @Option(help: "Output format: text or json.", completion: .list(["text", "json"]))
-    var format: OutputFormat = .text
+    @Option(
+        help: "Output format: text, json, sarif, github, junit or gitlab.",
+        completion: .list(["text", "json", "sarif", "github", "junit", "gitlab"]))
+    var format: ReportFormat = .plain(.text)
 
     func run() throws {
         var results: [ValidateReport.File] = []
@@ -57,7 +76,7 @@ struct BundleValidate: ParsableCommand {
                 results.append(
                     ValidateReport.File(
                         file: bundle, valid: report.isValid, digest: report.digest,
-                        findings: report.findings, error: nil))
+                        findings: report.findings, error: nil, checked: report.entries.map(\.path)))
             } catch let error as FPError {
                 unchecked = unchecked ?? error
                 results.append(
@@ -65,9 +84,39 @@ struct BundleValidate: ParsableCommand {
                 )
             }
         }
+        for source in sources {
+            do {
+                let check = try BundleBuilder.check(sourceDirectory: source)
+                var findings = check.findings
+                if let age = check.source.flatMap({ ValidateReport.ageFinding($0, maxAge: options.maxAge) }) {
+                    findings.append(age)
+                }
+                if strict {
+                    findings = findings.map {
+                        var f = $0
+                        f.severity = .error
+                        return f
+                    }
+                }
+                results.append(
+                    ValidateReport.File(
+                        source: source, valid: !findings.hasErrors, findings: findings, checked: check.checkedFiles))
+            } catch let error as FPError {
+                unchecked = unchecked ?? error
+                results.append(
+                    ValidateReport.File(
+                        source: source, valid: false, findings: [], checked: [], error: error.description)
+                )
+            }
+        }
         let report = ValidateReport(files: results)
-        if format == .text { report.errors.forEach(Console.error) }
-        Console.out(try report.rendered(as: format))
+        switch format {
+        case .plain(let plain):
+            if plain == .text { report.errors.forEach(Console.error) }
+            Console.out(try report.rendered(as: plain))
+        case .findings(let f):
+            FindingsOutput.print(report.findingsReport, as: f)
+        }
         if let unchecked { throw Verdict.unchecked(unchecked) }
         if results.contains(where: { !$0.valid }) { throw Verdict.invalid }
     }

@@ -1,0 +1,184 @@
+import FlowPilotCore
+import Foundation
+
+/// The findings of `bundle build`, `bundle validate` or `bundle diff`, over
+/// one or more checked targets (a bundle, a source directory), rendered for
+/// the places CI shows them: SARIF 2.1.0 (GitHub code scanning), GitHub
+/// workflow commands, JUnit XML and GitLab Code Quality. One model, one
+/// renderer per format (`FindingsFormat`); the exit status never depends on
+/// the format.
+///
+/// Every finding is located at a file relative to the working directory (the
+/// repository root in CI): a source directory's file, with the line and
+/// column of the value it names, or the bundle file itself, with the entry
+/// and JSON pointer as a logical location.
+public struct FindingsReport: Sendable {
+    public struct Target: Sendable {
+        public enum Kind: Sendable { case bundle, source }
+        /// The bundle file or source directory, as the command was given it.
+        public let path: String
+        public let kind: Kind
+        public let findings: [Finding]
+        /// The JUnit test cases: every file checked (a source's files, a
+        /// bundle's entries) or placement compared, whether or not it has findings.
+        public let cases: [String]
+        /// Why the target could not be checked at all, when it could not.
+        public let error: String?
+        /// The test case a finding belongs to; nil: its file's, else its rule group's.
+        let caseOf: (@Sendable (Finding) -> String)?
+
+        public init(
+            path: String, kind: Kind, findings: [Finding], cases: [String], error: String? = nil,
+            caseOf: (@Sendable (Finding) -> String)? = nil
+        ) {
+            (self.path, self.kind, self.findings, self.cases, self.error) = (path, kind, findings, cases, error)
+            self.caseOf = caseOf
+        }
+
+        /// The rule-group test cases a target always has, so a suite's cases
+        /// stay the same from run to run.
+        var groupCases: [String] {
+            caseOf != nil ? [] : kind == .source ? ["rules: source", "rules: limit"] : Self.bundleGroups
+        }
+
+        static let bundleGroups = [
+            "rules: zip", "rules: manifest", "rules: limit", "rules: signature", "rules: bundle",
+        ]
+
+        func testCase(_ f: Finding) -> String {
+            if let caseOf { return caseOf(f) }
+            let file = String(f.file)
+            if cases.contains(file) { return file }
+            return "rules: " + (f.rule.split(separator: "-").first.map(String.init) ?? f.rule)
+        }
+    }
+
+    /// A finding where CI shows it.
+    public struct Located: Sendable {
+        public let finding: Finding
+        public let target: Int
+        public let kind: Target.Kind
+        /// Relative to the working directory, `/` between components.
+        public let file: String
+        /// The file as a person named it: the bundle or source directory as
+        /// the command was given it, joined with the file in the source.
+        public let shown: String
+        public let position: JSONPositions.Position?
+        /// The entry and JSON pointer inside a bundle, or the pointer inside a source file.
+        public let logical: String?
+        /// Stable while unrelated lines move: rule, file, logical location and
+        /// the count of identical ones before it; never the line.
+        public let fingerprint: String
+    }
+
+    /// `bundle validate`, say: the JUnit suite's and the step summary's title.
+    public let command: String
+    public let targets: [Target]
+    public let located: [Located]
+
+    public init(command: String, targets: [Target], workingDirectory: String? = nil) {
+        self.command = command
+        self.targets = targets
+        let cwd = workingDirectory ?? FileManager.default.currentDirectoryPath
+        var seen: [String: Int] = [:]
+        var located: [Located] = []
+        for (t, target) in targets.enumerated() {
+            let base = Self.relative(target.path, to: cwd)
+            var existing: [Substring: Bool] = [:]
+            for f in target.findings {
+                let file: String
+                let shown: String
+                let logical: String?
+                var exists = false
+                switch target.kind {
+                case .bundle:
+                    file = base
+                    shown = target.path
+                    logical = f.path.isEmpty || f.path == "-" ? nil : f.path
+                case .source:
+                    let inSource = f.file.isEmpty || f.file == "-" ? nil : f.file
+                    exists =
+                        inSource.map { name in
+                            if let known = existing[name] { return known }
+                            var isDir: ObjCBool = false
+                            let found =
+                                FileManager.default.fileExists(atPath: "\(target.path)/\(name)", isDirectory: &isDir)
+                                && !isDir.boolValue
+                            existing[name] = found
+                            return found
+                        } ?? false
+                    // A finding about no file of the source (a limit on the
+                    // whole bundle) is about its bundle.json.
+                    let name = exists ? String(inSource ?? "") : BundleSource.fileName
+                    file = Self.join(base, name)
+                    shown = (target.path.hasSuffix("/") ? target.path : target.path + "/") + name
+                    logical = f.pointer.isEmpty ? nil : String(f.pointer)
+                }
+                let key = [f.rule, file, logical ?? ""].joined(separator: "\u{0}")
+                let n = seen[key, default: 0]
+                seen[key] = n + 1
+                let fingerprint = String(Digest.sha256Hex(Data((key + "\u{0}\(n)").utf8)).prefix(32))
+                located.append(
+                    Located(
+                        finding: f, target: t, kind: target.kind, file: file, shown: shown,
+                        position: target.kind == .source && exists ? f.position : nil,
+                        logical: logical, fingerprint: fingerprint))
+            }
+        }
+        self.located = located
+    }
+
+    public var errorCount: Int { located.count { $0.finding.severity == .error } }
+    public var warningCount: Int { located.count { $0.finding.severity == .warning } }
+
+    // MARK: Paths
+
+    /// `path` relative to `cwd`, with `/` between components, never absolute
+    /// and never empty (`.` for the directory itself).
+    static func relative(_ path: String, to cwd: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : cwd + "/" + path
+        let parts = normalized(absolute)
+        let base = normalized(cwd)
+        var common = 0
+        while common < min(parts.count, base.count), parts[common] == base[common] { common += 1 }
+        let up = Array(repeating: "..", count: base.count - common)
+        let rest = up + parts[common...]
+        return rest.isEmpty ? "." : rest.joined(separator: "/")
+    }
+
+    /// The components of an absolute path, `.` and `..` resolved as text.
+    private static func normalized(_ path: String) -> [String] {
+        var out: [String] = []
+        for part in path.split(separator: "/") where part != "." {
+            if part == ".." {
+                if !out.isEmpty { out.removeLast() }
+            } else {
+                out.append(String(part))
+            }
+        }
+        return out
+    }
+
+    static func join(_ base: String, _ name: String) -> String {
+        base == "." ? name : base + "/" + name
+    }
+
+    // MARK: Text
+
+    /// `FILE:LINE:COL: RULE: message` (warnings `FILE:LINE:COL: warning: RULE: message`),
+    /// the form editors and terminals make clickable; inside a bundle,
+    /// `FILE: RULE: ENTRY#POINTER: message`.
+    public static func textLine(_ l: Located) -> String {
+        let f = l.finding
+        let severity = f.severity == .warning ? "warning: " : ""
+        let message = Printable.escaped(f.message)
+        let file = Printable.escaped(l.shown)
+        if let p = l.position {
+            return "\(file):\(p.line):\(p.column): \(severity)\(f.rule): \(message)"
+        }
+        if l.kind == .bundle {
+            return "\(file): \(severity)\(f.rule): \(Printable.escaped(l.logical ?? "-")): \(message)"
+        }
+        return "\(file): \(severity)\(f.rule): \(message)"
+    }
+}

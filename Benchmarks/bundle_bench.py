@@ -7,6 +7,8 @@ with its reference:
 
   build     fpctl bundle build      vs  bsdtar --format zip -cf      (goal <= 0.15x)
   validate  fpctl bundle validate   vs  bsdtar -xOf | openssl sha256 (goal <= 1.0x)
+  both again with --format sarif, in the same turns (the findings formats may
+  cost nothing a clean bundle does not: positions are recorded in the one parse)
   memory    peak RSS of validate on this bundle and on one 3x larger (goal < 64 MiB)
   preview   fpctl bundle preview    vs  bsdtar -xOf | base64         (goal < 2 s; the
             page <= 1.4x the bytes of the bundle's media and fonts)
@@ -106,16 +108,16 @@ def timed(cmd, shell=False):
     return time.perf_counter() - start
 
 
-def paired_medians(runs, a, b):
-    """Median seconds of two commands, run in turns (a, b, a, b, ...) so that a
-    slow spell of the machine falls on both. Each is (cmd, shell, before)."""
-    samples = ([], [])
+def paired_medians(runs, *commands):
+    """Median seconds of each command, run in turns (a, b, c, a, b, c, ...) so
+    that a slow spell of the machine falls on all. Each is (cmd, shell, before)."""
+    samples = tuple([] for _ in commands)
     for _ in range(runs):
-        for (cmd, shell, before), out in zip((a, b), samples):
+        for (cmd, shell, before), out in zip(commands, samples):
             if before:
                 before()
             out.append(timed(cmd, shell))
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    return tuple(statistics.median(s) for s in samples)
 
 
 def peak_rss_mib(cmd):
@@ -144,14 +146,16 @@ def main():
 
     # Both builds start with no output file: removing the previous 67 MB one
     # (which --overwrite would do inside the timed run) is not part of either.
-    build, ref_build = paired_medians(
+    build, ref_build, build_sarif = paired_medians(
         args.runs,
         ([fpctl, "bundle", "build", str(src), "-o", str(bundle)], False, clear(bundle)),
-        (["bsdtar", "--format", "zip", "-cf", str(ref_zip), "-C", str(src), "."], False, clear(ref_zip)))
-    validate, ref_validate = paired_medians(
+        (["bsdtar", "--format", "zip", "-cf", str(ref_zip), "-C", str(src), "."], False, clear(ref_zip)),
+        ([fpctl, "bundle", "build", str(src), "-o", str(bundle), "--format", "sarif"], False, clear(bundle)))
+    validate, ref_validate, validate_sarif = paired_medians(
         args.runs,
         ([fpctl, "bundle", "validate", str(bundle)], False, None),
-        (f"bsdtar -xOf {bundle} | openssl dgst -sha256", True, None))
+        (f"bsdtar -xOf {bundle} | openssl dgst -sha256", True, None),
+        ([fpctl, "bundle", "validate", str(bundle), "--format", "sarif"], False, None))
     page = WORK / "preview.html"
     preview, ref_preview = paired_medians(
         args.runs,
@@ -169,7 +173,9 @@ def main():
     print(f"fpctl: {fpctl}")
     print(f"source: {mb(size)} ({mb(bundle.stat().st_size)} bundle); large source: {mb(big_size)}; median of {args.runs}")
     print(f"build     fpctl {build:.3f}s  bsdtar zip {ref_build:.3f}s  ratio {build / ref_build:.3f}x  (goal <= 0.15x)")
+    print(f"  sarif   fpctl {build_sarif:.3f}s  ratio {build_sarif / ref_build:.3f}x  (goal <= 0.15x)")
     print(f"validate  fpctl {validate:.3f}s  bsdtar|openssl {ref_validate:.3f}s  ratio {validate / ref_validate:.3f}x  (goal <= 1.0x)")
+    print(f"  sarif   fpctl {validate_sarif:.3f}s  ratio {validate_sarif / ref_validate:.3f}x  (goal <= 1.0x)")
     print(f"memory    validate peak RSS {rss:.1f} MiB ({mb(bundle.stat().st_size)}), {big_rss:.1f} MiB "
           f"({mb(big_bundle.stat().st_size)})  (goal < 64 MiB)")
     print(f"preview   fpctl {preview:.3f}s (goal < 2 s)  bsdtar|base64 {ref_preview:.3f}s  ratio "

@@ -456,6 +456,27 @@ struct FindingsFormatTests {
         #expect(reported.subtracting(known).isEmpty, "not in the catalogue: \(reported.subtracting(known).sorted())")
     }
 
+    @Test("docs/ci.md: its GitHub workflow is deploy/github-actions/bundle-check.yml, its GitLab job valid GitLab CI")
+    func ciDocs() throws {
+        let doc = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/ci.md"), encoding: .utf8)
+        let blocks = doc.components(separatedBy: "```yaml\n").dropFirst().compactMap {
+            $0.components(separatedBy: "```").first
+        }
+        #expect(blocks.count == 3)
+        let workflow = try String(
+            contentsOf: Paths.packageRoot.appendingPathComponent("deploy/github-actions/bundle-check.yml"),
+            encoding: .utf8)
+        let uncommented = workflow.split(separator: "\n", omittingEmptySubsequences: false).filter {
+            !$0.hasPrefix("#")
+        }.joined(separator: "\n")
+        #expect(blocks.first == uncommented, "docs/ci.md shows the workflow as deploy/ has it")
+        let tmp = try TemporaryDirectory()
+        try blocks[2].write(toFile: tmp.file("gitlab-ci.yml"), atomically: true, encoding: .utf8)
+        let gitlab = try run(
+            try tool("check-jsonschema"), ["--builtin-schema", "vendor.gitlab-ci", tmp.file("gitlab-ci.yml")])
+        #expect(gitlab.status == 0, "\(gitlab.stdout)\(gitlab.stderr)")
+    }
+
     @Test("action.yml is a valid GitHub action, and the example workflow a valid workflow")
     func action() throws {
         let root = Paths.packageRoot.path

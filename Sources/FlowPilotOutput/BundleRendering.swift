@@ -127,7 +127,7 @@ public struct ValidateReport: Rendering {
     public init(files: [File]) { document = Document(files: files) }
 
     /// Findings and `ok` lines, on standard output: a bundle's as
-    /// `FILE: RULE: PATH: MESSAGE`, a source's as `FILE:LINE:COL: RULE: MESSAGE`.
+    /// `FILE: RULE: PATH: MESSAGE`, a source's as `FILE:LINE:COL: error: RULE: MESSAGE`.
     public func text() -> String {
         document.files.map { r in
             var target = r.target

@@ -136,7 +136,7 @@ extension FindingsReport {
 
     /// Workflow commands: `::error file=…,line=…,col=…,title=RULE::message`
     /// (`::warning` for warnings) for the first `perKind` of each kind, the
-    /// rest as plain `FILE:LINE:COL: RULE: message` lines, and a last line
+    /// rest as plain `FILE:LINE:COL: error: RULE: message` lines, and a last line
     /// that counts them.
     public func github(perKind: Int = githubAnnotationsPerKind) -> String {
         var out = ""

@@ -165,17 +165,20 @@ public struct FindingsReport: Sendable {
 
     // MARK: Text
 
-    /// `FILE:LINE:COL: RULE: message` (warnings `FILE:LINE:COL: warning: RULE: message`),
-    /// the form editors and terminals make clickable; inside a bundle,
-    /// `FILE: RULE: ENTRY#POINTER: message`.
+    /// `FILE:LINE:COL: error: RULE: message` (or `warning:`), the form
+    /// compilers print and editors, terminals, Xcode and `swift build` show
+    /// at the line; a whole file's `FILE: error: RULE: message`; inside a
+    /// bundle, `FILE: RULE: ENTRY#POINTER: message` (warnings `FILE: warning: …`).
     public static func textLine(_ l: Located) -> String {
         let f = l.finding
-        let severity = f.severity == .warning ? "warning: " : ""
         let message = Printable.escaped(f.message)
         let file = Printable.escaped(l.shown)
-        if let p = l.position {
-            return "\(file):\(p.line):\(p.column): \(severity)\(f.rule): \(message)"
+        if l.kind == .source {
+            let severity = f.severity == .warning ? "warning: " : "error: "
+            let at = l.position.map { "\(file):\($0.line):\($0.column)" } ?? file
+            return "\(at): \(severity)\(f.rule): \(message)"
         }
+        let severity = f.severity == .warning ? "warning: " : ""
         if l.kind == .bundle {
             return "\(file): \(severity)\(f.rule): \(Printable.escaped(l.logical ?? "-")): \(message)"
         }

@@ -95,7 +95,8 @@ struct BundleBuildTests {
         let at = position(of: "\"nowhere\"", in: flow)
         #expect(
             build.stderr.contains(
-                "\(src)/flows/paywall.json:\(at.line):\(at.column): flow-navigate: navigate targets screen 'nowhere'"),
+                "\(src)/flows/paywall.json:\(at.line):\(at.column): error: flow-navigate: navigate targets screen 'nowhere'"
+            ),
             "\(build.stderr)")
         #expect(build.stderr.contains("fpctl: error: \(src): 2 errors; nothing was written"))
         #expect(build.stderr.contains("flow-content-hash"))
@@ -118,7 +119,7 @@ struct BundleBuildTests {
         let lines = build.stderr.split(separator: "\n")
         let duplicates = lines.filter { $0.contains("flow-duplicate-screen") }
         #expect(duplicates.count == 21, "\(lines.count) lines")
-        #expect(duplicates.last == "\(src)/flows/paywall.json: flow-duplicate-screen: … and 14,979 more")
+        #expect(duplicates.last == "\(src)/flows/paywall.json: error: flow-duplicate-screen: … and 14,979 more")
         #expect(lines.count < 100)
     }
 
@@ -144,7 +145,7 @@ struct BundleBuildTests {
         let at = position(of: "\"assets/plane.png\"", in: manifest)
         #expect(
             build.stderr.contains(
-                "\(src)/bundle.json:\(at.line):\(at.column): source-missing-file: assets/plane.png: asset file not found"
+                "\(src)/bundle.json:\(at.line):\(at.column): error: source-missing-file: assets/plane.png: asset file not found"
             ),
             "\(build.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("t.fpbundle")))

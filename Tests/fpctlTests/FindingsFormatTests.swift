@@ -198,7 +198,8 @@ struct FindingsFormatTests {
         #expect(text.status == 65)
         #expect(
             text.stdout.contains(
-                "src/flows/onboarding.json:\(n.line):\(n.column): flow-navigate: navigate targets screen 'nowhere'"),
+                "src/flows/onboarding.json:\(n.line):\(n.column): error: flow-navigate: navigate targets screen 'nowhere'"
+            ),
             "\(text.stdout)")
         for format in ["json", "sarif", "github", "junit", "gitlab"] {
             #expect(try broken.fpctl("bundle", "validate", "--source", "src", "--format", format).status == 65)
@@ -224,7 +225,9 @@ struct FindingsFormatTests {
         try text.write(toFile: broken.dir.file(broken.flow), atomically: true, encoding: .utf8)
         let r = try broken.fpctl("bundle", "validate", "--source", "src")
         // The document's opening brace: line 1, column 1.
-        #expect(r.stdout.contains("src/flows/onboarding.json:1:1: flow-field: missing required string"), "\(r.stdout)")
+        #expect(
+            r.stdout.contains("src/flows/onboarding.json:1:1: error: flow-field: missing required string"),
+            "\(r.stdout)")
     }
 
     @Test("a blank line at the top moves every line by one and changes no fingerprint")

@@ -28,7 +28,7 @@ struct HardeningTests {
         let r = try fpctl("bundle", "build", source, "-o", out)
         #expect(r.status == 65)
         #expect(
-            r.stderr.contains("\(source)/assets/badge.png: source-symlink: assets/badge.png is a symbolic link"),
+            r.stderr.contains("\(source)/assets/badge.png: error: source-symlink: assets/badge.png is a symbolic link"),
             "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out))
 
@@ -39,7 +39,8 @@ struct HardeningTests {
             atPath: "\(other)/assets", withDestinationPath: tmp.file("elsewhere"))
         let viaDirectory = try fpctl("bundle", "build", other, "-o", out)
         #expect(
-            viaDirectory.status == 65 && viaDirectory.stderr.contains("\(other)/assets/badge.png: source-symlink: "))
+            viaDirectory.status == 65
+                && viaDirectory.stderr.contains("\(other)/assets/badge.png: error: source-symlink: "))
         #expect(viaDirectory.stderr.contains("assets is a symbolic link"))
     }
 
@@ -50,7 +51,9 @@ struct HardeningTests {
         try FileManager.default.removeItem(atPath: badge)
         #expect(mkfifo(badge, 0o644) == 0)
         let r = try fpctl("bundle", "build", source, "-o", tmp.file("out.fpbundle"))
-        #expect(r.status == 65 && r.stderr.contains("\(source)/assets/badge.png: source-special-file: "), "\(r.stderr)")
+        #expect(
+            r.status == 65 && r.stderr.contains("\(source)/assets/badge.png: error: source-special-file: "),
+            "\(r.stderr)")
 
         let linked = try demoCopy("demo2")
         try FileManager.default.moveItem(atPath: "\(linked)/bundle.json", toPath: tmp.file("bundle.json"))
@@ -59,7 +62,8 @@ struct HardeningTests {
         let manifest = try fpctl("bundle", "build", linked, "-o", tmp.file("out2.fpbundle"))
         #expect(
             manifest.status == 65
-                && manifest.stderr.contains("\(linked)/bundle.json: source-symlink: bundle.json is a symbolic link"),
+                && manifest.stderr.contains(
+                    "\(linked)/bundle.json: error: source-symlink: bundle.json is a symbolic link"),
             "\(manifest.stderr)")
     }
 
@@ -72,7 +76,7 @@ struct HardeningTests {
         #expect(r.status == 65)
         #expect(
             r.stderr.contains(
-                "\(source)/assets/badge.png: media-type-mismatch: the content is no known media or font type, the .png extension says png"
+                "\(source)/assets/badge.png: error: media-type-mismatch: the content is no known media or font type, the .png extension says png"
             ),
             "\(r.stderr)")
         // The sample bundles' real PNGs and TTFs pass both checks.
@@ -95,7 +99,7 @@ struct HardeningTests {
         let position = position(of: "\"2226-01-01", in: text)
         #expect(
             r.stderr.contains(
-                "\(source)/bundle.json:\(position.line):\(position.column): source-field: created_at must be before 2108"
+                "\(source)/bundle.json:\(position.line):\(position.column): error: source-field: created_at must be before 2108"
             ),
             "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tmp.file("out.fpbundle")))

@@ -22,7 +22,7 @@ struct BundleBuild: ParsableCommand {
             bundle.json, else 1980-01-01T00:00:00Z).
             Already-compressed media are stored, everything else deflated.
             Prints the bundle digest, the SHA-256 of manifest.json, and its path.
-            Findings go to standard error as FILE:LINE:COL: RULE: MESSAGE, the
+            Findings go to standard error as FILE:LINE:COL: error: RULE: MESSAGE, the
             line and column of the value in the source file (editors and
             terminals make the form clickable); --format puts them on standard
             output in a format CI shows at that line instead (sarif, github,

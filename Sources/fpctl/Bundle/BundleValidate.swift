@@ -18,7 +18,7 @@ struct BundleValidate: ParsableCommand {
             FILE: ok DIGEST for a valid bundle.
             With --source DIR, checks a bundle source directory as bundle build
             would, without writing anything: each finding as
-            FILE:LINE:COL: RULE: MESSAGE, the line and column of the value in the
+            FILE:LINE:COL: error: RULE: MESSAGE, the line and column of the value in the
             source file, and DIR: ok for a valid source.
             --format sarif, github, junit or gitlab prints the same findings for
             CI to show at their lines (a bundle's findings at the bundle file,

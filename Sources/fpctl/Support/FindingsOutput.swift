@@ -57,7 +57,7 @@ enum FindingsOutput {
         }
     }
 
-    /// Findings as text lines on standard error (`FILE:LINE:COL: RULE: message`),
+    /// Findings as text lines on standard error (`FILE:LINE:COL: error: RULE: message`),
     /// at most `Array.shownPerRuleAndFile` of a rule in a file.
     static func printText(_ target: FindingsReport.Target, command: String) {
         let bounded = FindingsReport.Target(

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The Linux-only system calls fpctl makes, each with the POSIX path another
 /// system (macOS) takes instead (docs/decisions.md, "Portability"). Nothing else in the
 /// code tests for the platform.
@@ -8,6 +14,45 @@ import Foundation
 /// the tests, so the path a Mac would take runs in CI rather than going untested.
 public enum Platform {
     static let posixFallback = ProcessInfo.processInfo.environment["FPCTL_POSIX_FALLBACK"] == "1"
+
+    /// Whether the system gives what the Swift runtime reads at start: on
+    /// Linux, a mounted /proc (`CommandLine` reads `/proc/self/cmdline`,
+    /// Dispatch's thread pool `/proc/TID/stat` and traps without it). Darwin
+    /// has no /proc and its runtime needs none.
+    public static var runtimeCanStart: Bool {
+        #if os(Linux)
+            access("/proc/self/stat", R_OK) == 0
+        #else
+            true
+        #endif
+    }
+
+    /// Why the runtime cannot start, when `runtimeCanStart` is false.
+    public static let runtimeCannotStart =
+        "/proc is not mounted: fpctl cannot read its arguments or run its threads without it (mount -t proc proc /proc)"
+
+    /// Whether signal `number` is ignored (SIG_IGN) now, as inherited from
+    /// the parent; false when it cannot be asked.
+    public static func signalIsIgnored(_ number: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(number, nil, &current) == 0 else { return false }
+        #if os(Linux)
+            let handler = current.__sigaction_handler.sa_handler
+        #else
+            let handler = current.__sigaction_u.__sa_handler
+        #endif
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
+    /// close(2), by a name no module's own `close` shadows.
+    @discardableResult
+    public static func closeDescriptor(_ fd: Int32) -> Int32 {
+        #if canImport(Glibc)
+            Glibc.close(fd)
+        #elseif canImport(Darwin)
+            Darwin.close(fd)
+        #endif
+    }
 
     /// A file in `directory` with no name yet (Linux `O_TMPFILE`); nil where the
     /// system or the filesystem has none, and the caller writes a named

@@ -10,30 +10,19 @@ import Foundation
 /// the argument parser's message and code, printed through `StandardOutput`
 /// and `Console`.
 ///
-/// In a root without /proc (a bare chroot, some build sandboxes) the Swift
-/// runtime cannot work as it should: `CommandLine` reads the arguments from
-/// `/proc/self/cmdline` and sees none (so `fpctl bundle validate x` printed the
+/// On Linux, in a root without a process file system (a bare chroot, some
+/// build sandboxes) the Swift runtime cannot work as it should:
+/// `CommandLine` sees no arguments (so `fpctl bundle validate x` printed the
 /// top-level help and exited 0, and a validation gate passed), and Dispatch's
-/// thread pool reads `/proc/TID/stat` and traps when it cannot (SIGILL, in
-/// about one run in fifteen on Debian 13). So fpctl refuses to start there,
-/// with one line and status 1, before it parses anything.
+/// thread pool traps (SIGILL, in about one run in fifteen on Debian 13). So
+/// fpctl refuses to start there (`Platform.runtimeCanStart`), with one line
+/// and status 1, before it parses anything.
 @main
 enum Entry {
-    /// Linux only: Darwin has no /proc and its runtime does not need one.
-    static var procIsMounted: Bool {
-        #if os(Linux)
-            access("/proc/self/stat", R_OK) == 0
-        #else
-            true
-        #endif
-    }
-
     static func main() async {
         StandardOutput.holdClosedDescriptors()
-        guard procIsMounted, !CommandLine.arguments.isEmpty else {
-            Console.error(
-                "/proc is not mounted: fpctl cannot read its arguments or run its threads without it (mount -t proc proc /proc)"
-            )
+        guard Platform.runtimeCanStart, !CommandLine.arguments.isEmpty else {
+            Console.error(Platform.runtimeCannotStart)
             exit(ExitStatus.failure.rawValue)
         }
         // Swift repairs invalid UTF-8 in arguments to U+FFFD, which would make

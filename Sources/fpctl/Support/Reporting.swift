@@ -149,7 +149,7 @@ final class BufferedOutput: OutputSink {
             },
             finish: {
                 guard Platform.syncData(descriptor) else { failed(errno) }
-                _ = Glibc.close(descriptor)
+                Platform.closeDescriptor(descriptor)
             })
     }
 }

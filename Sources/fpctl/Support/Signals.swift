@@ -40,12 +40,7 @@ enum Signals {
         }
     }
 
-    private static func inheritedIgnored(_ number: Int32) -> Bool {
-        var current = sigaction()
-        guard sigaction(number, nil, &current) == 0 else { return false }
-        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
-            == unsafeBitCast(SIG_IGN, to: Int.self)
-    }
+    private static func inheritedIgnored(_ number: Int32) -> Bool { Platform.signalIsIgnored(number) }
 
     /// The command stops cleanly at the first SIGTERM or SIGINT by calling `handler`.
     static func onFirst(_ handler: @escaping @Sendable (Int32) -> Void) {

@@ -90,7 +90,11 @@ stage() {
 
 lint() {
     # Style: .swift-format (Sources forbid force unwraps; Tests/.swift-format allows them).
-    swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift
+    swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift \
+        FlowPilotPlugins/Package.swift FlowPilotPlugins/Plugins Examples/PluginApp/Package.swift \
+        Examples/PluginApp/Sources Examples/PluginApp/Tests
+    # Linux-only code stays in Platform.swift, so the code builds on macOS too.
+    Scripts/portability-lint.sh
 }
 unit_tests() {
     # In a PID namespace of its own when root: whatever a test started (fpctl serve,
@@ -154,6 +158,9 @@ stage test unit_tests
 stage builds release_and_fuzz_builds
 # The install and the release tarball (docs/install.md), from the static release build.
 stage install Scripts/check-install.sh
+# The artifact bundle and the SwiftPM plugins in an app's build (docs/app-build.md):
+# Examples/PluginApp built offline with the build-tool plugin, no fpctl source compiled.
+stage plugin Scripts/check-plugin.sh
 # The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
 stage debian debian
 # The fleet stage mostly waits (containers, a backend's latency), so it runs

@@ -36,6 +36,8 @@ struct BundlePlan {
     private var imageURLs: [String: String] = [:]
     /// Font name -> its declaration.
     private var fontUses: [String: FontUse] = [:]
+    /// Flows that failed validation: what they reference is unknown.
+    private var unreadFlows = 0
     /// Archive path -> file: identical content shares one entry.
     private var assetFiles: [String: File] = [:]
 
@@ -115,7 +117,10 @@ struct BundlePlan {
             return
         }
         findings += flowFindings
-        guard let doc else { return }
+        guard let doc else {
+            unreadFlows += 1
+            return
+        }
         placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
         documents[key] = doc
         files.append(File(archivePath: archivePath, size: Int64(data.count), sha256: sha256, content: .bytes(data)))
@@ -157,9 +162,11 @@ struct BundlePlan {
             }
             fonts[name] = file.archivePath
         }
+        // An asset only an invalid flow references would be called unused:
+        // with a flow unread, the warning would be noise beside its errors.
         let referenced = Set(imageURLs.keys).union(fontUses.values.map(\.url))
         for (url, rel) in source.assets.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
-        where !referenced.contains(url) {
+        where !referenced.contains(url) && unreadFlows == 0 {
             findings.append(
                 .warning("source-unreferenced-asset", rel, "\(url) is used by no flow; left out of the bundle"))
         }

@@ -5,7 +5,9 @@ import FuzzSupport
 // JSON parser: never crashes, and the canonical form of any accepted document
 // parses back to the same value and is its own canonical form. The member list
 // (what a resolve body is read with) accepts exactly the objects `parse` does,
-// with the same members.
+// with the same members. Parsing with positions accepts the same texts and
+// gives the same value, and the pointer of every value (the first 256) leads
+// to a byte where that value starts.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let data = Fuzz.bytes(start, count)
@@ -18,6 +20,29 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         Fuzz.check(members.count == object.count, "parseMembers lost or added a member")
         Fuzz.check(members.allSatisfy { object[$0.key] == $0.value }, "parseMembers changed a member")
     }
+    let positioned = try? JSONValue.parse(data, positions: true)
+    Fuzz.check((positioned != nil) == (parsed != nil), "parsing with positions accepts other texts")
+    if let (value, positions) = positioned, let positions {
+        Fuzz.check(value == parsed, "parsing with positions gives another value")
+        var lookup = JSONPositions.Lookup(positions)
+        for (pointer, v) in pointers(value).prefix(256) {
+            let offset = lookup.offset(of: Substring(pointer))
+            Fuzz.check(offset < data.count, "\(pointer) points past the text")
+            let first = data[data.startIndex + offset]
+            let expected: Set<UInt8> =
+                switch v {
+                case .object: [UInt8(ascii: "{")]
+                case .array: [UInt8(ascii: "[")]
+                case .string: [UInt8(ascii: "\"")]
+                case .bool: [UInt8(ascii: "t"), UInt8(ascii: "f")]
+                case .null: [UInt8(ascii: "n")]
+                case .number: Set(Array("-0123456789".utf8))
+                }
+            Fuzz.check(expected.contains(first), "\(pointer) points at byte \(offset), not at its value")
+            let p = lookup.position(of: Substring(pointer))
+            Fuzz.check(p.line >= 1 && p.column >= 1, "\(pointer): line and column start at 1")
+        }
+    }
     guard let value = parsed else { return 0 }
     let canonical = CanonicalJSON.data(value)
     guard let again = try? JSONValue.parse(canonical) else {
@@ -26,4 +51,20 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     Fuzz.check(again == value, "round trip changed the value: \(String(decoding: canonical, as: UTF8.self))")
     Fuzz.check(CanonicalJSON.data(again) == canonical, "canonical form is not stable")
     return 0
+}
+
+/// Every value's JSON pointer (RFC 6901), in document order of the tree.
+func pointers(_ value: JSONValue, _ at: String = "") -> [(String, JSONValue)] {
+    var out = [(at, value)]
+    switch value {
+    case .array(let items):
+        for (i, item) in items.enumerated() { out += pointers(item, "\(at)/\(i)") }
+    case .object(let members):
+        for (key, member) in members {
+            let token = key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+            out += pointers(member, "\(at)/\(token)")
+        }
+    default: break
+    }
+    return out
 }

@@ -380,6 +380,12 @@ struct FindingsFormatTests {
                 "::error file=src/bundle.json,line=1,col=1,title=bundle-age::created 1980-01-01T00:00:00Z"),
             "\(github.stdout)")
         #expect(!github.stdout.contains("title=diff-missing-in-bundle"), "the backend has no 'extra' either")
+        // In text, the table, and the age as a FILE:LINE:COL line on standard error.
+        let text = try fpctl(base + ["--max-age", "1d"], currentDirectory: tmp.path)
+        #expect(text.status == 3 && text.stdout.contains("paywall"), "\(text.stdout)")
+        #expect(
+            text.stderr.contains("src/bundle.json:1:1: error: bundle-age: created 1980-01-01T00:00:00Z"),
+            "\(text.stderr)")
         // In sync and young enough: 0, in every format.
         let same = try ServeProcess([tmp.file("src"), "-q"])
         for format in ["text", "json", "sarif", "github", "junit", "gitlab"] {

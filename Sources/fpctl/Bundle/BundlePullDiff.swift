@@ -109,10 +109,11 @@ struct BundleDiff: AsyncParsableCommand {
             Console.out(try report.rendered(as: plain))
             if plain != .json {
                 for f in findings where f.rule == "bundle-age" {
-                    Console.error(
-                        FindingsReport(command: "bundle diff", targets: [target(findings: [f], rows: [])]).located.map(
-                            FindingsReport.textLine
-                        ).joined())
+                    // `FILE[:LINE:COL]: error: bundle-age: …`, after the table, on standard error.
+                    for l in FindingsReport(command: "bundle diff", targets: [target(findings: [f], rows: [])]).located
+                    {
+                        Console.raw(FindingsReport.textLine(l) + "\n")
+                    }
                 }
             }
         case .findings(let f):

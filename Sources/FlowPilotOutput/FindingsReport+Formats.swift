@@ -223,10 +223,11 @@ extension FindingsReport {
         for (t, target) in targets.enumerated() {
             let name = FindingsReport.relative(target.path, to: FileManager.default.currentDirectoryPath)
             var caseNames = target.cases + target.groupCases
+            var known = Set(caseNames)
             var byCase: [String: [Located]] = [:]
             for l in located where l.target == t {
-                let c = target.testCase(l.finding)
-                if !caseNames.contains(c) { caseNames.append(c) }
+                let c = target.testCase(l.finding, known: known)
+                if known.insert(c).inserted { caseNames.append(c) }
                 byCase[c, default: []].append(l)
             }
             var cases = ""

@@ -45,10 +45,11 @@ public struct FindingsReport: Sendable {
             "rules: zip", "rules: manifest", "rules: limit", "rules: signature", "rules: bundle",
         ]
 
-        func testCase(_ f: Finding) -> String {
+        /// The case of a finding: `caseOf`'s, else its file's when that is one of `known`, else its rule group's.
+        func testCase(_ f: Finding, known: Set<String>) -> String {
             if let caseOf { return caseOf(f) }
             let file = String(f.file)
-            if cases.contains(file) { return file }
+            if known.contains(file) { return file }
             return "rules: " + (f.rule.split(separator: "-").first.map(String.init) ?? f.rule)
         }
     }

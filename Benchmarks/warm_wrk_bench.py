@@ -28,18 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from fleet_sizing import serve
 from release_fpctl import release_fpctl
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def serve(fpctl):
-    process = subprocess.Popen([fpctl, "serve", str(ROOT / "bundles/demo"), "--port", "0", "-q"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://"):
-        sys.exit("fpctl serve did not start")
-    return process, url
 
 
 def cpu_seconds(pid):
@@ -79,7 +71,7 @@ def main():
     work = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     ids = work / "ids.jsonl"
     ids.write_text("".join(f'{{"user_id":"u{i}"}}\n' for i in range(args.identities)))
-    server, url = serve(fpctl)
+    server, url = serve(fpctl, 0)
     rates, cpus, wrks, server_cpu = [], [], [], []
     try:
         for _ in range(args.rounds):

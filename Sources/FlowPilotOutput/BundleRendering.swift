@@ -130,10 +130,7 @@ public struct ValidateReport: Rendering {
     /// `FILE: RULE: PATH: MESSAGE`, a source's as `FILE:LINE:COL: error: RULE: MESSAGE`.
     public func text() -> String {
         document.files.map { r in
-            var target = r.target
-            target = FindingsReport.Target(
-                path: target.path, kind: target.kind, findings: r.findings.bounded(), cases: target.cases)
-            let lines = FindingsReport(command: "bundle validate", targets: [target]).located.map {
+            let lines = FindingsReport(command: "bundle validate", targets: [r.target.bounded]).located.map {
                 FindingsReport.textLine($0) + "\n"
             }
             let ok = r.valid ? "\(r.file): ok" + (r.digest.map { " \($0)" } ?? "") + "\n" : ""
@@ -148,18 +145,6 @@ public struct ValidateReport: Rendering {
 
     /// The bundles that could not be checked at all, a line each, for standard error.
     public var errors: [String] { document.files.compactMap(\.error) }
-
-    /// `bundle-age` for a source whose created_at is older than `maxAge`.
-    public static func ageFinding(_ source: BundleSource, maxAge: TimeInterval?, now: Date = Date()) -> Finding? {
-        guard let maxAge else { return nil }
-        let created = source.createdAt ?? BundleBuilder.unknownCreatedAt
-        guard now.timeIntervalSince(created) > maxAge else { return nil }
-        var f = Finding.warning(
-            "bundle-age", "\(BundleSource.fileName)#/created_at",
-            "created \(RFC3339.string(created)), older than the allowed \(Int(maxAge))s")
-        f.position = source.positions?.position(of: "/created_at")
-        return f
-    }
 }
 
 /// `bundle diff`: per placement, whether the bundle is what the backend serves.

@@ -35,6 +35,12 @@ public struct FindingsReport: Sendable {
             self.caseOf = caseOf
         }
 
+        /// The same target with at most `Array.shownPerRuleAndFile` findings
+        /// of a rule in a file, then `… and N more`: what text prints.
+        public var bounded: Target {
+            Target(path: path, kind: kind, findings: findings.bounded(), cases: cases, error: error, caseOf: caseOf)
+        }
+
         /// The rule-group test cases a target always has, so a suite's cases
         /// stay the same from run to run.
         var groupCases: [String] {

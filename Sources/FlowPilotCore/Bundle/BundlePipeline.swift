@@ -229,16 +229,13 @@ public enum DiffLocations: Sendable {
             guard let rule = row.rule else { continue }
             out.append(.error(rule, path(of: row), row.message))
         }
-        if let maxAge, let createdAt, now.timeIntervalSince(createdAt) > maxAge {
-            let at =
-                if case .source = self { "\(BundleSource.fileName)#/created_at" } else {
-                    "\(BundleManifest.path)#/created_at"
-                }
-            out.append(
-                .error(
-                    "bundle-age", at,
-                    "created \(RFC3339.string(createdAt)), older than the allowed \(Int(maxAge))s; pull and build it again"
-                ))
+        let at = if case .source = self { BundleSource.fileName } else { BundleManifest.path }
+        if let createdAt,
+            let age = Finding.bundleAge(
+                .error, at: "\(at)#/created_at", createdAt: createdAt, maxAge: maxAge, now: now,
+                advice: "; pull and build it again")
+        {
+            out.append(age)
         }
         if case .source(let source) = self { locate(&out, in: source) }
         return out

@@ -33,9 +33,7 @@ public struct BundleSource: Sendable {
         let positions: JSONPositions?
         do { (json, positions) = try JSONValue.parse(data, positions: true) } catch {
             var finding = Finding.error("source-json", fileName, "\(error)")
-            if let offset = (error as? JSONValue.ParseError)?.offset {
-                finding.position = TextLines(data).position(ofOffset: offset)
-            }
+            finding.position = (error as? JSONValue.ParseError)?.position(in: data)
             return (nil, [finding])
         }
         var findings: [Finding] = []
@@ -126,6 +124,17 @@ public struct BundleSource: Sendable {
             }
         }
         return nil
+    }
+
+    /// `bundle-age` (a warning, as `bundle validate` gives it) when the
+    /// source's created_at (1980 when it has none) is older than `maxAge`,
+    /// at the line of created_at, or of the object that lacks it.
+    public func ageFinding(maxAge: TimeInterval?, now: Date = Date()) -> Finding? {
+        var f = Finding.bundleAge(
+            .warning, at: "\(Self.fileName)#/created_at", createdAt: createdAt ?? BundleBuilder.unknownCreatedAt,
+            maxAge: maxAge, now: now)
+        f?.position = positions?.position(of: "/created_at")
+        return f
     }
 
     /// A key as one JSON pointer token (RFC 6901: `~` as `~0`, `/` as `~1`).

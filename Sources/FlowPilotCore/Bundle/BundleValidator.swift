@@ -85,13 +85,7 @@ public enum BundleValidator {
         report.digest = pass.digest
         report.manifest = pass.manifest
         report.entries = pass.rows
-        if options.strict {
-            report.findings = report.findings.map { f in
-                var f = f
-                f.severity = .error
-                return f
-            }
-        }
+        if options.strict { report.findings = report.findings.strict }
         return report
     }
 }
@@ -422,11 +416,11 @@ private struct ContentPass {
         for path in CanonicalJSON.sortedKeys(parsed.files.keys) where !names.contains(path) {
             findings.append(.error("manifest-missing-file", path, "listed in manifest.json but not in the archive"))
         }
-        if let maxAge = options.maxAge, options.now.timeIntervalSince(parsed.createdAt) > maxAge {
-            findings.append(
-                .warning(
-                    "bundle-age", "\(BundleManifest.path)#/created_at",
-                    "created \(RFC3339.string(parsed.createdAt)), older than the allowed \(Int(maxAge))s"))
+        if let age = Finding.bundleAge(
+            .warning, at: "\(BundleManifest.path)#/created_at", createdAt: parsed.createdAt, maxAge: options.maxAge,
+            now: options.now)
+        {
+            findings.append(age)
         }
     }
 

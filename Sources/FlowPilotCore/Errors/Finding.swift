@@ -1,3 +1,5 @@
+import Foundation
+
 /// One thing a validator found: which rule, where, and what is wrong.
 /// Rendered as `file: rule-id: path: message`.
 public struct Finding: Sendable, Equatable, Codable {
@@ -72,6 +74,28 @@ extension Finding {
 
 extension Array where Element == Finding {
     public var hasErrors: Bool { contains { $0.severity == .error } }
+
+    /// Every finding an error: what `--strict` makes of warnings.
+    public var strict: [Finding] {
+        map {
+            var f = $0
+            f.severity = .error
+            return f
+        }
+    }
+}
+
+extension Finding {
+    /// `bundle-age` at `at` (a `created_at` pointer) when `createdAt` is older
+    /// than `maxAge` at `now`; nil when it is not, or no age is asked for.
+    public static func bundleAge(
+        _ severity: Severity, at: String, createdAt: Date, maxAge: TimeInterval?, now: Date, advice: String = ""
+    ) -> Finding? {
+        guard let maxAge, now.timeIntervalSince(createdAt) > maxAge else { return nil }
+        return Finding(
+            severity, rule: "bundle-age", path: at,
+            message: "created \(RFC3339.string(createdAt)), older than the allowed \(Int(maxAge))s\(advice)")
+    }
 }
 
 extension Array where Element == Finding {

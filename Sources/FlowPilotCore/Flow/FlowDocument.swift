@@ -64,9 +64,7 @@ extension FlowDocument {
             (json, recorded) = try JSONValue.parse(data, positions: positions)
         } catch {
             var finding = Finding.error("flow-json", location, "\(error)")
-            if positions, let offset = (error as? JSONValue.ParseError)?.offset {
-                finding.position = TextLines(data).position(ofOffset: offset)
-            }
+            if positions { finding.position = (error as? JSONValue.ParseError)?.position(in: data) }
             return (nil, [finding])
         }
         var (doc, findings) = validate(json, location: location)

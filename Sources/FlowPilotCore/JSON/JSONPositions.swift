@@ -167,6 +167,13 @@ public struct TextLines: Sendable {
     }
 }
 
+extension JSONValue.ParseError {
+    /// The line and column in `text` where it stops being JSON.
+    public func position(in text: Data) -> JSONPositions.Position? {
+        offset.map { TextLines(text).position(ofOffset: $0) }
+    }
+}
+
 extension JSONValue {
     /// `parse(_:)`, also recording where every value starts (`JSONPositions`),
     /// in the same pass.

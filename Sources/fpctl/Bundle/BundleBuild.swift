@@ -59,13 +59,7 @@ struct BundleBuild: ParsableCommand {
             overwrite: overwrite,
             sourceDateEpoch: ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"])
         let check = try BundleBuilder.check(sourceDirectory: source, options: options)
-        let findings =
-            strict
-            ? check.findings.map {
-                var f = $0
-                f.severity = .error
-                return f
-            } : check.findings
+        let findings = strict ? check.findings.strict : check.findings
         let valid = !findings.hasErrors
         let target = FindingsReport.Target(path: source, kind: .source, findings: findings, cases: check.checkedFiles)
         // The bundle is written only from a valid source; a failure to write

@@ -88,16 +88,8 @@ struct BundleValidate: ParsableCommand {
             do {
                 let check = try BundleBuilder.check(sourceDirectory: source)
                 var findings = check.findings
-                if let age = check.source.flatMap({ ValidateReport.ageFinding($0, maxAge: options.maxAge) }) {
-                    findings.append(age)
-                }
-                if strict {
-                    findings = findings.map {
-                        var f = $0
-                        f.severity = .error
-                        return f
-                    }
-                }
+                if let age = check.source?.ageFinding(maxAge: options.maxAge) { findings.append(age) }
+                if strict { findings = findings.strict }
                 results.append(
                     ValidateReport.File(
                         source: source, valid: !findings.hasErrors, findings: findings, checked: check.checkedFiles))

@@ -60,9 +60,7 @@ enum FindingsOutput {
     /// Findings as text lines on standard error (`FILE:LINE:COL: error: RULE: message`),
     /// at most `Array.shownPerRuleAndFile` of a rule in a file.
     static func printText(_ target: FindingsReport.Target, command: String) {
-        let bounded = FindingsReport.Target(
-            path: target.path, kind: target.kind, findings: target.findings.bounded(), cases: target.cases)
-        for l in FindingsReport(command: command, targets: [bounded]).located {
+        for l in FindingsReport(command: command, targets: [target.bounded]).located {
             Console.raw(FindingsReport.textLine(l) + "\n")
         }
     }

@@ -96,58 +96,62 @@ extension CacheStore {
         return try stored[0].get()
     }
 
-    /// Several flows of one identity stored as `storeFlow` stores one: all
-    /// staged in one trip to the blocking-I/O threads, made durable with
-    /// whatever else `commit` has queued, each flow's result in order once
-    /// every one is durable or failed. `staged` is called once every flow is
-    /// written (or failed to be), before any is durable: from then on the
-    /// caller only waits for the commit.
+    /// Several flows of one identity stored as `storeFlow` stores one, each
+    /// flow's result in order once every one is durable or failed
+    /// (`stage(_:identity:tier:resolvedAt:commit:)` and then its `durable`).
     public func storeFlows(
         _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
-        resolvedAt: Date = Date(), commit: GroupCommit, staged: (@Sendable () -> Void)? = nil
+        resolvedAt: Date = Date(), commit: GroupCommit
     ) async -> [Result<CachedFlow, any Error>] {
-        guard !flows.isEmpty else {
-            staged?()
-            return []
-        }
+        await stage(flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit).durable
+    }
+
+    /// Several flows of one identity written in one trip to the blocking-I/O
+    /// threads and queued for `commit`: the first of a write's two phases.
+    /// Returns once every flow is written (or failed to be), before any is
+    /// durable; the second phase is the result's `durable`.
+    ///
+    ///     let staged = await store.stage(flows, identity: identity, tier: .network, commit: .shared)
+    ///     // a warm starts its next identity here
+    ///     let results = await staged.durable
+    public func stage(
+        _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit
+    ) async -> StagedFlows {
+        guard !flows.isEmpty else { return StagedFlows(done: []) }
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                 tier: tier, resolvedAt: resolvedAt)
         }
-        return await withCheckedContinuation { continuation in
-            // One shared lock for the batch, from the first write until every
-            // entry is durable (or failed) and its key's older files are gone.
-            let state = Mutex<(left: Int, lock: Lock?, results: [Result<CachedFlow, any Error>])>(
-                (prepared.count, nil, prepared.map { .success($0.entry) }))
-            @Sendable func done(_ index: Int, _ error: (any Error)?) {
-                let finished = state.withLock { state -> (Lock?, [Result<CachedFlow, any Error>])? in
-                    if let error { state.results[index] = .failure(error) }
-                    state.left -= 1
-                    return state.left == 0 ? (state.lock, state.results) : nil
-                }
-                guard let (lock, results) = finished else { return }
-                lock?.release()
-                continuation.resume(returning: results)
-            }
+        let staged = StagedFlows(prepared.map(\.entry))
+        await withCheckedContinuation { (written: CheckedContinuation<Void, Never>) in
             BlockingIO.submit {
-                let lock: Lock
-                do { lock = try Lock(path: self.lockPath, exclusive: false) } catch {
-                    staged?()
-                    for index in prepared.indices { done(index, error) }
-                    return
-                }
-                state.withLock { $0.lock = lock }
-                var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
-                for (index, entry) in prepared.enumerated() {
-                    do { files.append(try self.stageEntry(entry, commit: commit) { done(index, $0) }) } catch {
-                        done(index, error)
-                    }
-                }
-                staged?()
-                commit.enqueue(files)
+                self.write(prepared, to: staged, commit: commit)
+                written.resume()
             }
         }
+        return staged
+    }
+
+    /// `stage`'s writes, on a blocking-I/O thread. One shared lock for the
+    /// batch, from the first write until every entry is durable (or failed)
+    /// and its key's older files are gone.
+    private func write(_ prepared: [PreparedEntry], to staged: StagedFlows, commit: GroupCommit) {
+        let lock: Lock
+        do { lock = try Lock(path: lockPath, exclusive: false) } catch {
+            for index in prepared.indices { staged.finish(index, error, lock: nil) }
+            return
+        }
+        var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
+        for (index, entry) in prepared.enumerated() {
+            do {
+                files.append(try stageEntry(entry, commit: commit) { staged.finish(index, $0, lock: lock) })
+            } catch {
+                staged.finish(index, error, lock: lock)
+            }
+        }
+        commit.enqueue(files)
     }
 
     private func stage(
@@ -342,5 +346,48 @@ extension CacheStore {
         return CachedFlow(
             placement: placement, fingerprint: String(key[0]), userID: user, flowID: flowID, version: version,
             resolvedAt: resolvedAt, ttlSeconds: ttl, size: size, path: path)
+    }
+}
+
+/// One identity's flows written and queued for a group commit
+/// (`CacheStore.stage`): `durable` gives each flow's result, in order, once
+/// every one is durable or failed.
+public final class StagedFlows: Sendable {
+    private let results: Pending<[Result<CachedFlow, any Error>]>
+    private let state: Mutex<(left: Int, results: [Result<CachedFlow, any Error>])>
+
+    init(_ entries: [CachedFlow]) {
+        results = Pending()
+        state = Mutex((entries.count, entries.map { .success($0) }))
+    }
+
+    /// Nothing to write: durable at once.
+    init(done: [Result<CachedFlow, any Error>]) {
+        results = Pending()
+        state = Mutex((0, done))
+        results.fulfil(done)
+    }
+
+    /// Every flow's result, once all are durable or failed.
+    public var durable: [Result<CachedFlow, any Error>] {
+        get async { await results.value }
+    }
+
+    /// The flows' results, or nil when `limit` passes (or the task is cancelled) first.
+    public func durable(within limit: Duration) async -> [Result<CachedFlow, any Error>]? {
+        await results.value(within: limit)
+    }
+
+    /// Flow `index` is durable (nil) or failed; the last one releases the
+    /// shared lock the batch held, then gives the results.
+    fileprivate func finish(_ index: Int, _ error: (any Error)?, lock: CacheStore.Lock?) {
+        let finished = state.withLock { state -> [Result<CachedFlow, any Error>]? in
+            if let error { state.results[index] = .failure(error) }
+            state.left -= 1
+            return state.left == 0 ? state.results : nil
+        }
+        guard let finished else { return }
+        lock?.release()
+        results.fulfil(finished)
     }
 }

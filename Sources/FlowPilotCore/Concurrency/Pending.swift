@@ -1,10 +1,11 @@
 import Synchronization
 
 /// A value that work running elsewhere will give (`fulfil`), for any number of
-/// waiters, each with a time limit of its own. A waiter that gives up leaves
-/// the work running: what it produces still lands (warm's late resolves). No
-/// task is started per waiter: a waiter is a continuation in a dictionary and,
-/// with a limit, an entry in `TimeoutClock`.
+/// waiters, each with a time limit of its own. A waiter that gives up (its
+/// limit passed, or its task was cancelled) leaves the work running: what it
+/// produces still lands (warm's late resolves). No task is started per
+/// waiter: a waiter is a continuation in a dictionary and, with a limit, an
+/// entry in `TimeoutClock`.
 final class Pending<Value: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Value?, Never>
@@ -15,7 +16,9 @@ final class Pending<Value: Sendable>: Sendable {
         var value: Value?
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 0
-        /// Waiters whose limit passed before they were in `waiters`.
+        /// Waiters given an id and not yet in `waiters`.
+        var registering: Set<UInt64> = []
+        /// Those of them whose limit passed, or whose task was cancelled, already.
         var expired: Set<UInt64> = []
     }
 
@@ -45,35 +48,54 @@ final class Pending<Value: Sendable>: Sendable {
         }
     }
 
-    /// The value, however long it takes.
+    /// The value, however long it takes, even in a cancelled task.
     var value: Value {
         get async {
             while true {
-                // Without a limit the answer is never nil.
-                if let value = await wait(limit: nil) { return value }
+                // Without a limit and without cancellation the answer is never nil.
+                if let value = await wait(limit: nil, cancellable: false) { return value }
             }
         }
     }
 
-    /// The value, or nil when `limit` passes first.
-    func value(within limit: Duration) async -> Value? { await wait(limit: limit) }
+    /// The value, or nil when `limit` passes first or the waiting task is
+    /// cancelled (a warm's identities past a stop's deadline).
+    func value(within limit: Duration) async -> Value? { await wait(limit: limit, cancellable: true) }
+
+    /// The value, or nil when the waiting task is cancelled first.
+    var valueUnlessCancelled: Value? {
+        get async { await wait(limit: nil, cancellable: true) }
+    }
 
     /// Whether the value has been given.
     var isFulfilled: Bool { state.withLock { $0.value != nil } }
 
-    private func wait(limit: Duration?) async -> Value? {
+    private func wait(limit: Duration?, cancellable: Bool) async -> Value? {
         if let value = state.withLock({ $0.value }) { return value }
-        return await withCheckedContinuation { continuation in
-            let id = state.withLock { state in
-                state.nextID += 1
-                return state.nextID
-            }
+        if cancellable && Task.isCancelled { return nil }
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.registering.insert(state.nextID)
+            return state.nextID
+        }
+        guard cancellable else { return await wait(id, limit: limit) }
+        // A cancellation before the waiter is registered is found when it is (`expired`).
+        return await withTaskCancellationHandler {
+            await wait(id, limit: limit)
+        } onCancel: {
+            expire(id)
+        }
+    }
+
+    private func wait(_ id: UInt64, limit: Duration?) async -> Value? {
+        await withCheckedContinuation { continuation in
             let timeout = limit.map { limit in
                 TimeoutClock.shared.schedule(after: limit) { [self] in self.expire(id) }
             }
             let now = state.withLock { state -> Now in
-                if let value = state.value { return .value(value) }
+                state.registering.remove(id)
                 if state.expired.remove(id) != nil { return .expired }
+                if let value = state.value { return .value(value) }
                 state.waiters[id] = Waiter(continuation: continuation, timeout: timeout)
                 return .later
             }
@@ -81,24 +103,28 @@ final class Pending<Value: Sendable>: Sendable {
             case .value(let value):
                 if let timeout { TimeoutClock.shared.cancel(timeout) }
                 continuation.resume(returning: value)
-            case .expired: continuation.resume(returning: nil)
+            case .expired:
+                if let timeout { TimeoutClock.shared.cancel(timeout) }
+                continuation.resume(returning: nil)
             case .later: break
             }
         }
     }
 
-    /// A waiter's limit passed: it gets nil, unless the value came first.
+    /// A waiter's limit passed, or its task was cancelled: it gets nil, unless the value came first.
     private func expire(_ id: UInt64) {
         let waiter = state.withLock { state -> Waiter? in
-            guard state.value == nil else { return nil }
             guard let waiter = state.waiters.removeValue(forKey: id) else {
-                // Not registered yet: it finds this when it is.
-                state.expired.insert(id)
+                // Not registered yet: it finds this when it is. (Already
+                // answered, by its value or the other of limit and cancellation: nothing to do.)
+                if state.registering.contains(id) { state.expired.insert(id) }
                 return nil
             }
             return waiter
         }
-        waiter?.continuation.resume(returning: nil)
+        guard let waiter else { return }
+        if let timeout = waiter.timeout { TimeoutClock.shared.cancel(timeout) }
+        waiter.continuation.resume(returning: nil)
     }
 }
 

@@ -18,9 +18,14 @@ final class LiveResolver: Sendable {
     let media: MediaWarmer
     let config: WarmConfiguration
     let aliases: AliasWriter
-    private let pool = InflightPool<Key, LiveResult>()
-    private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Pending<LiveResult>])>(
-        (BackendReach(), false, []))
+    private let pool = InflightPool<Key, LiveLanding>()
+    private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Late])>((BackendReach(), false, []))
+
+    /// A resolve whose caller stopped waiting: before its answer, or before its flow was durable.
+    private enum Late {
+        case answer(Pending<LiveLanding>)
+        case durable(Pending<LiveResult>)
+    }
 
     init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
         self.client = client
@@ -35,79 +40,103 @@ final class LiveResolver: Sendable {
 
     /// The live resolve of each placement for `identity`: joined when one is
     /// running, else started: together, as one task making one batch request
-    /// and landing every flow in one commit, when two or more start and the
+    /// and staging every flow in one trip, when two or more start and the
     /// backend has a batch endpoint; else a task each. Every placement gets a
-    /// result to come. `answered` is called once the requests started here
-    /// have their answers and the flows in them are written, before those are
-    /// durable (at once when every placement joined a running resolve): from
-    /// then on the results wait only for the group commit.
-    func start(
-        _ placements: [String], for identity: Identity, answered: (@Sendable () -> Void)? = nil
-    ) -> [String: Pending<LiveResult>] {
+    /// landing to come: its answer once its flow is written (the first of
+    /// the write's two phases), with its result once that flow is durable.
+    func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveLanding>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
-        var started = false
         let values = pool.values(for: keys) { missing, deliver in
-            started = true
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
             guard batchable else {
-                let answers = Countdown(missing.count, answered)
                 for key in missing {
                     Task {
                         let result = await self.resolveOne(key.placement, identity)
-                        deliver(key, await self.landing([(key.placement, result)], identity, written: answers.tick)[0])
+                        await self.land([(key.placement, result)], identity) { deliver(key, $0[0]) }
                     }
                 }
                 return
             }
             Task {
                 let results = await self.resolveBatch(missing.map(\.placement), identity)
-                let landed = await self.landing(
+                await self.land(
                     missing.map {
                         ($0.placement, results[$0.placement] ?? .failed(.missingResult(placement: $0.placement)))
                     },
-                    identity, written: answered)
-                for (key, result) in zip(missing, landed) { deliver(key, result) }
+                    identity
+                ) { landings in
+                    for (key, landing) in zip(missing, landings) { deliver(key, landing) }
+                }
             }
         }
-        if !started { answered?() }
         return Dictionary(uniqueKeysWithValues: values.map { ($0.key.placement, $0.value) })
     }
 
     /// The live resolve of one placement, joined or started.
-    func start(_ placement: String, for identity: Identity) -> Pending<LiveResult> {
+    func start(_ placement: String, for identity: Identity) -> Pending<LiveLanding> {
         // One placement is never batched: this starts or joins its own request.
         let started = start([placement], for: identity)
-        // `start` gives every placement a result to come; this is never reached.
-        return started[placement] ?? Pending.run { .failed(.missingResult(placement: placement)) }
+        // `start` gives every placement a landing to come; this is never reached.
+        return started[placement] ?? Pending.run { LiveLanding(.failed(.missingResult(placement: placement))) }
     }
 
-    /// The resolve's result within the resolveTimeout (or until `deadline`,
-    /// when waiting for several); a timeout leaves it running and remembered
-    /// for `waitForLate`.
-    func wait(
-        _ resolve: Pending<LiveResult>, until deadline: ContinuousClock.Instant? = nil
+    /// The first phase: the resolve's answer, its flow written, before
+    /// `deadline` (or within the resolveTimeout); nil when it passes first,
+    /// the resolve left running and remembered for `waitForLate`.
+    func answer(
+        _ resolve: Pending<LiveLanding>, until deadline: ContinuousClock.Instant? = nil
+    ) async -> LiveLanding? {
+        if let landing = await resolve.value(within: limit(deadline)) { return landing }
+        state.withLock { $0.late.append(.answer(resolve)) }
+        return nil
+    }
+
+    /// The second phase: the landing's result once its flow is durable,
+    /// before `deadline`; a timeout (`answer` gave nil, or the commit took
+    /// too long) leaves it running and remembered for `waitForLate`.
+    func result(
+        _ landing: LiveLanding?, until deadline: ContinuousClock.Instant? = nil
     ) async -> Result<LiveResult, ResolveFailure> {
-        let limit = deadline.map { max(.zero, ContinuousClock.now.duration(to: $0)) } ?? config.resolveTimeout
-        if let result = await resolve.value(within: limit) { return .success(result) }
-        state.withLock { $0.late.append(resolve) }
-        return .failure(.timeout("no answer within \(config.resolveTimeout)"))
+        let timeout = ResolveFailure.timeout("no answer within \(config.resolveTimeout)")
+        guard let landing else { return .failure(timeout) }
+        if let result = await landing.durable.value(within: limit(deadline)) { return .success(result) }
+        state.withLock { $0.late.append(.durable(landing.durable)) }
+        return .failure(timeout)
+    }
+
+    /// Both phases: the resolve's result once durable, within the resolveTimeout (or until `deadline`).
+    func wait(
+        _ resolve: Pending<LiveLanding>, until deadline: ContinuousClock.Instant? = nil
+    ) async -> Result<LiveResult, ResolveFailure> {
+        let deadline = deadline ?? .now + config.resolveTimeout
+        return await result(await answer(resolve, until: deadline), until: deadline)
+    }
+
+    private func limit(_ deadline: ContinuousClock.Instant?) -> Duration {
+        deadline.map { max(.zero, ContinuousClock.now.duration(to: $0)) } ?? config.resolveTimeout
     }
 
     /// Waits until `deadline` for resolves whose callers timed out: how many
     /// landed, how many were still running.
     func waitForLate(until deadline: ContinuousClock.Instant) async -> (landed: Int, pending: Int) {
-        let tasks = state.withLock { state in
+        let late = state.withLock { state in
             defer { state.late = [] }
             return state.late
         }
         var landed = 0
-        for resolve in tasks {
+        for resolve in late {
             guard deadline > .now else { break }
-            if await resolve.value(within: deadline - .now) != nil { landed += 1 }
+            let durable: Pending<LiveResult>?
+            switch resolve {
+            case .answer(let answer): durable = await answer.value(within: deadline - .now)?.durable
+            case .durable(let pending): durable = pending
+            }
+            guard let durable, deadline > .now else { continue }
+            if await durable.value(within: deadline - .now) != nil { landed += 1 }
         }
         aliases.flush()
-        return (landed, tasks.count - landed)
+        return (landed, late.count - landed)
     }
 
     private func resolveOne(_ placement: String, _ identity: Identity) async -> LiveResult {
@@ -142,35 +171,60 @@ final class LiveResolver: Sendable {
     }
 
     /// The results of one identity's placements landing together: each
-    /// validated flow written (all in one trip, then `written` is called) and
-    /// made durable in one commit, its fonts starting to download; then the
-    /// results, in order, go on to whoever waits. A flow that cannot be written
-    /// is a failure (`cache-write`): nothing was warmed.
-    private func landing(
-        _ results: [(String, LiveResult)], _ identity: Identity, written: (@Sendable () -> Void)?
-    ) async -> [LiveResult] {
+    /// validated flow staged (all in one trip), the landings handed to
+    /// `answered`; then, once every flow is durable or failed, each
+    /// landing's result given, its alias pointed and its fonts started. A
+    /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
+    private func land(
+        _ results: [(String, LiveResult)], _ identity: Identity, answered: ([LiveLanding]) -> Void
+    ) async {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
             if case .flow(let document, let ttl) = result {
                 flows.append((placement, document, ttl ?? config.environment.defaultTTL))
             }
         }
-        var stored = await store.storeFlows(
-            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared,
-            staged: written
-        ).makeIterator()
-        return results.map { _, result in
-            guard case .flow(let document, let ttl) = result, let outcome = stored.next() else { return result }
+        let staged = await store.stage(
+            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared)
+        let landings = results.map { LiveLanding($0.1, durable: Pending()) }
+        answered(landings)
+        var stored = await staged.durable.makeIterator()
+        for landing in landings {
+            guard case .flow(let document, let ttl) = landing.answer, let outcome = stored.next() else {
+                landing.durable.fulfil(landing.answer)
+                continue
+            }
             switch outcome {
             case .success(let entry):
                 aliases.stored(entry)
                 media.startFonts(of: document)
-                return result
+                landing.durable.fulfil(landing.answer)
             case .failure(let error):
-                return .unstored(
-                    document, ttlSeconds: ttl ?? config.environment.defaultTTL,
-                    reason: "the flow could not be written to the cache: \(error)")
+                landing.durable.fulfil(
+                    .unstored(
+                        document, ttlSeconds: ttl ?? config.environment.defaultTTL,
+                        reason: "the flow could not be written to the cache: \(error)"))
             }
         }
+    }
+}
+
+/// One placement's live resolve in its two phases: the backend's answer,
+/// its flow written to the cache and not yet durable (`answer`), and the
+/// result once that flow is durable (`durable`: the answer, or `.unstored`
+/// when the flow could not be written).
+struct LiveLanding: Sendable {
+    let answer: LiveResult
+    let durable: Pending<LiveResult>
+
+    init(_ answer: LiveResult, durable: Pending<LiveResult>) {
+        (self.answer, self.durable) = (answer, durable)
+    }
+
+    /// An answer with nothing to write: its result is the answer.
+    init(_ answer: LiveResult) {
+        self.answer = answer
+        durable = Pending()
+        durable.fulfil(answer)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import Synchronization
 
 /// A warm over a stream of identities, as `fpctl warm` runs it: identities
 /// de-duplicated and filtered to one shard, `concurrency` of them resolving at
@@ -176,16 +175,16 @@ public struct WarmRun: Sendable {
         }
     }
 
-    /// Runs the warm. `onIdentity` gets each identity's outcomes as soon as it
-    /// finishes, in the order the identities finish, one call at a time, also
-    /// while the input waits for its next line (a slow pipe); identities start
-    /// in input order, at most `concurrency` resolving at once (and
-    /// `maxInFlight` in all, counting those whose flows wait for their group
-    /// commit), and at most `concurrency` more are read ahead, so a slow
-    /// consumer slows the run instead of growing it. An error from
-    /// `identities` (an unreadable line) ends the run: nothing more is read,
-    /// every identity before that line is warmed and handed on, then the
-    /// error is rethrown.
+    /// Runs the warm. `onIdentity` gets each identity's outcomes once its
+    /// flows are durable, in the order the identities finish, one call at a
+    /// time, also while the input waits for its next line (a slow pipe);
+    /// identities start in input order, at most `concurrency` resolving at
+    /// once and at most `maxInFlight` in all (counting those whose flows wait
+    /// for their group commit), and at most `concurrency` more are read
+    /// ahead, so a slow consumer slows the run instead of growing it. An
+    /// error from `identities` (an unreadable line) ends the run: nothing
+    /// more is read, every identity before that line is warmed and handed
+    /// on, then the error is rethrown.
     ///
     /// `stop` (SIGTERM, SIGINT) ends the run early and cleanly: no identity is
     /// read or started after it, the identities in flight get up to
@@ -193,114 +192,89 @@ public struct WarmRun: Sendable {
     /// those still running then are left without a row (a resumed attempt
     /// tries them again), no grace is waited, and the summary says `stopped`.
     /// A read of the input that is waiting for its next line is not waited for.
+    ///
+    /// The flow control (docs/decisions.md, "Warm's flow control"): one loop
+    /// over one task group, whose child tasks each hand back one event: a line
+    /// read, an identity staged (its requests answered and its flows written,
+    /// `Warmer.stage`), an identity finished (its flows durable,
+    /// `StagedPrefetch.outcomes`), a stop or its deadline. The loop alone
+    /// keeps the counts and starts tasks; nothing is shared but the events.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, stop: StopRequest = StopRequest(),
         onIdentity: ([PrefetchOutcome], Counts) -> Void
     ) async throws -> Summary where Identities.Element == Identity {
         let started = ContinuousClock.now
-        var counts = Counts()
-        var seen = Set<FingerprintKey>()
-        let warmer = self.warmer
-        let placements = options.placements
         var iterator = identities.makeAsyncIterator()
         let input = InputReader { try await iterator.next() }
-        // Every task of the run (the one reading the next identity, the
-        // identities being prefetched, the stop and its deadline) reports here;
-        // the tasks are unstructured so that a stopped run need not wait for a
-        // read blocked on a pipe or an identity past its deadline.
-        let (events, sink) = AsyncStream<Event>.makeStream()
-        stop.onRequest { sink.yield(.stop) }
-        // Starts identities from the queue whenever there is room: here, and
-        // from an identity's own `answered` (so the next request goes out
-        // without waiting for this loop).
-        let launcher = Launcher(warmer: warmer, options: options, sink: sink)
-        var reading = false
-        var ended = false
-        var stopped = false
-        // The cache cannot be written (read-only, full): no identity is started after the first such row.
-        var halted = false
+        let stopRequested = Pending<Void>()
+        stop.onRequest { stopRequested.fulfil(()) }
+        var flow = FlowControl(options: options)
+        var counts = Counts()
+        var seen = Set<FingerprintKey>()
         var readError: (any Error)?
-        var tasks: [Task<Void, Never>] = []
-        defer { for task in tasks { task.cancel() } }
-        // The input is read ahead, up to `concurrency` identities beyond those
-        // that can start now, by one task that hands each on as soon as it is
-        // read (a slow pipe delays nothing already read): when many identities
-        // finish at once, the next ones start from the queue, not one read at
-        // a time.
-        func readNext() {
-            let credit = launcher.readCredit
-            guard !reading, !ended, credit > 0 else { return }
-            reading = true
-            Task {
-                do {
-                    // A stop ends the reading at the next line, not `credit` lines later.
-                    for _ in 0..<credit where !stop.isRequested {
-                        guard let identity = try await input.next() else {
-                            sink.yield(.read(nil))
-                            return
-                        }
-                        sink.yield(.read(identity))
-                    }
-                    sink.yield(.paused)
-                } catch {
-                    sink.yield(.readFailed(error))
+        await withTaskGroup(of: Event.self) { group in
+            group.addTask { await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop }
+            func startWhatFits() {
+                while let (identity, keys) = flow.nextToStart() {
+                    group.addTask { .staged(await warmer.stage(keys, for: identity)) }
                 }
+                if flow.shouldRead() { group.addTask { await input.next() } }
             }
-        }
-        readNext()
-        loop: for await event in events {
-            switch event {
-            case .answered:
-                break
-            case .finished(let outcomes):
-                launcher.finished()
-                counts.add(outcomes)
-                onIdentity(outcomes, counts)
-                if counts.cacheWriteFailure != nil, !halted {
-                    (halted, ended) = (true, true)
-                    launcher.stop()
+            startWhatFits()
+            loop: while let event = await group.next() {
+                switch event {
+                case .read(let identity?):
+                    flow.reading = false
+                    if let (identity, keys) = admit(identity, seen: &seen) { flow.queue.append((identity, keys)) }
+                case .read(nil):
+                    (flow.reading, flow.ended) = (false, true)
+                case .readFailed(let error):
+                    (flow.reading, flow.ended) = (false, true)
+                    // Raised once every identity read before the bad line has its row.
+                    if !flow.stopped { readError = error }
+                case .staged(let prefetch):
+                    // Its place among those resolving goes to the next identity; it waits for its commit.
+                    flow.staged()
+                    group.addTask { .finished(await prefetch.outcomes()) }
+                case .finished(let outcomes):
+                    flow.finished()
+                    counts.add(outcomes)
+                    onIdentity(outcomes, counts)
+                    // The cache cannot be written (read-only, full): no identity starts after the first such row.
+                    if counts.cacheWriteFailure != nil { flow.halt() }
+                case .stop:
+                    flow.stop()
+                    let timeout = options.stopTimeout
+                    group.addTask { (try? await Task.sleep(for: timeout)) == nil ? .cancelled : .deadline }
+                case .deadline:
+                    break loop
+                case .cancelled:
+                    break
                 }
-            case .read(nil):
-                (reading, ended) = (false, true)
-            case .paused:
-                reading = false
-            case .read(let identity?):
-                if stopped || halted { break }
-                let fingerprint = identity.fingerprint
-                if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { break }
-                if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { break }
-                let keys = options.resume?.remaining(fingerprint: fingerprint) ?? placements
-                if keys.isEmpty { break }
-                launcher.enqueue(identity, keys)
-            case .readFailed(let error):
-                (reading, ended) = (false, true)
-                // Raised once every identity read before the bad line has its row.
-                if !stopped { readError = error }
-            case .stop:
-                guard !stopped else { break }
-                (stopped, ended) = (true, true)
-                launcher.stop()
-                let timeout = options.stopTimeout
-                tasks.append(
-                    Task {
-                        try? await Task.sleep(for: timeout)
-                        if !Task.isCancelled { sink.yield(.deadline) }
-                    })
-            case .deadline:
-                break loop
+                if flow.isDone { break }
+                startWhatFits()
             }
-            launcher.launch()
-            let (running, queued) = launcher.counts
-            if ended && running == 0 && (stopped || halted || (!reading && queued == 0)) { break }
-            readNext()
+            // The stop watcher, a read waiting for its line, identities past the
+            // stop's deadline: each child waits in a way that ends on cancellation.
+            group.cancelAll()
         }
         if let readError { throw readError }
-        let abandoned = launcher.counts.running
-        let late = stopped ? (landed: 0, pending: 0) : await warmer.waitForLateResolves(grace: options.grace)
+        let late = flow.stopped ? (landed: 0, pending: 0) : await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
             counts: counts, reach: warmer.reach,
             lateLanded: late.landed, latePending: late.pending, elapsed: .now - started,
-            stopped: stopped, abandoned: abandoned)
+            stopped: flow.stopped, abandoned: flow.inFlight)
+    }
+
+    /// The identity to start for a line read, with the placements it still
+    /// needs; nil when it is another shard's, a repeat, or done in the
+    /// attempt resumed.
+    private func admit(_ identity: Identity, seen: inout Set<FingerprintKey>) -> (Identity, [String])? {
+        let fingerprint = identity.fingerprint
+        if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { return nil }
+        if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { return nil }
+        let keys = options.resume?.remaining(fingerprint: fingerprint) ?? options.placements
+        return keys.isEmpty ? nil : (identity, keys)
     }
 }
 
@@ -332,101 +306,84 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension WarmRun {
-    /// What a task of a run hands back: an identity read (nil at the end of
-    /// the input), or one prefetched.
+    /// What a child task of a run hands back.
     enum Event: Sendable {
+        /// A line read (nil at the end of the input), or why it could not be.
         case read(Identity?)
-        /// The reading task read its share and ended; the next one starts when there is room.
-        case paused
         case readFailed(any Error)
-        /// An identity's requests were answered and its flows written: its
-        /// place among those resolving is free (it is still running until
-        /// `finished`; the launcher has started the next one). Always before
-        /// that identity's `finished`.
-        case answered
+        /// An identity's requests answered and its flows written, not yet durable.
+        case staged(Warmer.StagedPrefetch)
+        /// An identity's outcomes, its flows durable.
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.
         case stop, deadline
+        /// A child that ended because the run did.
+        case cancelled
     }
 
-    /// The identities read and not yet started, in input order, and those
-    /// started: at most `concurrency` resolving, `maxInFlight` in all. An
-    /// identity starts when there is room: from the run's loop (an identity
-    /// read, one finished) or straight from the identity that gave up its
-    /// place on being answered.
-    final class Launcher: Sendable {
-        private struct State {
-            var queued = CircularBuffer<(Identity, [String])>()
-            var running = 0
-            var resolving = 0
-            var stopped = false
+    /// The run's counts and its two limits: identities resolving (at most
+    /// `concurrency`), and those plus the ones staged and waiting for their
+    /// group commit (at most `maxInFlight`). Only the run's loop touches it.
+    struct FlowControl {
+        let options: Options
+        /// Identities read, admitted and not yet started, in input order.
+        var queue = CircularBuffer<(Identity, [String])>()
+        var resolving = 0
+        var committing = 0
+        /// A read of the input is running.
+        var reading = false
+        /// No more is read: the input ended or failed, a stop, a cache that cannot be written.
+        var ended = false
+        var stopped = false
+        var halted = false
+
+        init(options: Options) { self.options = options }
+
+        var inFlight: Int { resolving + committing }
+
+        /// The next identity to start, counted as resolving, while there is room.
+        mutating func nextToStart() -> (Identity, [String])? {
+            guard !stopped, !halted, resolving < options.concurrency, inFlight < options.maxInFlight,
+                let next = queue.popFirst()
+            else { return nil }
+            resolving += 1
+            return next
         }
 
-        private let state = Mutex(State())
-        private let warmer: Warmer
-        private let options: Options
-        private let sink: AsyncStream<Event>.Continuation
-
-        init(warmer: Warmer, options: Options, sink: AsyncStream<Event>.Continuation) {
-            (self.warmer, self.options, self.sink) = (warmer, options, sink)
+        /// Whether to read the next line: one read at a time, up to `concurrency` identities queued.
+        mutating func shouldRead() -> Bool {
+            guard !reading, !ended, queue.count < options.concurrency else { return false }
+            reading = true
+            return true
         }
 
-        /// Identities started and not handed on, and identities waiting to start.
-        var counts: (running: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
+        mutating func staged() { (resolving, committing) = (resolving - 1, committing + 1) }
+        mutating func finished() { committing -= 1 }
 
-        /// How many more identities to read ahead: enough for the room there
-        /// is now, plus `concurrency` queued.
-        var readCredit: Int {
-            state.withLock { state in
-                let room = min(options.concurrency - state.resolving, options.maxInFlight - state.running)
-                return options.concurrency + max(0, room) - state.queued.count
-            }
-        }
+        mutating func stop() { (stopped, ended) = (true, true) }
+        mutating func halt() { (halted, ended) = (true, true) }
 
-        func enqueue(_ identity: Identity, _ keys: [String]) {
-            state.withLock { $0.queued.append((identity, keys)) }
-        }
-
-        /// No identity starts from now on.
-        func stop() { state.withLock { $0.stopped = true } }
-
-        /// An identity was handed on.
-        func finished() { state.withLock { $0.running -= 1 } }
-
-        /// Starts queued identities while there is room.
-        func launch() {
-            let starting = state.withLock { state -> [(Identity, [String])] in
-                var starting: [(Identity, [String])] = []
-                while state.resolving < options.concurrency, state.running < options.maxInFlight, !state.stopped,
-                    let next = state.queued.popFirst()
-                {
-                    state.running += 1
-                    state.resolving += 1
-                    starting.append(next)
-                }
-                return starting
-            }
-            for (identity, keys) in starting {
-                Task {
-                    let outcomes = await warmer.prefetch(keys, for: identity) {
-                        self.state.withLock { $0.resolving -= 1 }
-                        self.launch()
-                        self.sink.yield(.answered)
-                    }
-                    sink.yield(.finished(outcomes))
-                }
-            }
+        /// Nothing is running and nothing more will start.
+        var isDone: Bool {
+            ended && inFlight == 0 && (stopped || halted || (!reading && queue.isEmpty))
         }
     }
 
-    /// The input's iterator, moved into the one reading task at a time
-    /// (`run` never starts a read while one is pending), which is what makes
-    /// handing it across tasks safe.
+    /// The input's iterator, read one line at a time (the loop never starts
+    /// a read while one is running, which is what makes handing it across
+    /// tasks safe). Each read runs in a task of its own, whose result the
+    /// run's child waits for in a way that ends on cancellation: a stopped
+    /// run does not wait for a read blocked on a pipe.
     final class InputReader: @unchecked Sendable {
         private let read: () async throws -> Identity?
 
         init(_ read: @escaping () async throws -> Identity?) { self.read = read }
 
-        func next() async throws -> Identity? { try await read() }
+        func next() async -> Event {
+            let line = Pending<Event>.run {
+                do { return .read(try await self.read()) } catch { return .readFailed(error) }
+            }
+            return await line.valueUnlessCancelled ?? .cancelled
+        }
     }
 }

@@ -54,20 +54,22 @@ public final class Warmer: Sendable {
     }
 
     /// Prefetches placements for one identity: input de-duplicated, every key
-    /// concurrently, one batch request for two or more live resolves.
-    /// `answered` is called once, before this returns: as soon as the
-    /// identity's live requests are answered and their flows written, not yet
-    /// durable (a warm then starts its next request while this one waits for
-    /// the group commit), or at once when it needs no request.
-    public func prefetch(
-        _ placements: [String], for identity: Identity, answered: (@Sendable () -> Void)? = nil
-    ) async -> [PrefetchOutcome] {
-        let answers = Countdown(1, answered)
-        defer { answers.fire() }
+    /// concurrently, one batch request for two or more live resolves; the
+    /// outcomes once every flow written is durable. Both phases of `stage`.
+    public func prefetch(_ placements: [String], for identity: Identity) async -> [PrefetchOutcome] {
+        await stage(placements, for: identity).outcomes()
+    }
+
+    /// The first phase of a prefetch: the cache looked up, the live requests
+    /// answered and their flows written, not yet durable (or the
+    /// resolveTimeout passed). A warm gives the identity's place among those
+    /// resolving to the next one here; the second phase, `outcomes()`, only
+    /// waits for the group commit (and downloads images).
+    public func stage(_ placements: [String], for identity: Identity) async -> StagedPrefetch {
         var seen = Set<String>()
         let keys = placements.filter { seen.insert($0).inserted }
         let start = ContinuousClock.now
-        var outcomes: [String: PrefetchOutcome] = [:]
+        var cached: [String: PrefetchOutcome] = [:]
         var needLive: [String] = []
         for key in keys {
             if case (_, .serve(let served)?) = TierChain.cached(
@@ -75,29 +77,57 @@ public final class Warmer: Sendable {
             {
                 let mediaWarmed = await media.warmImages(
                     of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
-                outcomes[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
+                cached[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
             } else {
                 needLive.append(key)
             }
         }
-        let resolves = live.start(needLive, for: identity, answered: answers.tick)
-        let deadline = ContinuousClock.now + config.resolveTimeout
-        if config.media == .none {
-            // Nothing to download after the resolves: wait for each in turn (a
-            // batch's all come at once), with no task per placement.
-            for key in needLive {
-                guard let resolve = resolves[key] else { continue }
-                outcomes[key] = await finish(key, identity, resolve, start, cacheStep: nil, until: deadline).outcome
-            }
-        } else {
-            await withTaskGroup(of: Resolution.self) { group in
-                for (key, resolve) in resolves {
-                    group.addTask { await self.finish(key, identity, resolve, start, cacheStep: nil, until: deadline) }
-                }
-                for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
-            }
+        let resolves = live.start(needLive, for: identity)
+        let deadline = start + config.resolveTimeout
+        var landings: [(String, LiveLanding?)] = []
+        // A batch's answers all come at once: waiting for each in turn costs no more.
+        for key in needLive {
+            guard let resolve = resolves[key] else { continue }
+            landings.append((key, await live.answer(resolve, until: deadline)))
         }
-        return keys.compactMap { outcomes[$0] }
+        return StagedPrefetch(
+            warmer: self, identity: identity, keys: keys, cached: cached, landings: landings, start: start,
+            deadline: deadline)
+    }
+
+    /// One identity's prefetch between its two phases (`Warmer.stage`).
+    public struct StagedPrefetch: Sendable {
+        let warmer: Warmer
+        let identity: Identity
+        let keys: [String]
+        let cached: [String: PrefetchOutcome]
+        /// Each live placement's answer, nil when none came before the deadline.
+        let landings: [(String, LiveLanding?)]
+        let start: ContinuousClock.Instant
+        let deadline: ContinuousClock.Instant
+
+        /// The second phase: each placement's outcome, in the order asked,
+        /// once its flow is durable (or the resolveTimeout passed), its images
+        /// downloaded when `--media` asks for them.
+        public func outcomes() async -> [PrefetchOutcome] {
+            var outcomes = cached
+            if warmer.config.media == .none {
+                // Nothing to download: each in turn, with no task per placement.
+                for (key, landing) in landings {
+                    outcomes[key] = await warmer.finish(key, identity, landing, start, until: deadline).outcome
+                }
+            } else {
+                await withTaskGroup(of: Resolution.self) { group in
+                    for (key, landing) in landings {
+                        group.addTask {
+                            await warmer.finish(key, identity, landing, start, until: deadline)
+                        }
+                    }
+                    for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
+                }
+            }
+            return keys.compactMap { outcomes[$0] }
+        }
     }
 
     /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the
@@ -138,8 +168,11 @@ public final class Warmer: Sendable {
         if let decision {
             return Resolution(placement, for: identity, steps: [step], decision: decision, since: start)
         }
-        let task = live.start(placement, for: identity)
-        return await finish(placement, identity, task, start, cacheStep: step, warmMedia: false, serveUnstored: true)
+        let deadline = start + config.resolveTimeout
+        let landing = await live.answer(live.start(placement, for: identity), until: deadline)
+        return await finish(
+            placement, identity, landing, start, cacheStep: step, warmMedia: false, until: deadline,
+            serveUnstored: true)
     }
 
     /// Waits (up to `grace`) for live resolves whose callers timed out and for
@@ -159,14 +192,15 @@ public final class Warmer: Sendable {
     /// Live requests made so far, and whether any reached the backend.
     public var reach: BackendReach { live.reach }
 
-    /// Tiers 1 to 3 for a placement whose live resolve is `task`.
-    private func finish(
-        _ placement: String, _ identity: Identity, _ task: Pending<LiveResult>, _ start: ContinuousClock.Instant,
-        cacheStep: TierChain.Step?, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil,
+    /// Tiers 1 to 3 for a placement whose live resolve answered with `landing`
+    /// (nil: no answer in time), once its flow is durable.
+    fileprivate func finish(
+        _ placement: String, _ identity: Identity, _ landing: LiveLanding?, _ start: ContinuousClock.Instant,
+        cacheStep: TierChain.Step? = nil, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil,
         serveUnstored: Bool = false
     ) async -> Resolution {
         let (steps, decision) = TierChain.afterLive(
-            await live.wait(task, until: deadline), defaultTTL: config.environment.defaultTTL,
+            await live.result(landing, until: deadline), defaultTTL: config.environment.defaultTTL,
             stale: {
                 store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
             },

@@ -41,7 +41,7 @@ struct WarmSpeedPartsTests {
         #expect(try store.verify(repair: false, now: start).findings.isEmpty)
     }
 
-    @Test("a flow equal to one validated before is reused; a different flow under the same hash is validated")
+    @Test("a flow whose bytes equal those of one validated before is reused; other bytes are parsed and validated")
     func flowMemo() throws {
         let memo = FlowMemo()
         let base: JSONValue = .object([
@@ -50,14 +50,75 @@ struct WarmSpeedPartsTests {
         ])
         guard case .object(var members) = base else { return }
         members["content_hash"] = .string(FlowDocument.computeContentHash(base))
-        let valid = JSONValue.object(members)
-        let (first, _) = memo.validate(valid, location: "a")
-        let (again, findings) = memo.validate(valid, location: "b")
+        let valid = CanonicalJSON.data(.object(members))
+        func validate(_ data: Data, _ location: String) -> (FlowDocument?, [Finding]) {
+            data.withUnsafeBytes { memo.validate(bytes: $0, location: location) }
+        }
+        let (first, _) = validate(valid, "a")
+        let (again, findings) = validate(valid, "b")
         #expect(first != nil && again != nil && findings.isEmpty)
         #expect(first?.encoded === again?.encoded, "the same document, encoded once")
         members["id"] = .string("changed")  // the declared hash no longer matches
-        let (tampered, problems) = memo.validate(.object(members), location: "c")
+        let (tampered, problems) = validate(CanonicalJSON.data(.object(members)), "c")
         #expect(tampered == nil && problems.contains { $0.rule == "flow-content-hash" })
+        // The same flow with other spacing: other bytes, parsed and validated, a document of its own.
+        let spaced = Data(String(decoding: valid, as: UTF8.self).replacingOccurrences(of: ",", with: ", ").utf8)
+        let (respaced, none) = validate(spaced, "d")
+        #expect(respaced != nil && none.isEmpty && respaced?.encoded !== first?.encoded)
+        #expect(respaced?.canonical.data == first?.canonical.data, "one canonical form whatever the spacing")
+        let (broken, brokenFindings) = validate(Data(#"{"id":"f","#.utf8), "e")
+        #expect(broken == nil && brokenFindings.first?.rule == "flow-json")
+    }
+
+    @Test("an answer is read in one pass: members parsed, each flow kept as its bytes, errors where parse finds them")
+    func answerKeepsFlowBytes() throws {
+        let text =
+            #"{"results":[{"placement_key":"a","flow":{"id":"x","s":"}]\"{"},"cache_ttl_seconds":60},"#
+            + #"{"placement_key":"b","flow":null},{"placement_key":"c","error":{"code":"e"}},7]}"#
+        let answer = try Data(text.utf8).withUnsafeBytes {
+            try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: "results")
+        }
+        let items = try #require(answer.items)
+        #expect(items.count == 4 && answer.members.isEmpty)
+        let bytes = Array(text.utf8)
+        func raw(_ item: JSONObjectRaw) -> String? { item.raw.map { String(decoding: bytes[$0], as: UTF8.self) } }
+        #expect(raw(items[0]) == #"{"id":"x","s":"}]\"{"}"#, "brackets and quotes inside strings do not end the flow")
+        #expect(items[0].members["cache_ttl_seconds"] == .number(60) && items[0].members["flow"] == nil)
+        #expect(raw(items[1]) == "null" && raw(items[2]) == nil && items[2].members["error"]?["code"] == .string("e"))
+        #expect(items[3].other == .number(7))
+        for bad in [
+            #"{"results":[{"flow":{"id":"x"}]}"#, #"{"results":[{"flow":{"id":"x}}]}"#,
+            #"{"results":[{"flow":1,"flow":2}]}"#, #"{"results":[]} x"#,
+        ] {
+            #expect(throws: JSONValue.ParseError.self, "\(bad)") {
+                try Data(bad.utf8).withUnsafeBytes {
+                    try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: "results")
+                }
+            }
+        }
+    }
+
+    @Test("an entry's bytes, written member by member, are the canonical JSON of its metadata and flow")
+    func entryIsCanonical() throws {
+        let flow = try #require(
+            FlowDocument.validate(
+                .object([
+                    "schema_version": .number(1), "id": .string("f\u{e9}\"q"), "version": .string("v"),
+                    "screens": .array([.object(["id": .string("a"), "components": .array([])])]),
+                ]), location: "t"
+            ).0)
+        for user in ["u\n1", "\u{1F600}"] {
+            let identity = Identity(userID: user, attributes: ["plan": .string("pro")])
+            let data = CacheStore.entryData(
+                placement: "pay\\wall", identity: identity, document: flow, ttlSeconds: 300, tier: .network,
+                resolvedAt: Date(timeIntervalSince1970: 1_700_000_000.5))
+            let json = try JSONValue.parse(data)
+            #expect(CanonicalJSON.data(json) == data, "canonical as it is")
+            #expect(json["user_id"] == .string(user) && json["placement"] == .string("pay\\wall"))
+            #expect(json["ttl_seconds"] == .number(300) && json["schema_version"] == .number(1))
+            #expect(json["content_hash"] == .null && json["flow"] == flow.json)
+            #expect(json["flow_sha256"] == .string(Digest.sha256Hex(CanonicalJSON.data(flow.json))))
+        }
     }
 
     @Test("an identity's fingerprint is computed once and is what equality means")

@@ -245,26 +245,30 @@ extension CacheStore {
     }
 
     /// The entry file's bytes: canonical JSON whose `flow` member is the
-    /// document's canonical bytes, spliced in rather than encoded again.
+    /// document's canonical bytes, spliced in rather than encoded again, the
+    /// members written in their canonical order.
     static func entryData(
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
     ) -> Data {
         let flow = document.canonical
-        func string(_ text: String) -> Data { CanonicalJSON.data(.string(text)) }
-        return CanonicalJSON.objectData([
-            "schema_version": Data("1".utf8),
-            "placement": string(placement),
-            "fingerprint": string(identity.fingerprint),
-            "user_id": string(identity.userID),
-            "flow_id": string(document.id),
-            "version": string(document.version),
-            "content_hash": document.contentHash.map(string) ?? Data("null".utf8),
-            "resolved_at": string(RFC3339.string(resolvedAt)),
-            "ttl_seconds": CanonicalJSON.data(.number(Double(ttlSeconds))),
-            "tier": string(tier.rawValue),
-            "flow_sha256": string(flow.sha256),
-            "flow": flow.data,
-        ])
+        var entry = CanonicalJSON.SortedObject(capacity: flow.data.count + 512)
+        if let hash = document.contentHash {
+            entry.string("content_hash", hash)
+        } else {
+            entry.raw("content_hash", "null".utf8)
+        }
+        entry.string("fingerprint", identity.fingerprint)
+        entry.raw("flow", flow.data)
+        entry.string("flow_id", document.id)
+        entry.string("flow_sha256", flow.sha256)
+        entry.string("placement", placement)
+        entry.string("resolved_at", RFC3339.string(resolvedAt))
+        entry.raw("schema_version", "1".utf8)
+        entry.string("tier", tier.rawValue)
+        entry.raw("ttl_seconds", CanonicalJSON.data(.number(Double(ttlSeconds))))
+        entry.string("user_id", identity.userID)
+        entry.string("version", document.version)
+        return entry.finish()
     }
 
     /// The newest entry for exactly this (placement, fingerprint), fresh or stale,

@@ -331,23 +331,26 @@ final class EncodedFlow: Sendable {
     }
 }
 
-/// Flows already validated in this process, by declared content hash: a warm
-/// receives the same few flows for thousands of identities, and a flow equal to
-/// one validated before needs neither validating nor encoding again. Bounded:
-/// past `limit` distinct flows, new ones are validated without being kept.
+/// Flows already validated in this process, by their bytes as the backend
+/// sent them: a warm receives the same few flows for thousands of identities,
+/// and bytes equal to those of a flow validated before need neither parsing,
+/// validating nor encoding again (the answer's other members are parsed; the
+/// flow's are compared). Bounded: past `limit` distinct flows, new ones are
+/// validated without being kept.
 final class FlowMemo: Sendable {
-    private let flows = Mutex<[String: FlowDocument]>([:])
+    private let flows = Mutex<[Data: FlowDocument]>([:])
     static let limit = 4096
 
-    /// The document for `json`: the remembered one when `json` equals it, else
-    /// newly validated (and remembered when valid and declaring a content hash).
-    func validate(_ json: JSONValue, location: String) -> (FlowDocument?, [Finding]) {
-        let declared = json["content_hash"]?.stringValue
-        if let declared, let known = flows.withLock({ $0[declared] }), known.json == json { return (known, []) }
-        let (doc, findings) = FlowDocument.validate(json, location: location)
-        if let doc, let declared, findings.isEmpty {
+    /// The document for the flow whose JSON is `bytes`: the remembered one
+    /// when the bytes are the same, else parsed and validated (and remembered
+    /// when valid without findings).
+    func validate(bytes: UnsafeRawBufferPointer, location: String) -> (FlowDocument?, [Finding]) {
+        let key = Data(bytes)
+        if let known = flows.withLock({ $0[key] }) { return (known, []) }
+        let (doc, findings) = FlowDocument.validate(data: key, location: location)
+        if let doc, findings.isEmpty {
             flows.withLock { flows in
-                if flows.count < Self.limit { flows[declared] = doc }
+                if flows.count < Self.limit { flows[key] = doc }
             }
         }
         return (doc, findings)

@@ -45,6 +45,41 @@ public enum CanonicalJSON {
         return Data(out)
     }
 
+    /// An object written member by member by a caller that knows its keys and
+    /// adds them in canonical order (a cache entry's metadata): no dictionary,
+    /// no sort, one buffer.
+    struct SortedObject {
+        private var out: [UInt8]
+        private var last: String?
+
+        init(capacity: Int) {
+            out = [UInt8(ascii: "{")]
+            out.reserveCapacity(capacity)
+        }
+
+        /// A member whose value is already canonical JSON bytes.
+        mutating func raw(_ key: String, _ value: some Sequence<UInt8>) {
+            if let last {
+                assert(last.utf8.lexicographicallyPrecedes(key.utf8), "\(key) after \(last)")
+                out.append(UInt8(ascii: ","))
+            }
+            last = key
+            writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: value)
+        }
+
+        mutating func string(_ key: String, _ value: String) {
+            raw(key, [])
+            writeString(value, into: &out)
+        }
+
+        mutating func finish() -> Data {
+            out.append(UInt8(ascii: "}"))
+            return Data(out)
+        }
+    }
+
     /// An object's members in canonical key order.
     static func sortedMembers(_ members: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
         members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
@@ -128,7 +163,7 @@ public enum CanonicalJSON {
         return s
     }
 
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in s.utf8 {
             switch byte {

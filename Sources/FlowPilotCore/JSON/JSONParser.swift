@@ -135,9 +135,147 @@ struct JSONParser {
         return members
     }
 
+    /// An object whose `raw` member is not parsed but passed over, its bytes'
+    /// range kept (`JSONObjectRaw`); every other member parsed as usual.
+    /// `nested` names a member that is an array of such objects (a batch
+    /// answer's `results`), read the same way.
+    static func parseKeepingRaw(
+        bytes raw: UnsafeRawBufferPointer, member: String, nested: String? = nil
+    ) throws -> JSONObjectRaw {
+        var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        parser.skipWhitespace()
+        let object = try parser.objectKeepingRaw(member: member, nested: nested)
+        try parser.end()
+        return object
+    }
+
+    private mutating func objectKeepingRaw(member: String, nested: String?) throws -> JSONObjectRaw {
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { throw error("expected an object") }
+        var object = JSONObjectRaw()
+        var parsed = false
+        try members(
+            value: { parser, key in
+                if key == member {
+                    object.raw = try parser.skipValue()
+                    return .null
+                }
+                if let nested, key == nested, parser.i < parser.bytes.count,
+                    parser.bytes[parser.i] == UInt8(ascii: "[")
+                {
+                    parsed = true
+                    object.items = try parser.arrayKeepingRaw(member: member)
+                    return .null
+                }
+                return try parser.value()
+            },
+            add: { key, value in
+                if key == member || (key == nested && parsed) {
+                    parsed = false
+                    return object.members.updateValue(.null, forKey: key) == nil
+                }
+                return object.members.updateValue(value, forKey: key) == nil
+            })
+        // The placeholders stand for members kept apart: only their presence counts.
+        if object.raw != nil { object.members.removeValue(forKey: member) }
+        if let nested, object.items != nil { object.members.removeValue(forKey: nested) }
+        return object
+    }
+
+    private mutating func arrayKeepingRaw(member: String) throws -> [JSONObjectRaw] {
+        try nest()
+        i += 1
+        var items: [JSONObjectRaw] = []
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
+            i += 1
+            depth -= 1
+            return items
+        }
+        while true {
+            skipWhitespace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: "{") {
+                items.append(try objectKeepingRaw(member: member, nested: nil))
+            } else {
+                // Not an object: kept as a value, for the reader to refuse.
+                var item = JSONObjectRaw()
+                item.other = try value()
+                items.append(item)
+            }
+            skipWhitespace()
+            guard i < bytes.count else { throw error("unexpected end of input") }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "]") {
+                i += 1
+                depth -= 1
+                return items
+            }
+            throw error("expected ',' or ']'")
+        }
+    }
+
+    /// Passes over the value at `i` and returns its bytes' range. Only the
+    /// structure is followed (brackets, and strings with their escapes): the
+    /// bytes are checked by whoever reads them (`FlowMemo` parses bytes it has
+    /// not seen before; bytes it has are those of a value that parsed).
+    private mutating func skipValue() throws -> Range<Int> {
+        let start = i
+        guard i < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var open = 0
+            while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    open += 1
+                    if open > Self.maxDepth - depth { throw error("nested deeper than \(Self.maxDepth) levels") }
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    open -= 1
+                    if open == 0 {
+                        i += 1
+                        return start..<i
+                    }
+                case UInt8(ascii: "\""):
+                    try skipString()
+                    continue
+                default: break
+                }
+                i += 1
+            }
+            throw error("unexpected end of input")
+        default:
+            _ = try scalarOrContainer()
+            return start..<i
+        }
+    }
+
+    /// Passes over the string at `i` (its quotes and escapes; nothing decoded).
+    private mutating func skipString() throws {
+        i += 1
+        while i < bytes.count {
+            switch bytes[i] {
+            case UInt8(ascii: "\""):
+                i += 1
+                return
+            case UInt8(ascii: "\\"): i += 2
+            default: i += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
     /// Parses the object at `i`, handing each member to `add`, which answers
     /// false for a key the object already has.
     private mutating func members(_ add: (String, JSONValue) -> Bool) throws {
+        try members(value: { parser, _ in try parser.value() }, add: add)
+    }
+
+    /// As above, each member's value read by `value` (given the key).
+    private mutating func members(
+        value readValue: (inout JSONParser, String) throws -> JSONValue, add: (String, JSONValue) -> Bool
+    ) throws {
         try nest()
         i += 1
         skipWhitespace()
@@ -156,7 +294,7 @@ struct JSONParser {
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':'") }
             i += 1
             skipWhitespace()
-            let v = try value()
+            let v = try readValue(&self, key)
             if !add(key, v) { throw error("duplicate key \"\(key)\"") }
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of input") }
@@ -340,4 +478,15 @@ struct JSONParser {
         guard let value = Double(text), value.isFinite else { throw error("number out of range") }
         return value
     }
+}
+
+/// An object read by `JSONParser.parseKeepingRaw`: its members, one of them
+/// kept as bytes (`raw`, a range of the bytes parsed), and the objects of
+/// its nested array (`items`), read the same way. An item that is not an
+/// object is `other`.
+struct JSONObjectRaw {
+    var members: [String: JSONValue] = [:]
+    var raw: Range<Int>?
+    var items: [JSONObjectRaw]?
+    var other: JSONValue?
 }

@@ -72,18 +72,19 @@ public struct ResolveClient: Sendable {
         let url = "\(baseURL)/apps/\(encode(appID))/placements/\(encode(placement))/resolve"
         switch await post(url, body(identity), endpoint: "resolve") {
         case .failure(let failure): return .failed(failure)
-        case .response(let status, let json):
+        case .response(let status, let bytes):
+            let answer = bytes.flatMap { Answer(read: $0, nested: nil) }
             if status == 404 {
                 // unknown_placement is "nothing to show here"; unknown_app is a failure.
-                switch json?["error"]?["code"]?.stringValue {
+                switch answer?.object.members["error"]?["code"]?.stringValue {
                 case "unknown_placement": return .noFlow
                 case let code?: return .failed(.backend(code: Printable.code(code), message: "backend answered 404"))
                 case nil: return .failed(.http(status: 404))
                 }
             }
             guard (200..<300).contains(status) else { return .failed(.http(status: status)) }
-            guard let json else { return .failed(.invalidResponse("response is not valid JSON")) }
-            return result(json, placement: placement)
+            guard let answer else { return .failed(.invalidResponse("response is not valid JSON")) }
+            return result(answer.object, in: answer.bytes, placement: placement)
         }
     }
 
@@ -96,23 +97,25 @@ public struct ResolveClient: Sendable {
         switch await post(url, body(identity, keys: placements), endpoint: "resolve-batch") {
         case .failure(let failure):
             return failAll(failure)
-        case .response(let status, let json):
+        case .response(let status, let bytes):
             if [404, 405, 501].contains(status) { throw BatchUnavailable() }
             guard (200..<300).contains(status) else { return failAll(.http(status: status)) }
-            guard let results = json?["results"]?.arrayValue else {
+            guard let answer = bytes.flatMap({ Answer(read: $0, nested: "results") }),
+                let results = answer.object.items
+            else {
                 return failAll(.invalidResponse("batch response is not valid JSON"))
             }
             var out: [String: LiveResult] = [:]
             for r in results {
-                guard let key = r["placement_key"]?.stringValue, placements.contains(key) else { continue }
-                if let error = r["error"] {
+                guard let key = r.members["placement_key"]?.stringValue, placements.contains(key) else { continue }
+                if let error = r.members["error"] {
                     let code = error["code"]?.stringValue ?? "error"
                     let message = error["message"]?.stringValue ?? ""
                     out[key] =
                         code == "unknown_placement"
                         ? .noFlow : .failed(.backend(code: Printable.code(code), message: message))
                 } else {
-                    out[key] = result(r, placement: key)
+                    out[key] = result(r, in: answer.bytes, placement: key)
                 }
             }
             for key in placements where out[key] == nil {
@@ -122,27 +125,54 @@ public struct ResolveClient: Sendable {
         }
     }
 
-    func result(_ json: JSONValue, placement: String) -> LiveResult {
-        let ttl: Int?
-        switch TTL.read(json["cache_ttl_seconds"], field: "cache_ttl_seconds") {
-        case .success(let seconds): ttl = seconds
-        case .failure(let problem): return .failed(.invalidResponse(problem.message))
-        }
-        switch json["flow"] {
-        case nil: return .failed(.invalidResponse("response has no flow field"))
-        case .null?: return .noFlow
-        case let flow?:
-            let (doc, findings) = flows.validate(flow, location: placement)
-            guard let doc else {
-                let first = findings.first { $0.severity == .error }?.line ?? ""
-                return .failed(.invalidResponse("flow fails validation: \(first)"))
-            }
-            return .flow(doc, ttlSeconds: ttl)
+    /// An answer read in one pass: every member parsed but each `flow`, whose
+    /// bytes are kept for `FlowMemo` (`JSONParser.parseKeepingRaw`).
+    struct Answer {
+        let bytes: ByteBuffer
+        let object: JSONObjectRaw
+
+        /// nil when the bytes are not one JSON object.
+        init?(read bytes: ByteBuffer, nested: String?) {
+            guard
+                let object = try? bytes.withUnsafeReadableBytes({
+                    try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: nested)
+                })
+            else { return nil }
+            (self.bytes, self.object) = (bytes, object)
         }
     }
 
+    /// One placement's answer: its flow (validated, or the one validated
+    /// before whose bytes these are) and TTL.
+    func result(_ answer: JSONObjectRaw, in bytes: ByteBuffer, placement: String) -> LiveResult {
+        let ttl: Int?
+        switch TTL.read(answer.members["cache_ttl_seconds"], field: "cache_ttl_seconds") {
+        case .success(let seconds): ttl = seconds
+        case .failure(let problem): return .failed(.invalidResponse(problem.message))
+        }
+        guard let range = answer.raw else {
+            return .failed(
+                .invalidResponse(answer.other == nil ? "response has no flow field" : "result is not an object"))
+        }
+        let (doc, findings) = bytes.withUnsafeReadableBytes { raw -> (FlowDocument?, [Finding]) in
+            let flow = UnsafeRawBufferPointer(rebasing: raw[range])
+            if flow.elementsEqual("null".utf8) { return (nil, []) }
+            return flows.validate(bytes: flow, location: placement)
+        }
+        guard let doc else {
+            // `null`: the backend has no flow here.
+            if findings.isEmpty { return .noFlow }
+            if findings.contains(where: { $0.rule == "flow-json" }) {
+                return .failed(.invalidResponse("response is not valid JSON"))
+            }
+            let first = findings.first { $0.severity == .error }?.line ?? ""
+            return .failed(.invalidResponse("flow fails validation: \(first)"))
+        }
+        return .flow(doc, ttlSeconds: ttl)
+    }
+
     enum Response {
-        case response(status: Int, json: JSONValue?)
+        case response(status: Int, body: ByteBuffer?)
         case failure(ResolveFailure)
     }
 
@@ -180,9 +210,8 @@ public struct ResolveClient: Sendable {
                 }
                 // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
                 let bytes = try await Deadline.collect(response.body, limit: 16 << 20, until: started + .seconds(30))
-                let json = try? JSONValue.parse(Data(bytes.readableBytesView))
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
-                outcome = .response(status: status, json: json)
+                outcome = .response(status: status, body: bytes)
                 if status != 429 && status < 500 { return outcome }
             } catch {
                 requests.record(endpoint, status: nil)

@@ -42,6 +42,10 @@ public struct Table: Sendable {
     /// control characters in a cell are escaped (`Printable`).
     public static func csvLine(_ cells: [String]) -> String {
         func cell(_ s: String) -> String {
+            // Most cells are printable ASCII without a comma or quote: as they are, checked byte by byte.
+            if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") }) {
+                return s
+            }
             let s = Printable.escaped(s)
             return s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s

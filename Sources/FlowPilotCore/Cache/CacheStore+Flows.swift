@@ -181,7 +181,10 @@ extension CacheStore {
         _ prepared: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> (GroupCommit.Staged, @Sendable ((any Error)?) -> Void) {
         let (keyDir, name) = (prepared.keyDir, prepared.name)
-        let file = try commit.stage(prepared.data, directory: keyDir, name: name, mtime: prepared.entry.resolvedAt)
+        // An entry's mtime is its resolved_at: a file written at that time has it already.
+        let resolvedAt = prepared.entry.resolvedAt
+        let mtime = abs(resolvedAt.timeIntervalSinceNow) < 1 ? nil : resolvedAt
+        let file = try commit.stage(prepared.data, directory: keyDir, name: name, mtime: mtime)
         return (
             file,
             { error in

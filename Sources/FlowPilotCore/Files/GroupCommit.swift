@@ -47,6 +47,10 @@ public final class GroupCommit: Sendable {
 
     /// Whether each file system (by device) honours `syncfs`, asked once.
     private let honoursSyncfs = Mutex<[UInt64: Bool]>([:])
+    /// `syncfsDevice` of the files staged in new directories, by the
+    /// directories' parent (a placement's): a key directory made for its
+    /// first entry is on its parent's file system, so its file needs no `fstat`.
+    private let parentFileSystems = Mutex<[String: UInt64?]>([:])
 
     private struct State {
         var queue: [Staged] = []
@@ -124,9 +128,22 @@ public final class GroupCommit: Sendable {
         let made = try AtomicFile.makeDirectory(directory, syncingParent: false)
         let target = "\(directory)/\(name)"
         let file = try AtomicFile.writeUnnamed(data, directory: directory, target: target, mtime: mtime)
+        // A directory made here is on its parent's file system: known once a file of a sibling was staged.
+        let parent = made ? PathName.parent(of: directory) : nil
+        let fileSystem: UInt64?
+        if let parent, let known = parentFileSystems.withLock({ $0[parent] }) {
+            fileSystem = known
+        } else {
+            fileSystem = syncfsDevice(of: file.descriptor)
+            if let parent {
+                parentFileSystems.withLock { known in
+                    if known.count >= 1024 { known = [:] }
+                    known[parent] = fileSystem
+                }
+            }
+        }
         return Staged(
-            file: file, directory: directory, target: target, fileSystem: syncfsDevice(of: file.descriptor),
-            madeDirectory: made)
+            file: file, directory: directory, target: target, fileSystem: fileSystem, madeDirectory: made)
     }
 
     /// The device of the file system `fd` is on when that file system honours `syncfs`, else nil.

@@ -133,6 +133,9 @@ public final class HTTPTransport: Sendable {
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout = .init(connect: .seconds(3), read: .seconds(30))
+        // No spans: fpctl bootstraps no tracer, and the default no-op one
+        // still cost every request a URL parse for its attributes.
+        configuration.tracing.tracer = nil
         if let proxy {
             let authorization = proxy.username.map {
                 HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "")

@@ -41,6 +41,9 @@ public struct ResolveClient: Sendable {
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
     let attemptTimeout: TimeAmount = .seconds(30)
 
+    /// `…/apps/APP/placements/`, the app's id percent-encoded once.
+    private let placementsURL: String
+
     public init(
         baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
         transport: HTTPTransport = .direct, requests: RequestCounts = RequestCounts(),
@@ -49,6 +52,7 @@ public struct ResolveClient: Sendable {
         self.requests = requests
         self.pacer = pacer
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        placementsURL = "\(self.baseURL)/apps/\(Self.encode(appID))/placements/"
         self.appID = appID
         self.apiKey = apiKey
         self.retries = retries
@@ -57,7 +61,7 @@ public struct ResolveClient: Sendable {
 
     struct BatchUnavailable: Error {}
 
-    private func encode(_ s: String) -> String {
+    private static func encode(_ s: String) -> String {
         s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
             ?? s
     }
@@ -69,7 +73,7 @@ public struct ResolveClient: Sendable {
     }
 
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {
-        let url = "\(baseURL)/apps/\(encode(appID))/placements/\(encode(placement))/resolve"
+        let url = "\(placementsURL)\(Self.encode(placement))/resolve"
         switch await post(url, body(identity), endpoint: "resolve") {
         case .failure(let failure): return .failed(failure)
         case .response(let status, let bytes):
@@ -90,7 +94,7 @@ public struct ResolveClient: Sendable {
 
     /// One request for several placements; throws `BatchUnavailable` on 404/405/501.
     func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [String: LiveResult] {
-        let url = "\(baseURL)/apps/\(encode(appID))/placements/resolve-batch"
+        let url = placementsURL + "resolve-batch"
         func failAll(_ failure: ResolveFailure) -> [String: LiveResult] {
             Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(failure)) })
         }

@@ -65,7 +65,8 @@ struct UnitsAndPathsTests {
         arguments: [
             ("x", ".", "x"), ("é", ".", "é"), ("xy", ".", "xy"), ("./x", ".", "x"), ("x/", ".", "x"),
             ("sub/x", "sub", "x"), ("/x", "/", "x"), ("/", "/", ""), ("", ".", ""), ("a/b/c", "a/b", "c"),
-            ("a b/c d", "a b", "c d"), ("../x", "..", "x"),
+            ("a b/c d", "a b", "c d"), ("../x", "..", "x"), ("a//b", "a", "b"), ("/a/b/", "/a", "b"),
+            ("/cache/flows/p/k", "/cache/flows/p", "k"),
         ])
     func pathNames(path: String, parent: String, last: String) {
         #expect(PathName.parent(of: path) == parent)

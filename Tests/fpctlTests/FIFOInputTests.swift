@@ -78,7 +78,9 @@ struct FIFOInputTests {
         #expect(text.split(separator: "\n").filter { $0.contains("u-") }.count == 40, "\(text)")
     }
 
-    @Test("warm with a slow input: each identity's row comes out while the input waits for its next line")
+    @Test(
+        "warm with a slow input: each identity's row comes out while the input waits for its next line, and a burst of more lines than --concurrency all get their rows during the stall after it"
+    )
     func rowsWhileInputWaits() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let tmp = try TemporaryDirectory()
@@ -119,6 +121,20 @@ struct FIFOInputTests {
             #expect(seen, "the row of identity \(i) did not come out while the input waited")
             if !seen { return }
         }
+        // 20 lines at once (more than --concurrency 8 resolve and 8 more are
+        // read ahead), then nothing: every one of them gets its row while the
+        // input stalls, none waits for a line that has not come.
+        let burst = (0..<20).map { #"{"user_id":"burst-\#($0)"}"# + "\n" }.joined()
+        _ = burst.withCString { write(fd, $0, strlen($0)) }
+        let deadline = Date().addingTimeInterval(15)
+        var missing = Array(0..<20)
+        while !missing.isEmpty && Date() < deadline {
+            let text = (try? String(contentsOfFile: rows, encoding: .utf8)) ?? ""
+            missing.removeAll { text.contains("burst-\($0) ") }
+            if !missing.isEmpty { usleep(20_000) }
+        }
+        #expect(missing.isEmpty, "rows held back while the input stalled: burst \(missing)")
+        #expect(warm.isRunning, "the run waits for the rest of its input")
     }
 
     @Test(

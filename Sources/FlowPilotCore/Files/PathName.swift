@@ -9,6 +9,22 @@ public enum PathName {
     /// The directory that holds `path`, as a path to open: "." for a bare name
     /// (`x`, `./x`, `x/`), "/" for a name in the root.
     public static func parent(of path: String) -> String {
+        // The common case, a path with no doubled or trailing slash (every
+        // path the cache builds): what precedes its last slash, no FilePath.
+        var last: String.Index?
+        var previous: UInt8 = 0
+        var plain = true
+        for index in path.utf8.indices {
+            let byte = path.utf8[index]
+            if byte == UInt8(ascii: "/") {
+                if previous == byte { plain = false }
+                last = index
+            }
+            previous = byte
+        }
+        if plain, let last, previous != UInt8(ascii: "/") {
+            return last == path.startIndex ? "/" : String(path[..<last])
+        }
         var file = FilePath(path)
         guard file.lastComponent != nil else { return path.isEmpty ? "." : file.string }
         file.removeLastComponent()

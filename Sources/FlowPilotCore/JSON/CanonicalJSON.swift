@@ -164,6 +164,13 @@ public enum CanonicalJSON {
     }
 
     fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
+        // Most strings (ids, fingerprints, stamps) need no escape: their bytes at once.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         out.append(UInt8(ascii: "\""))
         for byte in s.utf8 {
             switch byte {

@@ -121,6 +121,31 @@ struct WarmSpeedPartsTests {
         }
     }
 
+    @Test("de-duplication remembers the last 65,536 distinct identities at least, never more than twice that")
+    func recentIdentities() {
+        var recent = WarmRun.RecentIdentities()
+        let generation = WarmRun.RecentIdentities.generation
+        func key(_ n: Int) -> WarmRun.FingerprintKey {
+            WarmRun.FingerprintKey(Identity(userID: "u\(n)").fingerprint)
+        }
+        let first = recent.insert(key(0))
+        let again = recent.insert(key(0))
+        #expect(first && !again, "a repeat is skipped")
+        var (largest, wrong, forgotten) = (0, [Int](), [Int]())
+        for n in 1..<(3 * generation) {
+            if !recent.insert(key(n)) { wrong.append(n) }
+            // Every identity of the last `generation` is still known.
+            if n >= generation, n % 9_973 == 0, recent.insert(key(n - generation + 1)) {
+                forgotten.append(n - generation + 1)
+            }
+            largest = max(largest, recent.remembered)
+        }
+        #expect(wrong.isEmpty && forgotten.isEmpty, "taken for repeats: \(wrong.prefix(5)); forgotten: \(forgotten)")
+        #expect(largest <= 2 * generation, "bounded: \(largest)")
+        let back = recent.insert(key(0))
+        #expect(back, "one further back than twice the window is new again (a fresh cache hit)")
+    }
+
     @Test("an identity's fingerprint is computed once and is what equality means")
     func identityFingerprint() {
         let a = Identity(userID: "u", attributes: ["plan": .string("pro"), "n": .number(1)])

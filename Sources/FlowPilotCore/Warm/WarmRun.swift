@@ -146,13 +146,34 @@ public struct WarmRun: Sendable {
         self.options = options
     }
 
-    /// Fingerprints remembered for de-duplication; past this many, repeats are
-    /// left to the cache (a fresh hit costs no request), so memory stays bounded.
-    static let dedupLimit = 1_000_000
+    /// The identities a run has seen lately, for de-duplication in memory
+    /// that does not grow with the input: two generations of up to
+    /// `generation` fingerprints each (~2 MB a generation), the older dropped
+    /// when the newer fills. A repeat among the last `generation` distinct
+    /// identities (up to twice that) is skipped; one further back is looked
+    /// up again: a fresh cache hit, no request, and a second row.
+    struct RecentIdentities {
+        static let generation = 65_536
+        private var current = Set<FingerprintKey>(minimumCapacity: Self.generation)
+        private var previous = Set<FingerprintKey>()
+
+        /// How many fingerprints are remembered now: never more than twice `generation`.
+        var remembered: Int { current.count + previous.count }
+
+        /// Remembers `key`; false when it was seen within the window.
+        mutating func insert(_ key: FingerprintKey) -> Bool {
+            if previous.contains(key) || !current.insert(key).inserted { return false }
+            if current.count >= Self.generation {
+                previous = current
+                current = Set(minimumCapacity: Self.generation)
+            }
+            return true
+        }
+    }
 
     /// The first 128 bits of a fingerprint: 16 bytes a seen identity instead of
-    /// a 64-character string (a million identities in ~40 MB, not ~150 MB), and
-    /// no two distinct identities of a run share them but with odds near 2^-88.
+    /// a 64-character string, and no two distinct identities of a run share
+    /// them but with odds near 2^-88.
     struct FingerprintKey: Hashable {
         let high: UInt64
         let low: UInt64
@@ -210,7 +231,7 @@ public struct WarmRun: Sendable {
         stop.onRequest { stopRequested.fulfil(()) }
         var flow = FlowControl(options: options)
         var counts = Counts()
-        var seen = Set<FingerprintKey>()
+        var seen = RecentIdentities()
         var readError: (any Error)?
         await withTaskGroup(of: Event.self) { group in
             group.addTask { await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop }
@@ -269,10 +290,10 @@ public struct WarmRun: Sendable {
     /// The identity to start for a line read, with the placements it still
     /// needs; nil when it is another shard's, a repeat, or done in the
     /// attempt resumed.
-    private func admit(_ identity: Identity, seen: inout Set<FingerprintKey>) -> (Identity, [String])? {
+    private func admit(_ identity: Identity, seen: inout RecentIdentities) -> (Identity, [String])? {
         let fingerprint = identity.fingerprint
         if let shard = options.shard, !shard.contains(fingerprint: fingerprint) { return nil }
-        if seen.count < Self.dedupLimit, !seen.insert(FingerprintKey(fingerprint)).inserted { return nil }
+        if !seen.insert(FingerprintKey(fingerprint)) { return nil }
         let keys = options.resume?.remaining(fingerprint: fingerprint) ?? options.placements
         return keys.isEmpty ? nil : (identity, keys)
     }

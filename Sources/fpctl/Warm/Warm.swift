@@ -11,7 +11,10 @@ struct Warm: AsyncParsableCommand {
             resolve (one resolve-batch request per identity for two or more
             placements), stale cache, bundled default.
             One identity from --user-id and --attribute, or many from --identities,
-            JSON Lines of {"user_id", "attributes"}, streamed.
+            JSON Lines of {"user_id", "attributes"}, streamed. A repeat of one of
+            the last 65,536 distinct identities is skipped; one further back is
+            looked up again (a fresh cache hit: no request, a second row), so
+            memory does not grow with the input.
             Prints one row per (identity, placement), then a per-placement summary
             (identities; warmed by delivery_source; no_flow; failed by error code;
             media_warmed %; resolve p50/p95/p99 ms; a TOTAL row): after the table

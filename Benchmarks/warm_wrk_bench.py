@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
-"""Benchmark: fpctl warm's rate and CPU per identity against wrk posting the
-same resolve-batch bodies to the same `fpctl serve` (issue #45's yardstick).
+"""Benchmark: fpctl warm's rate and CPU per identity against references
+measured in the same run, against the same `fpctl serve` (issue #45):
 
-Zero latency, --media none, 2 placements, concurrency 64, cache on tmpfs
-(/dev/shm). Rounds interleave warm and wrk; medians. Prints:
-  rate      warm identities/s vs wrk batch requests/s        (#45's goal >= 0.35x)
-  CPU       warm's user+sys per identity (getrusage of the child) beside the
-            server's per batch over the same run
+  wrk         posting the same resolve-batch bodies (Benchmarks/resolve_batch.lua),
+              reading each answer and nothing more: the ceiling of the loopback
+              and the server;
+  http-floor  AsyncHTTPClient configured as fpctl's transport configures it,
+              posting the same bodies with the same concurrency and reading each
+              answer whole, with nothing parsed and nothing written
+              (Benchmarks/HTTPFloor, built here): the floor under any client
+              built on it, which fpctl is;
+  warm        `fpctl warm onboarding paywall --media none --concurrency 64` into
+              a new cache on tmpfs (/dev/shm), and the same into a new cache on
+              the VM's disk (ext4, under /var/tmp): durable there, one syncfs a
+              group commit.
 
-No instruction count: on the 2-core VM (2026-11-26) Debian 12's valgrind 3.19
-stops on the Swift 6.3 release binary (its debuginfo reader gives up; on the
-stripped binary, an internal SIGSEGV), and perf has no instruction counter in
-the guest. A newer valgrind (trixie's 3.24) is the next thing to try.
+Rounds interleave the four; medians. Prints each rate beside its reference,
+warm's CPU per identity (user+sys, getrusage of the child) beside the floor's
+and the server's per batch, and the goals of #45:
+  warm (tmpfs) >= 0.35 of wrk; warm (ext4) >= 0.7 of warm (tmpfs).
 
-Usage: Benchmarks/warm_wrk_bench.py [--identities 12000] [--rounds 3] [--seconds 10] [--fpctl PATH]
+Instruction counts: Benchmarks/warm_callgrind.sh (valgrind from Debian 13).
+
+Usage: Benchmarks/warm_wrk_bench.py [--identities 12000] [--rounds 5] [--seconds 5] [--fpctl PATH]
 Needs: wrk (Scripts/install-deps.sh wrk).
 """
 import argparse
@@ -26,12 +35,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from fleet_sizing import serve
 from release_fpctl import release_fpctl
 
 ROOT = Path(__file__).resolve().parent.parent
+CONCURRENCY = 64
 
 
 def cpu_seconds(pid):
@@ -40,57 +51,101 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def warm_once(fpctl, url, identities, cache):
-    shutil.rmtree(cache, ignore_errors=True)
+def child_cpu(command, **kwargs):
+    """Runs `command`; its wall time and its CPU (user+sys) in seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo",
-                    "--identities", identities, "--cache-dir", cache, "--media", "none",
-                    "--concurrency", "64", "--format", "csv"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(command, **kwargs)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def warm_once(fpctl, url, identities, cache):
+    done, wall, cpu = child_cpu(
+        [fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--identities", identities,
+         "--cache-dir", cache, "--media", "none", "--concurrency", str(CONCURRENCY), "--format", "csv"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0 or f"warmed {2 * identities_count(identities)}," not in done.stderr:
+        sys.exit(f"warm failed ({done.returncode}): {done.stderr[-400:]}")
     return wall, cpu
 
 
+def identities_count(path):
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def floor_once(floor, url, count):
+    done, _, cpu = child_cpu([floor, url, str(count), str(CONCURRENCY)], capture_output=True, text=True, check=True)
+    return float(re.search(r"([0-9.]+) identities/s", done.stdout).group(1)), cpu
+
+
 def wrk_once(url, seconds):
-    out = subprocess.run(["wrk", "-t1", "-c64", f"-d{seconds}s", "-s", str(ROOT / "Benchmarks/resolve_batch.lua"),
-                          url], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{seconds}s", "-s",
+                          str(ROOT / "Benchmarks/resolve_batch.lua"), url],
+                         check=True, capture_output=True, text=True).stdout
     return float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+
+
+def build_floor():
+    package = ROOT / "Benchmarks/HTTPFloor"
+    build = ["swift", "build", "-c", "release", "--package-path", str(package)]
+    subprocess.run(build, check=True, stdout=subprocess.DEVNULL)
+    return subprocess.run(build + ["--show-bin-path"], check=True, capture_output=True,
+                          text=True).stdout.strip() + "/http-floor"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--identities", type=int, default=12_000)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=5, help="each wrk run")
     ap.add_argument("--fpctl")
     args = ap.parse_args()
     fpctl = release_fpctl(args.fpctl)
-    work = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
-    ids = work / "ids.jsonl"
+    floor = build_floor()
+    shm = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    disk = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="fpctl-wrk-bench-"))
+    ids = shm / "ids.jsonl"
     ids.write_text("".join(f'{{"user_id":"u{i}"}}\n' for i in range(args.identities)))
     server, url = serve(fpctl, 0)
-    rates, cpus, wrks, server_cpu = [], [], [], []
+    m = {k: [] for k in ("tmpfs", "ext4", "cpu", "cpu_ext4", "server", "wrk", "floor", "floor_cpu")}
     try:
         for _ in range(args.rounds):
-            s0 = cpu_seconds(server.pid)
-            wall, cpu = warm_once(fpctl, url, str(ids), str(work / "cache"))
-            server_cpu.append((cpu_seconds(server.pid) - s0) / args.identities)
-            rates.append(args.identities / wall)
-            cpus.append(cpu / args.identities)
-            wrks.append(wrk_once(url, args.seconds))
+            for place, key in ((shm, "tmpfs"), (disk, "ext4")):
+                s0 = cpu_seconds(server.pid)
+                wall, cpu = warm_once(fpctl, url, str(ids), str(place / f"cache-{uuid.uuid4().hex}"))
+                m[key].append(args.identities / wall)
+                m["cpu" if key == "tmpfs" else "cpu_ext4"].append(cpu / args.identities)
+                if key == "tmpfs":
+                    m["server"].append((cpu_seconds(server.pid) - s0) / args.identities)
+                # tmpfs entries go at once; the disk's at the end (removing them slows the next run).
+                if key == "tmpfs":
+                    for old in place.glob("cache-*"):
+                        shutil.rmtree(old, ignore_errors=True)
+            m["wrk"].append(wrk_once(url, args.seconds))
+            rate, cpu = floor_once(floor, url, args.identities)
+            m["floor"].append(rate)
+            m["floor_cpu"].append(cpu / args.identities)
     finally:
         server.terminate()
         server.wait()
-        shutil.rmtree(work, ignore_errors=True)
-    rate, wrk = statistics.median(rates), statistics.median(wrks)
-    print(f"fpctl: {fpctl}; {args.identities} identities, 2 placements, C=64, --media none, cache on tmpfs; "
+        shutil.rmtree(shm, ignore_errors=True)
+        shutil.rmtree(disk, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in m.items()}
+    us = 1e6
+    print(f"fpctl: {fpctl}; {args.identities} identities, 2 placements, C={CONCURRENCY}, --media none; "
           f"median of {args.rounds} interleaved rounds")
-    print(f"rate      warm {rate:,.0f} identities/s  wrk {wrk:,.0f} batches/s  ratio {rate / wrk:.3f}x  (#45 goal >= 0.35x)")
-    print(f"CPU       warm {statistics.median(cpus) * 1e6:,.0f} us per identity (user+sys)  "
-          f"serve {statistics.median(server_cpu) * 1e6:,.0f} us per batch")
+    print(f"rate  warm (tmpfs) {med['tmpfs']:,.0f}/s  wrk {med['wrk']:,.0f}/s  ratio {med['tmpfs'] / med['wrk']:.3f}x"
+          f"  (goal >= 0.35x)")
+    print(f"      http-floor {med['floor']:,.0f}/s = {med['floor'] / med['wrk']:.3f}x of wrk; "
+          f"warm is {med['tmpfs'] / med['floor']:.3f}x of the floor")
+    print(f"      warm (ext4) {med['ext4']:,.0f}/s = {med['ext4'] / med['tmpfs']:.3f}x of tmpfs  (goal >= 0.7x)")
+    print(f"CPU   warm {med['cpu'] * us:,.0f} us per identity on tmpfs, {med['cpu_ext4'] * us:,.0f} on ext4; "
+          f"http-floor {med['floor_cpu'] * us:,.0f}; serve {med['server'] * us:,.0f} us per batch")
+    print("rounds: " + "; ".join(f"{k} " + " ".join(f"{x:,.0f}" if x > 1 else f"{x * us:,.0f}us" for x in v)
+                                 for k, v in m.items()))
 
 
 if __name__ == "__main__":

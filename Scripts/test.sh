@@ -92,7 +92,7 @@ lint() {
     # Style: .swift-format (Sources forbid force unwraps; Tests/.swift-format allows them).
     swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift \
         FlowPilotPlugins/Package.swift FlowPilotPlugins/Plugins Examples/PluginApp/Package.swift \
-        Examples/PluginApp/Sources Examples/PluginApp/Tests
+        Examples/PluginApp/Sources Examples/PluginApp/Tests Benchmarks/HTTPFloor/Package.swift Benchmarks/HTTPFloor/Sources
     # Linux-only code stays in Platform.swift, so the code builds on macOS too.
     Scripts/portability-lint.sh
 }

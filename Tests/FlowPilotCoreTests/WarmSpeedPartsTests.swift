@@ -121,7 +121,7 @@ struct WarmSpeedPartsTests {
         }
     }
 
-    @Test("de-duplication remembers the last 65,536 distinct identities at least, never more than twice that")
+    @Test("de-duplication remembers the last 49,152 distinct identities at least, never more than twice that")
     func recentIdentities() {
         var recent = WarmRun.RecentIdentities()
         let generation = WarmRun.RecentIdentities.generation

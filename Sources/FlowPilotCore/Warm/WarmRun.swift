@@ -148,12 +148,14 @@ public struct WarmRun: Sendable {
 
     /// The identities a run has seen lately, for de-duplication in memory
     /// that does not grow with the input: two generations of up to
-    /// `generation` fingerprints each (~2 MB a generation), the older dropped
-    /// when the newer fills. A repeat among the last `generation` distinct
-    /// identities (up to twice that) is skipped; one further back is looked
-    /// up again: a fresh cache hit, no request, and a second row.
+    /// `generation` fingerprints each, the older dropped when the newer
+    /// fills. A repeat among the last `generation` distinct identities (up to
+    /// twice that) is skipped; one further back is looked up again: a fresh
+    /// cache hit, no request, and a second row. 49,152 is three quarters of
+    /// 65,536, the most a set of 65,536 buckets holds before it grows: 1 MiB
+    /// of 16-byte keys a generation.
     struct RecentIdentities {
-        static let generation = 65_536
+        static let generation = 49_152
         private var current = Set<FingerprintKey>(minimumCapacity: Self.generation)
         private var previous = Set<FingerprintKey>()
 

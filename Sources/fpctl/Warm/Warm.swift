@@ -12,7 +12,7 @@ struct Warm: AsyncParsableCommand {
             placements), stale cache, bundled default.
             One identity from --user-id and --attribute, or many from --identities,
             JSON Lines of {"user_id", "attributes"}, streamed. A repeat of one of
-            the last 65,536 distinct identities is skipped; one further back is
+            the last 49,152 distinct identities is skipped; one further back is
             looked up again (a fresh cache hit: no request, a second row), so
             memory does not grow with the input.
             Prints one row per (identity, placement), then a per-placement summary

@@ -42,8 +42,8 @@ final class LiveResolver: Sendable {
     /// running, else started: together, as one task making one batch request
     /// and staging every flow in one trip, when two or more start and the
     /// backend has a batch endpoint; else a task each. Every placement gets a
-    /// landing to come: its answer once its flow is written (the first of
-    /// the write's two phases), with its result once that flow is durable.
+    /// landing to come: its answer as soon as it is read, with its result
+    /// once its flow is written and durable (`CacheStore.stage`, then `durable`).
     func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveLanding>] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
@@ -81,7 +81,7 @@ final class LiveResolver: Sendable {
         return started[placement] ?? Pending.run { LiveLanding(.failed(.missingResult(placement: placement))) }
     }
 
-    /// The first phase: the resolve's answer, its flow written, before
+    /// The first phase: the resolve's answer, its flow not yet written, before
     /// `deadline` (or within the resolveTimeout); nil when it passes first,
     /// the resolve left running and remembered for `waitForLate`.
     func answer(
@@ -170,10 +170,11 @@ final class LiveResolver: Sendable {
         }
     }
 
-    /// The results of one identity's placements landing together: each
-    /// validated flow staged (all in one trip), the landings handed to
-    /// `answered`; then, once every flow is durable or failed, each
-    /// landing's result given, its alias pointed and its fonts started. A
+    /// The results of one identity's placements landing together: the
+    /// landings handed to `answered` as soon as the answer is read, then
+    /// each validated flow staged (all in one trip) and, once every flow is
+    /// durable or failed, each landing's result given, its alias pointed and
+    /// its fonts started. A
     /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
     private func land(
         _ results: [(String, LiveResult)], _ identity: Identity, answered: ([LiveLanding]) -> Void
@@ -184,10 +185,11 @@ final class LiveResolver: Sendable {
                 flows.append((placement, document, ttl ?? config.environment.defaultTTL))
             }
         }
-        let staged = await store.stage(
-            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared)
+        // The answers go to their callers first: a warm's next request need not wait for this disk.
         let landings = results.map { LiveLanding($0.1, durable: Pending()) }
         answered(landings)
+        let staged = await store.stage(
+            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared)
         var stored = await staged.durable.makeIterator()
         for landing in landings {
             guard case .flow(let document, let ttl) = landing.answer, let outcome = stored.next() else {
@@ -209,10 +211,9 @@ final class LiveResolver: Sendable {
     }
 }
 
-/// One placement's live resolve in its two phases: the backend's answer,
-/// its flow written to the cache and not yet durable (`answer`), and the
-/// result once that flow is durable (`durable`: the answer, or `.unstored`
-/// when the flow could not be written).
+/// One placement's live resolve in its two phases: the backend's answer
+/// (`answer`), and the result once its flow is written and durable
+/// (`durable`: the answer, or `.unstored` when the flow could not be written).
 struct LiveLanding: Sendable {
     let answer: LiveResult
     let durable: Pending<LiveResult>

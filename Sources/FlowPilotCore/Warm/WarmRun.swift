@@ -9,10 +9,9 @@ public struct WarmRun: Sendable {
     public struct Options: Sendable {
         public var placements: [String]
         /// Identities resolving at once (`--concurrency`): each with its
-        /// request in flight, or its answer being written. An identity whose
-        /// flows are written and wait for their group commit gives its place
-        /// to the next one; at most `concurrency` more wait that way
-        /// (`maxInFlight`).
+        /// request in flight. An identity whose answer came gives its place
+        /// to the next one while its flows are written and wait for their
+        /// group commit; at most `concurrency` more wait that way (`maxInFlight`).
         public var concurrency = Options.defaultConcurrency
         /// The default of `concurrency`, and of the media downloads at once.
         public static let defaultConcurrency = 8
@@ -218,9 +217,10 @@ public struct WarmRun: Sendable {
     ///
     /// The flow control (docs/decisions.md, "Warm's flow control"): one loop
     /// over one task group, whose child tasks each hand back one event: a line
-    /// read, an identity staged (its requests answered and its flows written,
-    /// `Warmer.stage`), an identity finished (its flows durable,
-    /// `StagedPrefetch.outcomes`), a stop or its deadline. The loop alone
+    /// read, an identity answered (its requests answered, its flows handed to
+    /// the cache's writer: `Warmer.answer`), an identity finished (its flows
+    /// written and durable: `AnsweredPrefetch.outcomes`), a stop or its
+    /// deadline. The loop alone
     /// keeps the counts and starts tasks; nothing is shared but the events.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, stop: StopRequest = StopRequest(),
@@ -239,7 +239,7 @@ public struct WarmRun: Sendable {
             group.addTask { await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop }
             func startWhatFits() {
                 while let (identity, keys) = flow.nextToStart() {
-                    group.addTask { .staged(await warmer.stage(keys, for: identity)) }
+                    group.addTask { .answered(await warmer.answer(keys, for: identity)) }
                 }
                 if flow.shouldRead() { group.addTask { await input.next() } }
             }
@@ -255,9 +255,9 @@ public struct WarmRun: Sendable {
                     (flow.reading, flow.ended) = (false, true)
                     // Raised once every identity read before the bad line has its row.
                     if !flow.stopped { readError = error }
-                case .staged(let prefetch):
+                case .answered(let prefetch):
                     // Its place among those resolving goes to the next identity; it waits for its commit.
-                    flow.staged()
+                    flow.answered()
                     group.addTask { .finished(await prefetch.outcomes()) }
                 case .finished(let outcomes):
                     flow.finished()
@@ -334,9 +334,9 @@ extension WarmRun {
         /// A line read (nil at the end of the input), or why it could not be.
         case read(Identity?)
         case readFailed(any Error)
-        /// An identity's requests answered and its flows written, not yet durable.
-        case staged(Warmer.StagedPrefetch)
-        /// An identity's outcomes, its flows durable.
+        /// An identity's requests answered; its flows are being written.
+        case answered(Warmer.AnsweredPrefetch)
+        /// An identity's outcomes, its flows written and durable.
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.
         case stop, deadline
@@ -345,14 +345,15 @@ extension WarmRun {
     }
 
     /// The run's counts and its two limits: identities resolving (at most
-    /// `concurrency`), and those plus the ones staged and waiting for their
-    /// group commit (at most `maxInFlight`). Only the run's loop touches it.
+    /// `concurrency`), and those plus the ones answered whose flows are
+    /// being written and committed (at most `maxInFlight`). Only the run's
+    /// loop touches it.
     struct FlowControl {
         let options: Options
         /// Identities read, admitted and not yet started, in input order.
         var queue = CircularBuffer<(Identity, [String])>()
         var resolving = 0
-        var committing = 0
+        var writing = 0
         /// A read of the input is running.
         var reading = false
         /// No more is read: the input ended or failed, a stop, a cache that cannot be written.
@@ -362,7 +363,7 @@ extension WarmRun {
 
         init(options: Options) { self.options = options }
 
-        var inFlight: Int { resolving + committing }
+        var inFlight: Int { resolving + writing }
 
         /// The next identity to start, counted as resolving, while there is room.
         mutating func nextToStart() -> (Identity, [String])? {
@@ -380,8 +381,8 @@ extension WarmRun {
             return true
         }
 
-        mutating func staged() { (resolving, committing) = (resolving - 1, committing + 1) }
-        mutating func finished() { committing -= 1 }
+        mutating func answered() { (resolving, writing) = (resolving - 1, writing + 1) }
+        mutating func finished() { writing -= 1 }
 
         mutating func stop() { (stopped, ended) = (true, true) }
         mutating func halt() { (halted, ended) = (true, true) }

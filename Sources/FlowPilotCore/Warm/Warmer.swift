@@ -55,17 +55,17 @@ public final class Warmer: Sendable {
 
     /// Prefetches placements for one identity: input de-duplicated, every key
     /// concurrently, one batch request for two or more live resolves; the
-    /// outcomes once every flow written is durable. Both phases of `stage`.
+    /// outcomes once every flow written is durable. Both phases of `answer`.
     public func prefetch(_ placements: [String], for identity: Identity) async -> [PrefetchOutcome] {
-        await stage(placements, for: identity).outcomes()
+        await answer(placements, for: identity).outcomes()
     }
 
-    /// The first phase of a prefetch: the cache looked up, the live requests
-    /// answered and their flows written, not yet durable (or the
-    /// resolveTimeout passed). A warm gives the identity's place among those
-    /// resolving to the next one here; the second phase, `outcomes()`, only
-    /// waits for the group commit (and downloads images).
-    public func stage(_ placements: [String], for identity: Identity) async -> StagedPrefetch {
+    /// The first phase of a prefetch: the cache looked up and the live
+    /// requests answered (or the resolveTimeout passed); their flows are
+    /// being written. A warm gives the identity's place among those
+    /// resolving to the next one here; the second phase, `outcomes()`, waits
+    /// for the writes and their group commit (and downloads images).
+    public func answer(_ placements: [String], for identity: Identity) async -> AnsweredPrefetch {
         var seen = Set<String>()
         let keys = placements.filter { seen.insert($0).inserted }
         let start = ContinuousClock.now
@@ -90,13 +90,13 @@ public final class Warmer: Sendable {
             guard let resolve = resolves[key] else { continue }
             landings.append((key, await live.answer(resolve, until: deadline)))
         }
-        return StagedPrefetch(
+        return AnsweredPrefetch(
             warmer: self, identity: identity, keys: keys, cached: cached, landings: landings, start: start,
             deadline: deadline)
     }
 
-    /// One identity's prefetch between its two phases (`Warmer.stage`).
-    public struct StagedPrefetch: Sendable {
+    /// One identity's prefetch between its two phases (`Warmer.answer`).
+    public struct AnsweredPrefetch: Sendable {
         let warmer: Warmer
         let identity: Identity
         let keys: [String]

@@ -63,9 +63,9 @@ struct Warm: AsyncParsableCommand {
         parsing: .unconditional,
         help: """
             Identities resolving at once, each with its one batch request in flight (HTTP/1.1: as many \
-            connections per host; HTTP/2: streams, within the server's limit). One whose flows are written \
-            and wait for their group commit gives its place to the next: at most twice this many in flight (with 1: \
-            one at a time, rows in input order).
+            connections per host; HTTP/2: streams, within the server's limit). One whose answer came gives \
+            its place to the next while its flows are written and committed: at most twice this many in flight \
+            (with 1: one at a time, rows in input order).
             """)
     var concurrency = WarmRun.Options.defaultConcurrency
     @Option(

@@ -52,21 +52,20 @@ struct RemoteOptions: ParsableArguments {
         try apiKeyFile.map(APIKey.read(file:)) ?? APIKey.fromEnvironment()
     }
 
-    /// `connections`: HTTP/1.1 connections per host, the requests that can be
-    /// in flight at once (nil: the transport's default).
-    func client(retries: Int = 2, connections: Int? = nil, rate: RequestPacer.Rate? = nil) throws -> ResolveClient {
+    /// The backend as the core takes it (`ResolveBackend`): the URL checked,
+    /// the key read, the transport's settings named by their flags.
+    func backend(retries: Int = 2, rate: RequestPacer.Rate? = nil) throws -> ResolveBackend {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
         var settings = TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment)
-        if let connections { settings.connectionsPerHost = max(1, connections) }
         (settings.caFileName, settings.proxyName) = ("--cacert", "--proxy")
-        let transport = try HTTPTransport.make(settings)
-        try transport.requireTrust(for: apiURL)
-        return ResolveClient(
-            baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: max(0, retries), transport: transport,
-            pacer: RequestPacer(rate: rate))
+        return ResolveBackend(
+            baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: retries, transport: settings, rate: rate)
     }
+
+    /// A client with the transport's default connections (one resolve, a bundle pull).
+    func client(retries: Int = 2) throws -> ResolveClient { try backend(retries: retries).client() }
 }
 
 /// Options shared by warm, resolve and ready: backend, identity, cache, chain.
@@ -90,16 +89,22 @@ struct BackendOptions: ParsableArguments {
 
     func identity() throws -> Identity { try remote.identity() }
 
-    /// `connections` per host (`WarmRun.Options.connections`, for warm; the
-    /// transport's default for one resolve) and `mediaConcurrency` downloads.
-    func makeWarmer(
-        media: MediaStrategy, connections: Int? = nil,
-        mediaConcurrency: Int = WarmRun.Options.defaultConcurrency, rate: RequestPacer.Rate? = nil,
+    /// A warmer for one resolve (`resolve`, `ready`): the transport's default connections.
+    func makeWarmer(media: MediaStrategy) throws -> Warmer {
+        let client = try remote.backend(retries: retries).client()
+        return Warmer(
+            client: client, store: try cache.open(create: true), bundle: try loadBundle(),
+            config: try configuration(media: media))
+    }
+
+    /// The bundle for Tier 3, opened.
+    func loadBundle() throws -> LoadedBundle? { try bundle.map { try LoadedBundle.open($0) } }
+
+    /// The chain's settings from these options; warns once of an environment whose default TTL is 0.
+    func configuration(
+        media: MediaStrategy, mediaConcurrency: Int = WarmRun.Options.defaultConcurrency,
         mediaGrace: Duration = .seconds(10)
-    ) throws -> Warmer {
-        let client = try remote.client(retries: retries, connections: connections, rate: rate)
-        let store = try cache.open(create: true)
-        let loaded = try bundle.map { try LoadedBundle.open($0) }
+    ) throws -> WarmConfiguration {
         var config = WarmConfiguration()
         config.environment = environment
         config.resolveTimeout = timeout.duration
@@ -113,6 +118,6 @@ struct BackendOptions: ParsableArguments {
                 "environment \(environment.rawValue) defaults to a 0 s TTL: flows the backend sends without "
                     + "cache_ttl_seconds expire at once (they still serve Tier 2)")
         }
-        return Warmer(client: client, store: store, bundle: loaded, config: config)
+        return config
     }
 }

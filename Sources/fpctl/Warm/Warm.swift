@@ -225,9 +225,13 @@ struct Warm: AsyncParsableCommand {
         options.resume = try resume.map { try resumed([$0], options.placements, shard) }
         let file = try identities.map(IdentityLines.init(path:))
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
-        let warmer = try backend.makeWarmer(
-            media: media, connections: options.connections(mediaConcurrency: mediaConcurrency),
-            mediaConcurrency: mediaConcurrency, rate: rate, mediaGrace: grace.duration)
+        // The backend checked before the cache is opened; the run makes its client.
+        let remote = try backend.remote.backend(retries: backend.retries, rate: rate)
+        try remote.check()
+        let configuration = try backend.configuration(
+            media: media, mediaConcurrency: mediaConcurrency, mediaGrace: grace.duration)
+        let store = try backend.cache.open(create: true)
+        let bundle = try backend.loadBundle()
         let single = try backend.identity()
         // Last, once everything else is checked: the attempt's file is created here.
         var attempt: WarmAttempts?
@@ -238,7 +242,8 @@ struct Warm: AsyncParsableCommand {
             }
         }
         return Prepared(
-            run: WarmRun(warmer: warmer, options: options), single: single, identities: file,
+            run: try WarmRun(options: options, backend: remote, store: store, bundle: bundle, config: configuration),
+            single: single, identities: file,
             metricsOutput: metricsOutput, attempt: attempt)
     }
 

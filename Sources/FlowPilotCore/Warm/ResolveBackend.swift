@@ -1,0 +1,58 @@
+import Foundation
+
+/// A resolve backend as a caller describes it, before any client is made:
+/// where it is, the key, the retries, the trust and proxy settings and the
+/// request rate. Whoever knows how many requests will be in flight makes the
+/// client (`client(connections:)`): a warm's run does (`WarmRun.init(options:
+/// backend:store:bundle:config:)`), so its connection budget never leaves the core.
+public struct ResolveBackend: Sendable {
+    public var baseURL: String
+    public var appID: String
+    /// Never printed, logged or cached (`ResolveClient`).
+    public var apiKey: String?
+    public var retries: Int
+    public var transport: TransportSettings
+    public var rate: RequestPacer.Rate?
+
+    public init(
+        baseURL: String, appID: String, apiKey: String?, retries: Int = 2,
+        transport: TransportSettings = TransportSettings(), rate: RequestPacer.Rate? = nil
+    ) {
+        (self.baseURL, self.appID, self.apiKey) = (baseURL, appID, apiKey)
+        (self.retries, self.transport, self.rate) = (max(0, retries), transport, rate)
+    }
+
+    /// Throws what `client(connections:)` would, making nothing that lasts:
+    /// a caller checks its backend before it writes anything.
+    public func check() throws {
+        try HTTPTransport.make(transport).requireTrust(for: baseURL)
+    }
+
+    /// The client, keeping `connections` HTTP/1.1 connections per host (nil:
+    /// the transport's default). Throws the transport's one-line errors (a
+    /// `--cacert` file without a certificate, a trust store that cannot be
+    /// read for an https:// backend).
+    public func client(connections: Int? = nil) throws -> ResolveClient {
+        var settings = transport
+        if let connections { settings.connectionsPerHost = max(1, connections) }
+        let transport = try HTTPTransport.make(settings)
+        try transport.requireTrust(for: baseURL)
+        return ResolveClient(
+            baseURL: baseURL, appID: appID, apiKey: apiKey, retries: retries, transport: transport,
+            pacer: RequestPacer(rate: rate))
+    }
+}
+
+extension WarmRun {
+    /// A run whose warmer reaches `backend` with as many HTTP connections per
+    /// host as `options` keeps requests in flight (`Options.connections`: one
+    /// batch request per identity resolving, one per placement without a batch
+    /// endpoint, and the media downloads), so no request waits for one.
+    public init(
+        options: Options, backend: ResolveBackend, store: CacheStore, bundle: LoadedBundle?,
+        config: WarmConfiguration
+    ) throws {
+        let client = try backend.client(connections: options.connections(mediaConcurrency: config.mediaConcurrency))
+        self.init(warmer: Warmer(client: client, store: store, bundle: bundle, config: config), options: options)
+    }
+}

@@ -182,38 +182,18 @@ struct JSONParser {
     }
 
     private mutating func arrayKeepingRaw(member: String) throws -> [JSONObjectRaw] {
-        try nest()
-        i += 1
         var items: [JSONObjectRaw] = []
-        skipWhitespace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
-            i += 1
-            depth -= 1
-            return items
-        }
-        while true {
-            skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "{") {
-                items.append(try objectKeepingRaw(member: member, nested: nil))
+        try elements { parser in
+            if parser.i < parser.bytes.count, parser.bytes[parser.i] == UInt8(ascii: "{") {
+                items.append(try parser.objectKeepingRaw(member: member, nested: nil))
             } else {
                 // Not an object: kept as a value, for the reader to refuse.
                 var item = JSONObjectRaw()
-                item.other = try value()
+                item.other = try parser.value()
                 items.append(item)
             }
-            skipWhitespace()
-            guard i < bytes.count else { throw error("unexpected end of input") }
-            if bytes[i] == UInt8(ascii: ",") {
-                i += 1
-                continue
-            }
-            if bytes[i] == UInt8(ascii: "]") {
-                i += 1
-                depth -= 1
-                return items
-            }
-            throw error("expected ',' or ']'")
         }
+        return items
     }
 
     /// Passes over the value at `i` and returns its bytes' range. Only the
@@ -312,18 +292,24 @@ struct JSONParser {
     }
 
     private mutating func array() throws -> JSONValue {
+        var items: [JSONValue] = []
+        try elements { parser in items.append(try parser.value()) }
+        return .array(items)
+    }
+
+    /// Parses the array at `i`, `element` reading each of its elements.
+    private mutating func elements(_ element: (inout JSONParser) throws -> Void) throws {
         try nest()
         i += 1
-        var items: [JSONValue] = []
         skipWhitespace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
             i += 1
             depth -= 1
-            return .array(items)
+            return
         }
         while true {
             skipWhitespace()
-            items.append(try value())
+            try element(&self)
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of input") }
             if bytes[i] == UInt8(ascii: ",") {
@@ -333,7 +319,7 @@ struct JSONParser {
             if bytes[i] == UInt8(ascii: "]") {
                 i += 1
                 depth -= 1
-                return .array(items)
+                return
             }
             throw error("expected ',' or ']'")
         }

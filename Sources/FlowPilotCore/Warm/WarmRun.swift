@@ -220,8 +220,8 @@ public struct WarmRun: Sendable {
     /// read, an identity answered (its requests answered, its flows handed to
     /// the cache's writer: `Warmer.answer`), an identity finished (its flows
     /// written and durable: `AnsweredPrefetch.outcomes`), a stop or its
-    /// deadline. The loop alone
-    /// keeps the counts and starts tasks; nothing is shared but the events.
+    /// deadline. The loop alone keeps the counts and starts tasks; nothing is
+    /// shared but the events.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, stop: StopRequest = StopRequest(),
         onIdentity: ([PrefetchOutcome], Counts) -> Void
@@ -256,7 +256,7 @@ public struct WarmRun: Sendable {
                     // Raised once every identity read before the bad line has its row.
                     if !flow.stopped { readError = error }
                 case .answered(let prefetch):
-                    // Its place among those resolving goes to the next identity; it waits for its commit.
+                    // Its place among those resolving goes to the next identity while its flows are written.
                     flow.answered()
                     group.addTask { .finished(await prefetch.outcomes()) }
                 case .finished(let outcomes):

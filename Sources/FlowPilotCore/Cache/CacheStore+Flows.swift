@@ -380,11 +380,6 @@ public final class StagedFlows: Sendable {
         get async { await results.value }
     }
 
-    /// The flows' results, or nil when `limit` passes (or the task is cancelled) first.
-    public func durable(within limit: Duration) async -> [Result<CachedFlow, any Error>]? {
-        await results.value(within: limit)
-    }
-
     /// Flow `index` is durable (nil) or failed; the last one releases the
     /// shared lock the batch held, then gives the results.
     fileprivate func finish(_ index: Int, _ error: (any Error)?, lock: CacheStore.Lock?) {

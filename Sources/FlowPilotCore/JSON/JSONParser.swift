@@ -152,7 +152,6 @@ struct JSONParser {
     private mutating func objectKeepingRaw(member: String, nested: String?) throws -> JSONObjectRaw {
         guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { throw error("expected an object") }
         var object = JSONObjectRaw()
-        var parsed = false
         try members(
             value: { parser, key in
                 if key == member {
@@ -162,20 +161,13 @@ struct JSONParser {
                 if let nested, key == nested, parser.i < parser.bytes.count,
                     parser.bytes[parser.i] == UInt8(ascii: "[")
                 {
-                    parsed = true
                     object.items = try parser.arrayKeepingRaw(member: member)
                     return .null
                 }
                 return try parser.value()
             },
-            add: { key, value in
-                if key == member || (key == nested && parsed) {
-                    parsed = false
-                    return object.members.updateValue(.null, forKey: key) == nil
-                }
-                return object.members.updateValue(value, forKey: key) == nil
-            })
-        // The placeholders stand for members kept apart: only their presence counts.
+            add: { key, value in object.members.updateValue(value, forKey: key) == nil })
+        // The placeholders (null) stand for members kept apart; a duplicate of one was refused by `add`.
         if object.raw != nil { object.members.removeValue(forKey: member) }
         if let nested, object.items != nil { object.members.removeValue(forKey: nested) }
         return object
@@ -187,7 +179,7 @@ struct JSONParser {
             if parser.i < parser.bytes.count, parser.bytes[parser.i] == UInt8(ascii: "{") {
                 items.append(try parser.objectKeepingRaw(member: member, nested: nil))
             } else {
-                // Not an object: kept as a value, for the reader to refuse.
+                // Not an object: an item with no members (a result without a placement_key), its value kept.
                 var item = JSONObjectRaw()
                 item.other = try parser.value()
                 items.append(item)
@@ -469,7 +461,7 @@ struct JSONParser {
 /// An object read by `JSONParser.parseKeepingRaw`: its members, one of them
 /// kept as bytes (`raw`, a range of the bytes parsed), and the objects of
 /// its nested array (`items`), read the same way. An item that is not an
-/// object is `other`.
+/// object has no members, its value in `other`.
 struct JSONObjectRaw {
     var members: [String: JSONValue] = [:]
     var raw: Range<Int>?

@@ -154,10 +154,7 @@ public struct ResolveClient: Sendable {
         case .success(let seconds): ttl = seconds
         case .failure(let problem): return .failed(.invalidResponse(problem.message))
         }
-        guard let range = answer.raw else {
-            return .failed(
-                .invalidResponse(answer.other == nil ? "response has no flow field" : "result is not an object"))
-        }
+        guard let range = answer.raw else { return .failed(.invalidResponse("response has no flow field")) }
         let (doc, findings) = bytes.withUnsafeReadableBytes { raw -> (FlowDocument?, [Finding]) in
             let flow = UnsafeRawBufferPointer(rebasing: raw[range])
             if flow.elementsEqual("null".utf8) { return (nil, []) }

@@ -174,8 +174,8 @@ final class LiveResolver: Sendable {
     /// landings handed to `answered` as soon as the answer is read, then
     /// each validated flow staged (all in one trip) and, once every flow is
     /// durable or failed, each landing's result given, its alias pointed and
-    /// its fonts started. A
-    /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
+    /// its fonts started. A flow that cannot be written is a failure
+    /// (`cache-write`): nothing was warmed.
     private func land(
         _ results: [(String, LiveResult)], _ identity: Identity, answered: ([LiveLanding]) -> Void
     ) async {

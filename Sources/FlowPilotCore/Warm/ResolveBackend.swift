@@ -3,8 +3,9 @@ import Foundation
 /// A resolve backend as a caller describes it, before any client is made:
 /// where it is, the key, the retries, the trust and proxy settings and the
 /// request rate. Whoever knows how many requests will be in flight makes the
-/// client (`client(connections:)`): a warm's run does (`WarmRun.init(options:
-/// backend:store:bundle:config:)`), so its connection budget never leaves the core.
+/// client (`client(connections:)`): a warm's options do
+/// (`WarmRun.Options.client(for:mediaConcurrency:)`), so its connection
+/// budget never leaves the core.
 public struct ResolveBackend: Sendable {
     public var baseURL: String
     public var appID: String
@@ -22,12 +23,6 @@ public struct ResolveBackend: Sendable {
         (self.retries, self.transport, self.rate) = (max(0, retries), transport, rate)
     }
 
-    /// Throws what `client(connections:)` would, making nothing that lasts:
-    /// a caller checks its backend before it writes anything.
-    public func check() throws {
-        try HTTPTransport.make(transport).requireTrust(for: baseURL)
-    }
-
     /// The client, keeping `connections` HTTP/1.1 connections per host (nil:
     /// the transport's default). Throws the transport's one-line errors (a
     /// `--cacert` file without a certificate, a trust store that cannot be
@@ -43,16 +38,13 @@ public struct ResolveBackend: Sendable {
     }
 }
 
-extension WarmRun {
-    /// A run whose warmer reaches `backend` with as many HTTP connections per
-    /// host as `options` keeps requests in flight (`Options.connections`: one
-    /// batch request per identity resolving, one per placement without a batch
-    /// endpoint, and the media downloads), so no request waits for one.
-    public init(
-        options: Options, backend: ResolveBackend, store: CacheStore, bundle: LoadedBundle?,
-        config: WarmConfiguration
-    ) throws {
-        let client = try backend.client(connections: options.connections(mediaConcurrency: config.mediaConcurrency))
-        self.init(warmer: Warmer(client: client, store: store, bundle: bundle, config: config), options: options)
+extension WarmRun.Options {
+    /// The client a run with these options needs to reach `backend`: as many
+    /// HTTP connections per host as it keeps requests in flight
+    /// (`connections(mediaConcurrency:)`: one batch request per identity
+    /// resolving, one per placement without a batch endpoint, and the media
+    /// downloads), so no request waits for one.
+    public func client(for backend: ResolveBackend, mediaConcurrency: Int) throws -> ResolveClient {
+        try backend.client(connections: connections(mediaConcurrency: mediaConcurrency))
     }
 }

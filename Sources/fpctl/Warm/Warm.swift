@@ -225,9 +225,9 @@ struct Warm: AsyncParsableCommand {
         options.resume = try resume.map { try resumed([$0], options.placements, shard) }
         let file = try identities.map(IdentityLines.init(path:))
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
-        // The backend checked before the cache is opened; the run makes its client.
-        let remote = try backend.remote.backend(retries: backend.retries, rate: rate)
-        try remote.check()
+        // The client (with the connections the options need) before the cache is opened.
+        let client = try options.client(
+            for: backend.remote.backend(retries: backend.retries, rate: rate), mediaConcurrency: mediaConcurrency)
         let configuration = try backend.configuration(
             media: media, mediaConcurrency: mediaConcurrency, mediaGrace: grace.duration)
         let store = try backend.cache.open(create: true)
@@ -242,7 +242,8 @@ struct Warm: AsyncParsableCommand {
             }
         }
         return Prepared(
-            run: try WarmRun(options: options, backend: remote, store: store, bundle: bundle, config: configuration),
+            run: WarmRun(
+                warmer: Warmer(client: client, store: store, bundle: bundle, config: configuration), options: options),
             single: single, identities: file,
             metricsOutput: metricsOutput, attempt: attempt)
     }

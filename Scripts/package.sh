@@ -12,6 +12,9 @@
 # Both are reproducible: two runs from the same commit give the same bytes
 # (entries sorted by name, owner and group 0, every mtime the commit's time,
 # gzip without a name or time stamp).
+# Each file is written in a scratch directory and renamed into dist/, so a
+# reader beside a run (Scripts/image.sh, Scripts/check-debian.sh) sees the old
+# file or the new one, never half of one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=$(mktemp -d)
@@ -20,15 +23,15 @@ Scripts/install.sh --prefix "$stage/root" >/dev/null
 version=$("$stage/root/bin/fpctl" --version)
 arch=$(uname -m)
 epoch=$(git log -1 --format=%ct 2>/dev/null || echo 315532800)
-mkdir -p dist
+mkdir -p dist "$stage/out"
 
 # The tarball.
 name=fpctl-$version-linux-$arch
 cp -a "$stage/root" "$stage/$name"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-    -C "$stage" -cf - "$name" | gzip -9 -n >"dist/$name.tar.gz"
-(cd dist && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
+    -C "$stage" -cf - "$name" | gzip -9 -n >"$stage/out/$name.tar.gz"
+(cd "$stage/out" && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
 
 # The Debian package.
 debarch=$(dpkg --print-architecture)
@@ -66,7 +69,13 @@ chmod 0644 "$deb/DEBIAN/control" "$deb/DEBIAN/md5sums"
 find "$deb" -type d -exec chmod 0755 {} +
 find "$deb" -exec touch -h -d "@$epoch" {} +
 debname=fpctl_${version}_$debarch.deb
-SOURCE_DATE_EPOCH=$epoch dpkg-deb --root-owner-group -Zxz --build "$deb" "dist/$debname" >/dev/null
-(cd dist && sha256sum "$debname" >"$debname.sha256")
+SOURCE_DATE_EPOCH=$epoch dpkg-deb --root-owner-group -Zxz --build "$deb" "$stage/out/$debname" >/dev/null
+(cd "$stage/out" && sha256sum "$debname" >"$debname.sha256")
 
+# Into dist/: copied beside the final name (the scratch directory may be on
+# another file system), then renamed over it.
+for file in "$name.tar.gz" "$name.tar.gz.sha256" "$debname" "$debname.sha256"; do
+    cp "$stage/out/$file" "dist/.$file.partial"
+    mv -f "dist/.$file.partial" "dist/$file"
+done
 cat "dist/$name.tar.gz.sha256" "dist/$debname.sha256"

@@ -97,7 +97,7 @@ struct FIFOInputTests {
         warm.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: rows))
         warm.standardError = FileHandle.nullDevice
         try warm.run()
-        defer { if warm.isRunning { warm.terminate() } }
+        defer { stop(warm) }
         // The writer side of the FIFO: opened once fpctl reads it.
         var fd: Int32 = -1
         let opened = Date().addingTimeInterval(20)

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 
 /// The malformed and malicious archives of Fixtures/make-hostile-bundles.py,
-/// made once per run from a freshly built demo bundle.
+/// made once per run from a freshly built demo bundle (removed when the run ends).
 private let hostile: (dir: TemporaryDirectory, expected: [String: String]) = {
-    let dir = try! TemporaryDirectory()
+    let dir = try! TemporaryDirectory().removedAtExit()
     let base = dir.file("base.fpbundle")
     let build = try! fpctl("bundle", "build", Paths.sample("demo"), "-o", base)
     precondition(build.status == 0, build.stderr)

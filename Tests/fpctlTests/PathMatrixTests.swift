@@ -74,7 +74,9 @@ struct PathMatrixTests {
     /// Inputs the commands read, made once: the demo bundle, its source, a
     /// key, identities, a put input, a warm output, a cache.
     struct Fixture: Sendable {
-        let root: String
+        /// Held for the run, removed when it ends.
+        let directory: TemporaryDirectory
+        var root: String { directory.path }
         var bundle: String { root + "/demo.fpbundle" }
         var source: String { Paths.sample("demo") }
         var key: String { root + "/release.key" }
@@ -84,10 +86,8 @@ struct PathMatrixTests {
         var cache: String { root + "/cache" }
 
         static let shared: Fixture = {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("fpctl-matrix-\(getpid())").path
-            try? FileManager.default.removeItem(atPath: root)
-            try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            let f = Fixture(root: root)
+            let f = Fixture(directory: try! TemporaryDirectory().removedAtExit())
+            let root = f.root
             _ = try? fpctl("bundle", "build", f.source, "-o", f.bundle)
             _ = try? fpctl("bundle", "keygen", "-o", root + "/release")
             try? #"{"user_id":"u-1"}"#.appending("\n").write(toFile: f.identities, atomically: true, encoding: .utf8)

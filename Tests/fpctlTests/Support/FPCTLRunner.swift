@@ -1,5 +1,6 @@
 import FlowPilotCore
 import Foundation
+import Synchronization
 import Testing
 
 /// What a finished process left: its exit status and everything it printed.
@@ -132,7 +133,33 @@ final class TemporaryDirectory: Sendable {
         return bundle
     }
 
+    /// This directory is removed when the test process exits: for one held by a
+    /// global (made once per run), which is never deinitialized.
+    func removedAtExit() -> TemporaryDirectory {
+        atExit.withLock { paths in
+            if paths.isEmpty {
+                atexit { for path in atExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
+            }
+            paths.append(path)
+        }
+        return self
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+private let atExit = Mutex<[String]>([])
+
+/// Stops a process a test started and waits for it to be gone, so that the
+/// test's directory is not removed under it: SIGTERM, then SIGKILL after
+/// `seconds`.
+func stop(_ process: Process, within seconds: Double = 10) {
+    guard process.isRunning else { return }
+    process.terminate()
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
 }
 
 /// Finds a program on PATH (bsdtar, unzip, python3).

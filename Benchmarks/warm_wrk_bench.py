@@ -20,7 +20,7 @@ warm's CPU per identity (user+sys, getrusage of the child) beside the floor's
 and the server's per batch, and the goals of #45:
   warm (tmpfs) >= 0.35 of wrk; warm (ext4) >= 0.7 of warm (tmpfs).
 
-Instruction counts: Benchmarks/warm_callgrind.sh (valgrind from Debian 13).
+Instruction counts: Benchmarks/warm_callgrind.py.
 
 Usage: Benchmarks/warm_wrk_bench.py [--identities 12000] [--rounds 5] [--seconds 5] [--fpctl PATH]
 Needs: wrk (Scripts/install-deps.sh wrk).

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Benchmark: instructions per identity of `fpctl warm` (valgrind's callgrind),
+for one or more fpctl binaries in the same run (issue #45).
+
+Each binary warms `onboarding paywall --media none --concurrency 64` from a
+`fpctl serve` of bundles/demo on loopback (the server runs natively and is
+not counted) into a new cache on tmpfs, twice: with --identities (default
+2,000) and with --base (default 200) identities. It prints the instructions
+of the whole run (Ir), the run's Ir divided by its identities, and the
+marginal cost, (Ir(N) - Ir(base)) / (N - base): what one more identity costs,
+without the start-up both runs share. Instruction counts hold still on a
+noisy VM where seconds do not: two runs of one binary differ by well under 1%.
+
+valgrind needs two things from an fpctl binary: a copy without DWARF (3.19
+cannot read some DWARF 5 forms; symbols stay, so --annotate names functions)
+and Benchmarks/sigsuspend_copy.c preloaded (see there). Both are done here.
+
+Usage: Benchmarks/warm_callgrind.py [--fpctl LABEL=PATH ...] [--identities 2000]
+                                    [--base 200] [--annotate N]
+Without --fpctl: a release build of this checkout. --annotate N prints the
+N functions with the most instructions (self) of the last binary's run.
+Needs: valgrind, cc, objcopy (binutils).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from fleet_sizing import serve
+from release_fpctl import release_fpctl
+
+ROOT = Path(__file__).resolve().parent.parent
+CONCURRENCY = 64
+
+
+def callgrind(fpctl, url, identities, count, cache, out, shim):
+    env = {**os.environ, "SWIFT_BACKTRACE": "enable=no", "LD_PRELOAD": str(shim)}
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", fpctl, "warm", "onboarding", "paywall",
+         "--api-url", url, "--app-id", "demo", "--identities", str(identities), "--cache-dir", str(cache),
+         "--media", "none", "--concurrency", str(CONCURRENCY), "--format", "csv"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0 or f"warmed {2 * count}," not in done.stderr:
+        sys.exit(f"warm under callgrind failed ({done.returncode}): {done.stderr[-600:]}")
+    summary = re.search(r"^summary: (\d+)", Path(out).read_text(errors="replace"), re.M)
+    if not summary:
+        sys.exit(f"no summary line in {out}")
+    return int(summary.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fpctl", action="append", default=[], help="LABEL=PATH, repeatable")
+    ap.add_argument("--identities", type=int, default=2_000)
+    ap.add_argument("--base", type=int, default=200)
+    ap.add_argument("--annotate", type=int, default=0)
+    args = ap.parse_args()
+    if args.base >= args.identities:
+        sys.exit("--base must be fewer than --identities")
+    binaries = [tuple(given.split("=", 1)) if "=" in given else (given, given) for given in args.fpctl]
+    if not binaries:
+        binaries = [("this checkout", release_fpctl(None))]
+    work = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None, prefix="fpctl-callgrind-"))
+    server = None
+    try:
+        shim = work / "sigsuspend_copy.so"
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(ROOT / "Benchmarks/sigsuspend_copy.c")],
+                       check=True)
+        ids = {}
+        for count in (args.base, args.identities):
+            ids[count] = work / f"ids-{count}.jsonl"
+            ids[count].write_text("".join(f'{{"user_id":"u{i}"}}\n' for i in range(count)))
+        server, url = serve(binaries[0][1], 0)
+        print(f"fpctl warm onboarding paywall --media none --concurrency {CONCURRENCY}, cache on tmpfs, "
+              f"{args.identities} and {args.base} identities; instructions (callgrind Ir) of the fpctl process")
+        out = None
+        for n, (label, path) in enumerate(binaries):
+            plain = work / f"fpctl-{n}"
+            subprocess.run(["objcopy", "--strip-debug", path, str(plain)], check=True)
+            ir = {}
+            for count in (args.base, args.identities):
+                out = work / f"callgrind-{n}-{count}.out"
+                ir[count] = callgrind(plain, url, ids[count], count, work / f"cache-{n}-{count}", out, shim)
+            marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
+            print(f"{label}: {ir[args.identities]:,} Ir for {args.identities} ({ir[args.identities] / args.identities:,.0f}"
+                  f" per identity), {ir[args.base]:,} for {args.base}; marginal {marginal:,.0f} Ir per identity")
+        if args.annotate and out:
+            report = subprocess.run(["callgrind_annotate", "--inclusive=no", str(out)], capture_output=True,
+                                    text=True, check=True).stdout
+            lines = [line for line in report.splitlines() if re.match(r"^\s*[\d,]+ \(", line)]
+            print(f"\nthe last run's {args.annotate} functions with the most instructions (self):")
+            print("\n".join(lines[1:args.annotate + 1]))
+    finally:
+        if server:
+            server.terminate()
+            server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,10 +43,12 @@ public struct Table: Sendable {
     public static func csvLine(_ cells: [String]) -> String {
         func cell(_ s: String) -> String {
             // Most cells are printable ASCII without a comma or quote: as they are, checked byte by byte.
-            if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") }) {
-                return s
+            var s = s
+            let plain = s.withUTF8 { bytes in
+                bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") }
             }
-            let s = Printable.escaped(s)
+            if plain { return s }
+            s = Printable.escaped(s)
             return s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
         }

@@ -70,6 +70,44 @@ struct WarmSpeedPartsTests {
         #expect(broken == nil && brokenFindings.first?.rule == "flow-json")
     }
 
+    @Test(
+        "flows alike in length and at both ends are told apart by all their bytes, and a run of them never makes a long chain"
+    )
+    func flowMemoProbe() throws {
+        let memo = FlowMemo()
+        func validate(_ data: Data) -> (FlowDocument?, [Finding]) {
+            data.withUnsafeBytes { memo.validate(bytes: $0, location: "x") }
+        }
+        // A long id at the start and a long version at the end: what differs is in the middle.
+        func flow(_ screen: String, hash: Bool) -> Data {
+            let doc: JSONValue = .object([
+                "schema_version": .number(1), "id": .string(String(repeating: "f", count: 80)),
+                "version": .string(String(repeating: "v", count: 80)),
+                "screens": .array([.object(["id": .string(screen), "components": .array([])])]),
+            ])
+            guard hash, case .object(var members) = doc else { return CanonicalJSON.data(doc) }
+            members["content_hash"] = .string(FlowDocument.computeContentHash(doc))
+            return CanonicalJSON.data(.object(members))
+        }
+        let valid = flow("a", hash: true)
+        var tampered = valid
+        let at = try #require(valid.firstRange(of: Data(#"{"components":[],"id":"a"}"#.utf8))).upperBound - 3
+        #expect(at > 64 && at < valid.count - 64, "the changed byte is outside the probe's bytes")
+        tampered[at] = UInt8(ascii: "b")  // the same length, the same ends, the declared hash no longer matches
+        #expect(validate(valid).0 != nil)
+        let (reused, findings) = validate(tampered)
+        #expect(reused == nil && findings.contains { $0.rule == "flow-content-hash" }, "\(findings)")
+        // Ten valid flows alike at both ends: each its own document; only FlowMemo.perProbe of them kept.
+        let alike = (0..<10).map { flow("s\($0)", hash: false) }
+        let documents = alike.map { validate($0).0 }
+        #expect(documents.allSatisfy { $0 != nil })
+        #expect(Set(documents.compactMap { $0?.canonical.data }).count == 10)
+        #expect(memo.count == 1 + FlowMemo.perProbe, "one probe's chain is bounded")
+        #expect(
+            validate(alike[9]).0?.canonical.data == CanonicalJSON.data(try JSONParser.parse(alike[9])),
+            "a flow past the bound is still validated, as itself")
+    }
+
     @Test("an answer is read in one pass: members parsed, each flow kept as its bytes, errors where parse finds them")
     func answerKeepsFlowBytes() throws {
         let text =
@@ -119,6 +157,35 @@ struct WarmSpeedPartsTests {
             #expect(json["content_hash"] == .null && json["flow"] == flow.json)
             #expect(json["flow_sha256"] == .string(Digest.sha256Hex(CanonicalJSON.data(flow.json))))
         }
+    }
+
+    @Test("a resolve request's body, written member by member, is the canonical JSON of the identity and keys")
+    func requestBodyIsCanonical() throws {
+        let client = ResolveClient(baseURL: "http://127.0.0.1:9", appID: "demo", apiKey: nil)
+        for identity in [
+            Identity(userID: "u\"1\n"),
+            Identity(
+                userID: "\u{1F600}", attributes: ["z": .number(1e21), "a": .object(["y": .bool(true), "b": .null])]),
+        ] {
+            for keys in [nil, ["pay\\wall", "onboarding"]] {
+                var expected: [String: JSONValue] = [
+                    "user_id": .string(identity.userID), "attributes": .object(identity.attributes),
+                ]
+                if let keys { expected["placement_keys"] = .array(keys.map(JSONValue.string)) }
+                let body = client.body(identity, keys: keys)
+                #expect(Data(body.readableBytesView) == CanonicalJSON.data(.object(expected)))
+            }
+        }
+        var ttl = CanonicalJSON.SortedObject(capacity: 64)
+        ttl.integer("a", 300)
+        ttl.integer("b", -9_007_199_254_740_993)
+        ttl.integer("c", Int.max)
+        #expect(
+            ttl.finish()
+                == CanonicalJSON.data(
+                    .object([
+                        "a": .number(300), "b": .number(Double(-9_007_199_254_740_993)), "c": .number(Double(Int.max)),
+                    ])))
     }
 
     @Test("de-duplication remembers the last 49,152 distinct identities at least, never more than twice that")

@@ -12,21 +12,30 @@ public enum CacheNames {
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     public static func encode(_ text: String) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        for (i, byte) in text.utf8.enumerated() {
-            let plain =
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && i > 0)
-            if plain {
-                out.append(byte)
-            } else {
-                out.append(UInt8(ascii: "%"))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
+        var text = text
+        let encoded: String? = text.withUTF8 { bytes in
+            // Most names (placements, user ids, versions) need no escape: the string as it is.
+            if !bytes.isEmpty && bytes[0] != UInt8(ascii: ".") && bytes.allSatisfy(isPlain) { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count + 8)
+            for (i, byte) in bytes.enumerated() {
+                if isPlain(byte) && (byte != UInt8(ascii: ".") || i > 0) {
+                    out.append(byte)
+                } else {
+                    out.append(UInt8(ascii: "%"))
+                    out.append(hexDigits[Int(byte >> 4)])
+                    out.append(hexDigits[Int(byte & 0x0F)])
+                }
             }
+            return out.isEmpty ? "%" : String(decoding: out, as: UTF8.self)
         }
-        return out.isEmpty ? "%" : String(decoding: out, as: UTF8.self)
+        return encoded ?? text
+    }
+
+    /// `[A-Za-z0-9_.-]`.
+    private static func isPlain(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
     }
 
     public static func decode(_ name: Substring) -> String? {

@@ -268,7 +268,7 @@ extension CacheStore {
         entry.string("resolved_at", RFC3339.string(resolvedAt))
         entry.raw("schema_version", "1".utf8)
         entry.string("tier", tier.rawValue)
-        entry.raw("ttl_seconds", CanonicalJSON.data(.number(Double(ttlSeconds))))
+        entry.integer("ttl_seconds", ttlSeconds)
         entry.string("user_id", identity.userID)
         entry.string("version", document.version)
         return entry.finish()

@@ -11,20 +11,22 @@ public enum PathName {
     public static func parent(of path: String) -> String {
         // The common case, a path with no doubled or trailing slash (every
         // path the cache builds): what precedes its last slash, no FilePath.
-        var last: String.Index?
-        var previous: UInt8 = 0
-        var plain = true
-        for index in path.utf8.indices {
-            let byte = path.utf8[index]
-            if byte == UInt8(ascii: "/") {
-                if previous == byte { plain = false }
-                last = index
+        var path = path
+        let plainParent: String? = path.withUTF8 { bytes in
+            var last = -1
+            var previous: UInt8 = 0
+            for i in bytes.indices {
+                let byte = bytes[i]
+                if byte == UInt8(ascii: "/") {
+                    if previous == byte { return nil }
+                    last = i
+                }
+                previous = byte
             }
-            previous = byte
+            guard last >= 0, previous != UInt8(ascii: "/") else { return nil }
+            return last == 0 ? "/" : String(decoding: UnsafeBufferPointer(rebasing: bytes[..<last]), as: UTF8.self)
         }
-        if plain, let last, previous != UInt8(ascii: "/") {
-            return last == path.startIndex ? "/" : String(path[..<last])
-        }
+        if let plainParent { return plainParent }
         var file = FilePath(path)
         guard file.lastComponent != nil else { return path.isEmpty ? "." : file.string }
         file.removeLastComponent()

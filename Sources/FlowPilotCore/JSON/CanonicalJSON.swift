@@ -50,28 +50,52 @@ public enum CanonicalJSON {
     /// no sort, one buffer.
     struct SortedObject {
         private var out: [UInt8]
-        private var last: String?
+        private var last: StaticString?
 
         init(capacity: Int) {
             out = [UInt8(ascii: "{")]
             out.reserveCapacity(capacity)
         }
 
-        /// A member whose value is already canonical JSON bytes.
-        mutating func raw(_ key: String, _ value: some Sequence<UInt8>) {
-            if let last {
-                assert(last.utf8.lexicographicallyPrecedes(key.utf8), "\(key) after \(last)")
-                out.append(UInt8(ascii: ","))
+        /// A member whose value is already canonical JSON bytes. Keys are
+        /// the caller's literals, plain ASCII that needs no escape.
+        mutating func raw(_ key: StaticString, _ value: some Sequence<UInt8>) {
+            key.withUTF8Buffer { key in
+                assert(key.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }, "a plain key")
+                if let last {
+                    assert(last.withUTF8Buffer { $0.lexicographicallyPrecedes(key) }, "\(key) after \(last)")
+                    out.append(UInt8(ascii: ","))
+                }
+                out.append(UInt8(ascii: "\""))
+                out.append(contentsOf: key)
+                out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
             }
             last = key
-            writeString(key, into: &out)
-            out.append(UInt8(ascii: ":"))
             out.append(contentsOf: value)
         }
 
-        mutating func string(_ key: String, _ value: String) {
-            raw(key, [])
+        mutating func string(_ key: StaticString, _ value: String) {
+            raw(key, EmptyCollection())
             writeString(value, into: &out)
+        }
+
+        /// An array of strings.
+        mutating func strings(_ key: StaticString, _ values: [String]) {
+            raw(key, CollectionOfOne(UInt8(ascii: "[")))
+            for (i, value) in values.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(value, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+
+        /// An integer in canonical number form (`formatNumber`).
+        mutating func integer(_ key: StaticString, _ value: Int) {
+            if value.magnitude < 9_007_199_254_740_992 {
+                raw(key, String(value).utf8)
+            } else {
+                raw(key, formatNumber(Double(value)).utf8)
+            }
         }
 
         mutating func finish() -> Data {
@@ -164,29 +188,33 @@ public enum CanonicalJSON {
     }
 
     fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
-        // Most strings (ids, fingerprints, stamps) need no escape: their bytes at once.
-        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+        var s = s
+        s.withUTF8 { bytes in
             out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
+            // Runs of bytes that need no escape (most strings are one run) go at once.
+            var run = 0
+            for i in bytes.indices {
+                let byte = bytes[i]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i]))
+                run = i + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [
+                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                    ])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+            out.append(UInt8(ascii: "\""))
         }
-        out.append(UInt8(ascii: "\""))
     }
 }

@@ -224,16 +224,21 @@ struct JSONParser {
     }
 
     /// Passes over the string at `i` (its quotes and escapes; nothing decoded).
+    /// The closing quote is found with memchr (a flow's text is mostly long
+    /// strings), then the span before it checked for a backslash: an escaped
+    /// character is stepped over and the search goes on after it.
     private mutating func skipString() throws {
         i += 1
+        guard let base = bytes.baseAddress else { throw error("unterminated string") }
         while i < bytes.count {
-            switch bytes[i] {
-            case UInt8(ascii: "\""):
-                i += 1
-                return
-            case UInt8(ascii: "\\"): i += 2
-            default: i += 1
+            guard let quote = memchr(base + i, Int32(UInt8(ascii: "\"")), bytes.count - i) else { break }
+            let end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(quote))
+            if let escape = memchr(base + i, Int32(UInt8(ascii: "\\")), end - i) {
+                i = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(escape)) + 2
+                continue
             }
+            i = end + 1
+            return
         }
         throw error("unterminated string")
     }

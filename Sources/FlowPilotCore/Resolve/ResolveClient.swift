@@ -66,10 +66,17 @@ public struct ResolveClient: Sendable {
             ?? s
     }
 
-    private func body(_ identity: Identity, keys: [String]? = nil) -> ByteBuffer {
-        var o: [String: JSONValue] = ["user_id": .string(identity.userID), "attributes": .object(identity.attributes)]
-        if let keys { o["placement_keys"] = .array(keys.map(JSONValue.string)) }
-        return ByteBuffer(bytes: CanonicalJSON.data(.object(o)))
+    /// `{"attributes":…,"placement_keys":[…],"user_id":…}` in canonical JSON, written in key order.
+    func body(_ identity: Identity, keys: [String]? = nil) -> ByteBuffer {
+        var body = CanonicalJSON.SortedObject(capacity: 256)
+        if identity.attributes.isEmpty {
+            body.raw("attributes", "{}".utf8)
+        } else {
+            body.raw("attributes", CanonicalJSON.data(.object(identity.attributes)))
+        }
+        if let keys { body.strings("placement_keys", keys) }
+        body.string("user_id", identity.userID)
+        return ByteBuffer(bytes: body.finish())
     }
 
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {

@@ -8,9 +8,27 @@ import Synchronization
 /// caller still waits. A caller that gives up at its resolveTimeout leaves the
 /// request running; `waitForLate` lets a batch job wait for those.
 final class LiveResolver: Sendable {
+    /// A resolve's key, hashed once when made: the pool looks each key up
+    /// several times, and hashing a 64-digit fingerprint every time cost
+    /// more than the lookups.
     struct Key: Hashable, Sendable {
         let placement: String
         let fingerprint: String
+        private let digest: Int
+
+        init(placement: String, fingerprint: String) {
+            (self.placement, self.fingerprint) = (placement, fingerprint)
+            var hasher = Hasher()
+            hasher.combine(placement)
+            hasher.combine(fingerprint)
+            digest = hasher.finalize()
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(digest) }
+
+        static func == (a: Key, b: Key) -> Bool {
+            a.digest == b.digest && a.fingerprint == b.fingerprint && a.placement == b.placement
+        }
     }
 
     let client: ResolveClient

@@ -153,24 +153,28 @@ fi
 stage lint lint
 # The project's targets treat warnings as errors (Package.swift), so this build is warning-free.
 stage build swift build --build-tests
+# The release and fuzz builds start now, at the lowest CPU priority, and take
+# what the tests leave idle (the tests wait on servers and processes for much
+# of their time); the builds stage then waits for what is left of them.
+(renice -n 19 "$BASHPID" >/dev/null && release_and_fuzz_builds) &
+builds_job=$!
+trap 'kill ${roots:-} "$builds_job" 2>/dev/null || true' EXIT
 stage test unit_tests
-stage builds release_and_fuzz_builds
+stage builds wait "$builds_job"
 # The install and the release tarball (docs/install.md), from the static release build.
 stage install Scripts/check-install.sh
-# The rest runs in two lines beside each other: the checks that mostly wait
-# (containers, a backend's latency, apt in the Debian roots, an example app's
-# build) beside the CPU-bound fuzzing, power cuts and faults. Each background
+# The rest runs in three lines beside each other: the checks that mostly wait
+# (containers, a backend's latency, an example app's build; apt in the Debian
+# roots) beside the CPU-bound fuzzing, power cuts and faults. Each background
 # line's log is printed when it ends. (dist/'s files are renamed into place,
 # so the image build reads a whole .deb while check-debian.sh packages again.)
 # The image (Containerfile, Scripts/image.sh) and the fleet path as docs/fleet.md
 # shows it, then the artifact bundle and the SwiftPM plugins in an app's build
 # (docs/app-build.md: Examples/PluginApp built offline with the build-tool
-# plugin, no fpctl source compiled), then the same bundle bytes on Debian 12
-# and 13 and the .deb installed there (docs/install.md).
+# plugin, no fpctl source compiled).
 waiting_checks() {
     stage fleet fleet
     stage plugin Scripts/check-plugin.sh
-    stage debian debian
 }
 # The Debian roots' fetch (long done by now) is waited for here: a background
 # line cannot wait for its parent's job. A failed fetch is retried, and
@@ -178,7 +182,10 @@ waiting_checks() {
 [ -z "${roots:-}" ] || wait "$roots" || true
 (waiting_checks >.build/waiting.log 2>&1) &
 waiting_job=$!
-trap 'kill ${roots:-} "$waiting_job" 2>/dev/null || true' EXIT
+# The same bundle bytes on Debian 12 and 13, and the .deb installed there (docs/install.md).
+(stage debian debian >.build/debian.log 2>&1) &
+debian_job=$!
+trap 'kill ${roots:-} "$waiting_job" "$debian_job" 2>/dev/null || true' EXIT
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): every regression input and committed seed, then a short run of each target.
 stage fuzz env FPCTL_FUZZ_BUILT=1 Scripts/fuzz.sh all "${FPCTL_FUZZ_SECONDS:-5}"
 # Power cuts during warm, put and bundle build on a FUSE file system that drops
@@ -190,8 +197,11 @@ stage blockcut blockcut
 # The fault campaign, small (CONTRIBUTING.md, "Fault campaign", has a full run's figures),
 # with the release build the packages ship.
 stage faults python3 Tests/faults/fault_campaign.py --fpctl "$(release_binary)" --identities 1000 --kills 5
-waiting_status=0
+waiting_status=0 debian_status=0
 wait "$waiting_job" || waiting_status=$?
 cat .build/waiting.log
-[ "$waiting_status" = 0 ] || { echo "a stage of fleet, plugin and debian failed" >&2; exit "$waiting_status"; }
+wait "$debian_job" || debian_status=$?
+cat .build/debian.log
+[ "$waiting_status" = 0 ] || { echo "stage fleet or plugin failed" >&2; exit "$waiting_status"; }
+[ "$debian_status" = 0 ] || { echo "stage debian failed" >&2; exit "$debian_status"; }
 awk -v a="$run_started" -v b="$(now)" 'BEGIN { printf "stage total %.1f\n", b - a }' | tee -a .build/stage-times.txt

@@ -15,8 +15,14 @@ valgrind needs two things from an fpctl binary: a copy without DWARF (3.19
 cannot read some DWARF 5 forms; symbols stay, so --annotate names functions)
 and Benchmarks/sigsuspend_copy.c preloaded (see there). Both are done here.
 
+The reference, in the same run: Benchmarks/HTTPFloor (AsyncHTTPClient alone,
+configured as fpctl configures it, posting the same bodies with the same
+concurrency and reading each answer whole; built here), counted the same way.
+Each binary's marginal cost is printed beside it: what fpctl adds to the
+client it is built on.
+
 Usage: Benchmarks/warm_callgrind.py [--fpctl LABEL=PATH ...] [--identities 2000]
-                                    [--base 200] [--annotate N]
+                                    [--base 200] [--annotate N] [--no-floor]
 Without --fpctl: a release build of this checkout. --annotate N prints the
 N functions with the most instructions (self) of the last binary's run.
 Needs: valgrind, cc, objcopy (binutils).
@@ -32,6 +38,7 @@ from pathlib import Path
 
 from fleet_sizing import serve
 from release_fpctl import release_fpctl
+from warm_wrk_bench import build_floor
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 64
@@ -52,12 +59,20 @@ def callgrind(fpctl, url, identities, count, cache, out, shim):
     return int(summary.group(1))
 
 
+def callgrind_floor(floor, url, count, out, shim):
+    env = {**os.environ, "SWIFT_BACKTRACE": "enable=no", "LD_PRELOAD": str(shim)}
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", floor, url, str(count),
+                    str(CONCURRENCY)], env=env, check=True, capture_output=True, text=True)
+    return int(re.search(r"^summary: (\d+)", Path(out).read_text(errors="replace"), re.M).group(1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fpctl", action="append", default=[], help="LABEL=PATH, repeatable")
     ap.add_argument("--identities", type=int, default=2_000)
     ap.add_argument("--base", type=int, default=200)
     ap.add_argument("--annotate", type=int, default=0)
+    ap.add_argument("--no-floor", action="store_true", help="skip the AsyncHTTPClient reference")
     args = ap.parse_args()
     if args.base >= args.identities:
         sys.exit("--base must be fewer than --identities")
@@ -77,6 +92,15 @@ def main():
         server, url = serve(binaries[0][1], 0)
         print(f"fpctl warm onboarding paywall --media none --concurrency {CONCURRENCY}, cache on tmpfs, "
               f"{args.identities} and {args.base} identities; instructions (callgrind Ir) of the fpctl process")
+        floor_marginal = None
+        if not args.no_floor:
+            plain = work / "http-floor"
+            subprocess.run(["objcopy", "--strip-debug", build_floor(), str(plain)], check=True)
+            ir = {count: callgrind_floor(plain, url, count, work / f"callgrind-floor-{count}.out", shim)
+                  for count in (args.base, args.identities)}
+            floor_marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
+            print(f"http-floor (AsyncHTTPClient alone): {ir[args.identities]:,} Ir for {args.identities}, "
+                  f"{ir[args.base]:,} for {args.base}; marginal {floor_marginal:,.0f} Ir per identity")
         out = None
         for n, (label, path) in enumerate(binaries):
             plain = work / f"fpctl-{n}"
@@ -86,8 +110,9 @@ def main():
                 out = work / f"callgrind-{n}-{count}.out"
                 ir[count] = callgrind(plain, url, ids[count], count, work / f"cache-{n}-{count}", out, shim)
             marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
+            beside = f" ({marginal / floor_marginal:.2f}x the floor's)" if floor_marginal else ""
             print(f"{label}: {ir[args.identities]:,} Ir for {args.identities} ({ir[args.identities] / args.identities:,.0f}"
-                  f" per identity), {ir[args.base]:,} for {args.base}; marginal {marginal:,.0f} Ir per identity")
+                  f" per identity), {ir[args.base]:,} for {args.base}; marginal {marginal:,.0f} Ir per identity{beside}")
         if args.annotate and out:
             report = subprocess.run(["callgrind_annotate", "--inclusive=no", str(out)], capture_output=True,
                                     text=True, check=True).stdout

@@ -31,8 +31,15 @@ took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 Scripts/artifactbundle.sh
 fpctl=${FPCTL_ARTIFACT_BINARY:-$(swift build -c release --static-swift-stdlib --scratch-path .build-static \
     --product fpctl --show-bin-path)/fpctl}
+# Offline: a network namespace of its own, with only a loopback, and that
+# one up. Without it Foundation cannot make CFSocket's wakeup socket pair
+# (a UDP pair on 127.0.0.1; "Could not create wakeup socket pair"), and
+# SwiftPM may then never see its plugin process exit: a build that hangs,
+# now and then, with the plugin a zombie.
 offline=()
-if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then offline=(unshare -n); fi
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && unshare -n true 2>/dev/null; then
+    offline=(unshare -n sh -c 'ip link set lo up && exec "$0" "$@"')
+fi
 
 rm -rf "$source" "$app/.build"
 cp -R bundles/demo "$source"
@@ -95,6 +102,10 @@ swift package --allow-writing-to-package-directory --allow-network-connections a
 swift package --allow-writing-to-package-directory --allow-network-connections all fpctl-pull --diff --api-url "$url" --app-id demo \
     >"$work/diff.log" 2>&1 || { cat "$work/diff.log"; fail "the pulled source is not in sync"; }
 "${offline[@]}" swift build >"$work/build5.log" 2>&1 || { cat "$work/build5.log"; fail "the pulled source did not build"; }
+
+# Foundation's run loops worked in the offline namespace (see `offline` above).
+! grep -l "Could not create wakeup socket pair" "$work"/build*.log "$work/test.log" ||
+    fail "CFSocket had no wakeup socket pair in the offline namespace (its loopback down?)"
 
 rm -rf "$source"
 echo "check-plugin: first build ${first}s (no fpctl source compiled), no-change rebuild ${again}s; a broken flow:"

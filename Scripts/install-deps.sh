@@ -29,6 +29,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v chromium >/dev/null || need+=(chromium)  # BundlePreviewTests look at the preview page with it, headless
 command -v faketime >/dev/null || need+=(faketime)  # SharedCacheCommandTests: a writer whose clock runs a year ahead
 command -v setpriv >/dev/null || need+=(util-linux)  # SharedCacheCommandTests: a second uid on a group volume
+command -v ip >/dev/null || need+=(iproute2)  # Scripts/check-plugin.sh: the loopback of its offline namespace
 for extra in "$@"; do
   case "$extra" in
     wrk) command -v wrk >/dev/null || need+=(wrk) ;;

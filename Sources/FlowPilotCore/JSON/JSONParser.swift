@@ -224,9 +224,9 @@ struct JSONParser {
     }
 
     /// Passes over the string at `i` (its quotes and escapes; nothing decoded).
-    /// The closing quote is found with memchr (a flow's text is mostly long
-    /// strings), then the span before it checked for a backslash: an escaped
-    /// character is stepped over and the search goes on after it.
+    /// The next quote is found with memchr, then the span before it checked
+    /// for a backslash: an escaped character is stepped over and the search
+    /// goes on after it.
     private mutating func skipString() throws {
         i += 1
         guard let base = bytes.baseAddress else { throw error("unterminated string") }

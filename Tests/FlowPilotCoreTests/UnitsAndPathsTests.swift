@@ -67,10 +67,22 @@ struct UnitsAndPathsTests {
             ("sub/x", "sub", "x"), ("/x", "/", "x"), ("/", "/", ""), ("", ".", ""), ("a/b/c", "a/b", "c"),
             ("a b/c d", "a b", "c d"), ("../x", "..", "x"), ("a//b", "a", "b"), ("/a/b/", "/a", "b"),
             ("/cache/flows/p/k", "/cache/flows/p", "k"),
+            // A combining mark after '/' is one Character with it, two scalars: split at the byte
+            // (Fuzz/Regressions/paths/combining-mark-after-slash).
+            ("\u{E9}x/\u{0329}\u{E9}", "\u{E9}x", "\u{0329}\u{E9}"),
         ])
     func pathNames(path: String, parent: String, last: String) {
         #expect(PathName.parent(of: path) == parent)
         #expect(PathName.lastComponent(of: path) == last)
+    }
+
+    @Test("an output's temporary name starts with a '.' byte and holds no '/', whatever follows the slash")
+    func temporaryNameAfterCombiningMark() {
+        for target in ["x/\u{0329}\u{E9}\u{FFFD}", "out/.\u{0301}x", "\u{0301}"] {
+            let name = AtomicFile.Output.temporaryName(for: target)
+            #expect(name.utf8.first == UInt8(ascii: ".") && !name.utf8.contains(UInt8(ascii: "/")), "\(name)")
+            #expect(name.utf8.starts(with: ("." + PathName.lastComponent(of: target)).utf8), "\(name)")
+        }
     }
 
     @Test("a TTL is a whole number of seconds from 0 to 2,147,483,647; anything else is refused")

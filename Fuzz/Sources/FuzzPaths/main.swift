@@ -14,7 +14,10 @@ public func fuzzPaths(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard !path.utf8.contains(0) else { return 0 }
     let last = PathName.lastComponent(of: path)
     let parent = PathName.parent(of: path)
-    Fuzz.check(!last.contains("/"), "last component of \(path.debugDescription) is \(last.debugDescription)")
+    // Bytes, not Characters: a combining mark after '/' or '.' makes one
+    // Character of the two, which String's contains and hasPrefix would miss.
+    let slash = UInt8(ascii: "/")
+    Fuzz.check(!last.utf8.contains(slash), "last component of \(path.debugDescription) is \(last.debugDescription)")
     Fuzz.check(!parent.isEmpty, "parent of \(path.debugDescription) is empty")
     if !last.isEmpty, last != ".", last != ".." {
         let joined = PathName.join(parent, last)
@@ -24,7 +27,7 @@ public func fuzzPaths(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     }
     let temporary = AtomicFile.Output.temporaryName(for: path)
     Fuzz.check(
-        temporary.utf8.count <= 255 && temporary.hasPrefix(".") && !temporary.contains("/"),
+        temporary.utf8.count <= 255 && temporary.utf8.first == UInt8(ascii: ".") && !temporary.utf8.contains(slash),
         "temporary name for \(path.debugDescription) is \(temporary.debugDescription)")
     return 0
 }

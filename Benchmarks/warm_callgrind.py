@@ -44,26 +44,23 @@ ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 64
 
 
-def callgrind(fpctl, url, identities, count, cache, out, shim):
+def counted(command, out, shim, expect=None):
+    """Runs `command` under callgrind: its instruction count (Ir). `expect`,
+    when given, must appear in its standard error."""
     env = {**os.environ, "SWIFT_BACKTRACE": "enable=no", "LD_PRELOAD": str(shim)}
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", fpctl, "warm", "onboarding", "paywall",
-         "--api-url", url, "--app-id", "demo", "--identities", str(identities), "--cache-dir", str(cache),
-         "--media", "none", "--concurrency", str(CONCURRENCY), "--format", "csv"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0 or f"warmed {2 * count}," not in done.stderr:
-        sys.exit(f"warm under callgrind failed ({done.returncode}): {done.stderr[-600:]}")
+    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *map(str, command)],
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0 or (expect and expect not in done.stderr):
+        sys.exit(f"{Path(str(command[0])).name} under callgrind failed ({done.returncode}): {done.stderr[-600:]}")
     summary = re.search(r"^summary: (\d+)", Path(out).read_text(errors="replace"), re.M)
     if not summary:
         sys.exit(f"no summary line in {out}")
     return int(summary.group(1))
 
 
-def callgrind_floor(floor, url, count, out, shim):
-    env = {**os.environ, "SWIFT_BACKTRACE": "enable=no", "LD_PRELOAD": str(shim)}
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", floor, url, str(count),
-                    str(CONCURRENCY)], env=env, check=True, capture_output=True, text=True)
-    return int(re.search(r"^summary: (\d+)", Path(out).read_text(errors="replace"), re.M).group(1))
+def warm(fpctl, url, identities, cache):
+    return [fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--identities", identities,
+            "--cache-dir", cache, "--media", "none", "--concurrency", CONCURRENCY, "--format", "csv"]
 
 
 def main():
@@ -96,7 +93,7 @@ def main():
         if not args.no_floor:
             plain = work / "http-floor"
             subprocess.run(["objcopy", "--strip-debug", build_floor(), str(plain)], check=True)
-            ir = {count: callgrind_floor(plain, url, count, work / f"callgrind-floor-{count}.out", shim)
+            ir = {count: counted([plain, url, count, CONCURRENCY], work / f"callgrind-floor-{count}.out", shim)
                   for count in (args.base, args.identities)}
             floor_marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
             print(f"http-floor (AsyncHTTPClient alone): {ir[args.identities]:,} Ir for {args.identities}, "
@@ -108,7 +105,8 @@ def main():
             ir = {}
             for count in (args.base, args.identities):
                 out = work / f"callgrind-{n}-{count}.out"
-                ir[count] = callgrind(plain, url, ids[count], count, work / f"cache-{n}-{count}", out, shim)
+                ir[count] = counted(warm(plain, url, ids[count], work / f"cache-{n}-{count}"), out, shim,
+                                    expect=f"warmed {2 * count},")
             marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
             beside = f" ({marginal / floor_marginal:.2f}x the floor's)" if floor_marginal else ""
             print(f"{label}: {ir[args.identities]:,} Ir for {args.identities} ({ir[args.identities] / args.identities:,.0f}"

@@ -20,6 +20,10 @@ public struct CacheInfoReport: Rendering {
             resolved    \(range)
 
             """
+        if info.locksWork == false {
+            let fileSystem = info.fileSystem.map { " (\($0))" } ?? ""
+            out += "locks       do nothing on this file system\(fileSystem): prune, clear and verify --repair refuse\n"
+        }
         if !info.placements.isEmpty { out += "\n" + placements(alias: { $0 ? "yes" : "no" }).text() }
         return out
     }

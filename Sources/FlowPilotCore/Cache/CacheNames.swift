@@ -62,8 +62,20 @@ public enum CacheNames {
     /// Encoded text, or `#` + a hash when the encoding would not fit in a name.
     static func bounded(_ text: String, max: Int) -> String {
         let e = encode(text)
-        return e.utf8.count <= max ? e : "#" + String(Digest.sha256Hex(Data(text.utf8)).prefix(32))
+        return e.utf8.count <= max ? e : hashed(text)
     }
+
+    /// `#` and the first 32 hex digits of the SHA-256 of the text: a field too
+    /// long for a name (an encoded field never starts with `#`, which encodes as `%23`).
+    static func hashed(_ text: String) -> String {
+        "#" + String(Digest.sha256Hex(Data(text.utf8)).prefix(32))
+    }
+
+    /// The directory name of a placement under `flows/` and `aliases/`.
+    static func placement(_ placement: String) -> String { bounded(placement, max: CacheStore.maxNameField) }
+
+    /// The longest file name a file system takes (`NAME_MAX`).
+    static let maxName = 255
 
     /// `<unix ms>~<unique>` — sorts by time; unique per writer so two writers never collide.
     static func stamp(_ date: Date) -> String {

@@ -9,6 +9,9 @@ public struct CacheScan: Sendable {
         public let target: String
         public let path: String
         public let size: Int64
+
+        /// `<placement dir>/<fingerprint>~<user>`: the key directory it points at (`CachedFlow.directoryKey`).
+        var directoryKey: String { PathName.lastComponent(of: PathName.parent(of: path)) + "/" + target }
     }
 
     public struct File: Sendable {
@@ -59,6 +62,10 @@ extension CacheStore {
         for item in DirectoryWalker.list(root) ?? [] {
             switch item.name {
             case Self.markerName, ".lock": continue
+            // What the file system made at a volume's root (`lost+found`) is not the cache's, nor foreign to it.
+            case _ where Self.fileSystemNames.contains(item.name) && item.isDirectory: continue
+            // A writer's named temporary (no O_TMPFILE): the marker being made.
+            case _ where Self.classify(root, item, scan: &scan): continue
             case "flows": scanFlows(into: &scan)
             case "aliases": scanAliases(into: &scan)
             case "images": scanImageDirs(into: &scan)
@@ -85,12 +92,15 @@ extension CacheStore {
     private func scanFlows(into scan: inout CacheScan) {
         var keyDirs: [(placement: String, dir: String, name: String)] = []
         for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
+            // A writer's temporaries are debris or work in progress at any depth, never foreign.
+            if Self.classify(flowsDir, p, scan: &scan) { continue }
             let pdir = "\(flowsDir)/\(p.name)"
             guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
                 scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast))
                 continue
             }
             for k in DirectoryWalker.list(pdir, stat: false) ?? [] {
+                if Self.classify(pdir, k, scan: &scan) { continue }
                 let kdir = "\(pdir)/\(k.name)"
                 guard k.isDirectory else {
                     scan.foreign.append(.init(path: kdir, size: 0, mtime: .distantPast))
@@ -126,12 +136,14 @@ extension CacheStore {
             }
         }
         entries.sort { $0.path < $1.path }
-        if let newest = entries.popLast() { scan.flows.append(newest) }
+        // A name whose fields were too long to carry their values: the newest entry's JSON has them.
+        if let newest = entries.popLast() { scan.flows.append(newest.withFullValues()) }
         scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
     }
 
     private func scanAliases(into scan: inout CacheScan) {
         for p in DirectoryWalker.list(aliasesDir, stat: false) ?? [] {
+            if Self.classify(aliasesDir, p, scan: &scan) { continue }
             let pdir = "\(aliasesDir)/\(p.name)"
             guard p.isDirectory, let placement = CacheNames.decode(Substring(p.name)) else {
                 scan.foreign.append(.init(path: pdir, size: 0, mtime: .distantPast))

@@ -19,6 +19,28 @@ public struct CachedFlow: Sendable {
         PathName.parent(of: path).split(separator: "/").last.map(String.init) ?? ""
     }
 
+    /// `<placement dir>/<fingerprint>~<user>`, as the path names them: what an alias points at.
+    var directoryKey: String {
+        let keyDir = PathName.parent(of: path)
+        return PathName.lastComponent(of: PathName.parent(of: keyDir)) + "/" + PathName.lastComponent(of: keyDir)
+    }
+
+    /// A name's field too long to carry its value is a hash (`#…`): the
+    /// entry's JSON holds the value. The same entry with the values read
+    /// from it, or unchanged when nothing was hashed or the file cannot be read.
+    func withFullValues() -> CachedFlow {
+        guard placement.hasPrefix("#") || userID == nil || flowID.hasPrefix("#") || version.hasPrefix("#"),
+            let data = FileManager.default.contents(atPath: path), let json = try? JSONValue.parse(data),
+            let fullPlacement = json["placement"]?.stringValue, let fullUser = json["user_id"]?.stringValue,
+            let fullFlowID = json["flow_id"]?.stringValue, let fullVersion = json["version"]?.stringValue,
+            json["fingerprint"]?.stringValue == fingerprint,
+            placement == fullPlacement || CacheNames.placement(fullPlacement) == placement
+        else { return self }
+        return CachedFlow(
+            placement: fullPlacement, fingerprint: fingerprint, userID: fullUser, flowID: fullFlowID,
+            version: fullVersion, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, size: size, path: path)
+    }
+
     /// How far ahead of this clock another writer's may run: an entry
     /// resolved up to this long in the future counts as resolved now; one
     /// further ahead is from the future (docs/cache-format.md, "Time").
@@ -40,7 +62,7 @@ public struct CachedFlow: Sendable {
 extension CacheStore {
     static let maxNameField = 120
 
-    func placementDir(_ placement: String) -> String { "\(flowsDir)/\(CacheNames.encode(placement))" }
+    func placementDir(_ placement: String) -> String { "\(flowsDir)/\(CacheNames.placement(placement))" }
 
     func keyDirName(fingerprint: String, userID: String) -> String {
         "\(fingerprint)~\(CacheNames.bounded(userID, max: Self.maxNameField))"
@@ -212,17 +234,26 @@ extension CacheStore {
             resolvedAt: resolvedAt)
         let keyDir =
             "\(placementDir(placement))/\(keyDirName(fingerprint: identity.fingerprint, userID: identity.userID))"
-        let name =
-            [
-                CacheNames.stamp(resolvedAt), String(max(0, ttlSeconds)),
-                CacheNames.bounded(document.id, max: Self.maxNameField),
-                CacheNames.bounded(document.version, max: Self.maxNameField),
-            ].joined(separator: "~") + ".json"
+        let name = Self.entryName(
+            stamp: CacheNames.stamp(resolvedAt), ttlSeconds: ttlSeconds, flowID: document.id,
+            version: document.version)
         let entry = CachedFlow(
             placement: placement, fingerprint: identity.fingerprint, userID: identity.userID, flowID: document.id,
             version: document.version, resolvedAt: resolvedAt, ttlSeconds: ttlSeconds,
             size: Int64(data.count), path: "\(keyDir)/\(name)")
         return PreparedEntry(entry: entry, data: data, keyDir: keyDir, name: name)
+    }
+
+    /// `<stamp>~<ttl>~<flow id>~<version>.json`, each field within
+    /// `maxNameField` bytes and the whole within `NAME_MAX`: where two
+    /// fields of 120 bytes would pass it, both are hashed.
+    static func entryName(stamp: String, ttlSeconds: Int, flowID: String, version: String) -> String {
+        let prefix = stamp + "~" + String(max(0, ttlSeconds)) + "~"
+        let name =
+            prefix + CacheNames.bounded(flowID, max: maxNameField) + "~"
+            + CacheNames.bounded(version, max: maxNameField) + ".json"
+        if name.utf8.count <= CacheNames.maxName { return name }
+        return prefix + CacheNames.hashed(flowID) + "~" + CacheNames.hashed(version) + ".json"
     }
 
     /// Points the placement's last-known-good alias at `entry` (a name that sorts
@@ -241,7 +272,7 @@ extension CacheStore {
     }
 
     private func publishAlias(to entry: CachedFlow) throws {
-        let aliasDir = "\(aliasesDir)/\(CacheNames.encode(entry.placement))"
+        let aliasDir = "\(aliasesDir)/\(CacheNames.placement(entry.placement))"
         let aliasName = "\(CacheNames.stamp(entry.resolvedAt))~\(entry.keyName)"
         try AtomicFile.publish(Data(), directory: aliasDir, name: aliasName, mtime: entry.resolvedAt)
         Self.removeOlder(in: aliasDir, keeping: aliasName)
@@ -284,7 +315,7 @@ extension CacheStore {
     /// The placement's last-known-good flow for any identity (Tier 2 after an
     /// identity change), or nil when the alias is missing or dangling.
     public func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
-        guard let alias = Self.published("\(aliasesDir)/\(CacheNames.encode(placement))").last else { return nil }
+        guard let alias = Self.published("\(aliasesDir)/\(CacheNames.placement(placement))").last else { return nil }
         let parts = alias.name.split(separator: "~", maxSplits: 2)
         guard parts.count == 3 else { return nil }
         return newestEntry(placement: placement, keyDir: "\(placementDir(placement))/\(parts[2])")
@@ -323,8 +354,11 @@ extension CacheStore {
         guard let json = try? JSONValue.parse(data) else {
             return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)")
         }
-        guard json["placement"]?.stringValue == entry.placement, json["fingerprint"]?.stringValue == entry.fingerprint,
-            json["flow_id"]?.stringValue == entry.flowID || entry.flowID.hasPrefix("#"),
+        guard let placement = json["placement"]?.stringValue,
+            placement == entry.placement || CacheNames.placement(placement) == entry.placement,
+            json["fingerprint"]?.stringValue == entry.fingerprint,
+            let flowID = json["flow_id"]?.stringValue,
+            flowID == entry.flowID || (entry.flowID.hasPrefix("#") && CacheNames.hashed(flowID) == entry.flowID),
             json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"]
         else {
             return (nil, Int64(data.count), "metadata disagrees with the file name")

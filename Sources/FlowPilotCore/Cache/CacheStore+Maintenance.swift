@@ -93,10 +93,10 @@ extension CacheStore {
                     "resolved \(Int(-entry.age(at: now)))s in the future, beyond the \(Int(CachedFlow.clockSkew))s clock skew allowed: its writer's clock was wrong; it is served as stale, never fresh"
                 )
             } else {
-                liveKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
+                liveKeys.insert(entry.directoryKey)
             }
         }
-        for alias in scan.aliases where !liveKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
+        for alias in scan.aliases where !liveKeys.contains(alias.directoryKey) {
             bad("cache-dangling-alias", alias.path, "points at an entry that is missing, corrupt or from the future")
         }
         // An empty key directory (a write that failed on a full disk, or a writer killed before its
@@ -131,11 +131,22 @@ extension CacheStore {
         return (findings, broken)
     }
 
-    /// `.tmp-<pid>-…`: is that process still running?
+    /// Whether the writer of a named temporary (`.tmp-<pid>-<start>-…`,
+    /// `AtomicFile.openUnnamed`) may still be writing it: it holds the
+    /// file's `flock` while it writes, which a writer on any node, in any
+    /// pid namespace, holds until it exits; or, where locks do nothing, a
+    /// process of that pid started at that time runs on this machine. A file
+    /// already gone is not debris. An older name (`.tmp-<pid>-…`) is checked
+    /// by its pid alone.
     static func writerAlive(_ path: String) -> Bool {
-        let name = PathName.lastComponent(of: path).dropFirst(AtomicFile.tempPrefix.count)
-        guard let pid = Int32(name.prefix(while: { $0.isNumber })) else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
+        let fields = PathName.lastComponent(of: path).dropFirst(AtomicFile.tempPrefix.count).split(separator: "-")
+        guard let first = fields.first, let pid = Int32(first) else { return false }
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 { return errno == ENOENT || errno == EACCES }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK { return true }
+        let started = fields.count >= 3 ? UInt64(fields[1]) : nil
+        return Platform.processRunning(pid, startedAt: started)
     }
 
     func relative(_ path: String) -> String {

@@ -148,7 +148,7 @@ extension CacheStore {
         }
         guard over else { return }
         let target = budgets.imageDiskBytes * 9 / 10
-        try withLock(exclusive: true) {
+        try withLock(exclusive: true, checked: false) {
             let images = scanImages().sorted { $0.lastAccess < $1.lastAccess }
             var total = images.reduce(0) { $0 + $1.size }
             for image in images where total > target {

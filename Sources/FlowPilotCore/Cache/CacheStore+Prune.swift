@@ -100,6 +100,9 @@ private struct PruneSelection {
         where !imageDirs.contains(PathName.parent(of: urlFile.path)) {
             remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
         }
+        for temp in scan.temporaries where !CacheStore.writerAlive(temp.path) {
+            remove(.orphan, temp.path, temp.size, "temporary file of a writer that is gone")
+        }
     }
 
     /// One identity's entries, or entries resolved too long ago, and the aliases pointing at them.
@@ -118,9 +121,9 @@ private struct PruneSelection {
             } else {
                 continue
             }
-            removedKeys.insert("\(CacheNames.encode(entry.placement))/\(entry.keyName)")
+            removedKeys.insert(entry.directoryKey)
         }
-        for alias in scan.aliases where removedKeys.contains("\(CacheNames.encode(alias.placement))/\(alias.target)") {
+        for alias in scan.aliases where removedKeys.contains(alias.directoryKey) {
             remove(.alias, alias.path, alias.size, "points at a removed entry")
         }
     }

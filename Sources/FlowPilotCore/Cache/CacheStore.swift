@@ -47,6 +47,7 @@ public final class CacheStore: Sendable {
             do { try AtomicFile.makeDirectory(root) } catch {
                 throw FPError.cannotWrite("\(root): cannot create (\(error))")
             }
+            FaultHook.reach("init-made-root")
         } else if !isDir.boolValue {
             throw FPError.invalid([.error("cache-format", root, "not a directory")])
         }
@@ -60,11 +61,17 @@ public final class CacheStore: Sendable {
     /// Checks the marker, or publishes it in an empty directory. Many
     /// processes may do this at once on one new directory (pods starting
     /// together on a shared volume): the marker is the first thing any of
-    /// them publishes, by `linkat`/`rename` of a complete file, so a directory
-    /// that holds anything of the cache's holds the marker too; one found
-    /// without it but not empty is looked at again before it is refused, and
-    /// two processes that both publish it write the same bytes (the second
-    /// finds the name taken and reads the first's).
+    /// them publishes, by a no-clobber `linkat`/`renameat2` of a complete
+    /// file, so a directory that holds anything of the cache's holds the
+    /// marker too, and two processes that both publish it write the same bytes.
+    ///
+    /// A directory that holds only names of the cache's layout but shows no
+    /// marker is one another process is making, seen through a client that
+    /// caches a missing name (NFS, FUSE's `negative_timeout`): a writer
+    /// publishes the marker itself, and a name already taken means the other
+    /// process's is there, which it then waits to see (`markerWait`). Names the
+    /// file system makes at a volume's root (`lost+found`) count as nothing;
+    /// any other name is refused at once.
     private static func openOrInitialize(root: String, create: Bool, beforeListing: (() -> Void)?) throws {
         let marker = "\(root)/\(markerName)"
         if try checkMarker(marker, root: root) { return }
@@ -76,27 +83,69 @@ public final class CacheStore: Sendable {
         closedir(listing)
         // A named temporary (where there is no O_TMPFILE) is another process's marker being written.
         let contents = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
-            .filter { !$0.hasPrefix(AtomicFile.tempPrefix) }
-        if !contents.isEmpty {
+            .filter { !$0.hasPrefix(AtomicFile.tempPrefix) && !fileSystemNames.contains($0) }
+        if contents.contains(where: { !layoutNames.contains($0) }) {
             // Another process may have published the marker since it was looked for.
             if try checkMarker(marker, root: root) { return }
             throw FPError.invalid([
                 .error("cache-format", root, "not an fpctl cache (no \(markerName)); refusing to touch it")
             ])
         }
-        guard create else { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
+        guard create else {
+            // Another process's cache, whose marker this client may not show yet.
+            if contents.isEmpty { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
+            if try waitForMarker(marker, root: root) { return }
+            throw FPError.inputMissing("\(root): no \(markerName) beside the cache's folders, not a cache yet")
+        }
         let body = CanonicalJSON.prettyData(
             .object(["format": .string(format), "version": .number(Double(formatVersion))]))
-        do { try AtomicFile.publish(body, directory: root, name: markerName) } catch {
+        do {
+            try AtomicFile.publish(body, directory: root, name: markerName, noReplace: true, faults: "init-marker")
+        } catch {
             // Another process published it first: what it wrote must be a marker this fpctl reads.
-            guard try checkMarker(marker, root: root) else { throw error }
+            if try checkMarker(marker, root: root) || waitForMarker(marker, root: root) { return }
+            // Still empty: a claim whose writer died before its rename. Every writer writes these
+            // same bytes, so this one takes the name over.
+            guard let info = try? FileManager.default.attributesOfItem(atPath: marker),
+                (info[.size] as? Int) == 0
+            else { throw error }
+            try AtomicFile.publish(body, directory: root, name: markerName)
         }
+    }
+
+    /// Names a file system makes at the root of a new volume: `mkfs.ext4`'s
+    /// `lost+found`. A volume's mount point holding only these is empty.
+    static let fileSystemNames: Set<String> = ["lost+found"]
+
+    /// The names a cache's root holds besides the marker.
+    static let layoutNames: Set<String> = [markerName, ".lock", "flows", "aliases", "images", "fonts", "icons"]
+
+    /// How long a process that knows the marker exists (its own publish
+    /// found the name taken, or the directory holds only the cache's
+    /// names) waits for it to be readable: a client's cache of missing
+    /// names lasts seconds (FUSE's `negative_timeout`; NFS's `acdirmax`, 60 s
+    /// at most by default). Set by tests.
+    nonisolated(unsafe) static var markerWait: TimeInterval = 60
+
+    /// Looks for the marker again, backing off from 10 ms to 1 s, until
+    /// `markerWait` has passed; whether it was found.
+    private static func waitForMarker(_ marker: String, root: String) throws -> Bool {
+        let deadline = Date() + markerWait
+        var pause: useconds_t = 10_000
+        while Date() < deadline {
+            if try checkMarker(marker, root: root) { return true }
+            usleep(pause)
+            pause = min(pause * 2, 1_000_000)
+        }
+        return try checkMarker(marker, root: root)
     }
 
     /// Whether the marker is there; throws when it is there but is not one
     /// this fpctl reads.
     private static func checkMarker(_ marker: String, root: String) throws -> Bool {
-        guard let data = FileManager.default.contents(atPath: marker) else { return false }
+        // Empty: another process's claim of the name where there are no hard links, its marker
+        // about to be renamed over it (Platform.publishNoReplace).
+        guard let data = FileManager.default.contents(atPath: marker), !data.isEmpty else { return false }
         guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == format,
             let version = json["version"]?.numberValue
         else {
@@ -117,8 +166,11 @@ public final class CacheStore: Sendable {
 
     /// Writers hold the lock shared for the moment of a write; `prune` and
     /// `clear` hold it exclusively while they delete. Readers never lock.
-    func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
-        let lock = try Lock(path: lockPath, exclusive: exclusive)
+    /// `checked: false` skips the check that an exclusive lock keeps others
+    /// out (the image budget's sweep, which a writer makes and which only
+    /// removes what a reader takes for a miss).
+    func withLock<T>(exclusive: Bool, checked: Bool = true, _ body: () throws -> T) throws -> T {
+        let lock = try Lock(path: lockPath, exclusive: exclusive, checked: checked)
         defer { lock.release() }
         return try body()
     }
@@ -128,7 +180,7 @@ public final class CacheStore: Sendable {
     final class Lock: Sendable {
         private let descriptor: Int32
 
-        init(path: String, exclusive: Bool) throws {
+        init(path: String, exclusive: Bool, checked: Bool = true) throws {
             // Read-only is enough for flock(2), so any uid that can read the
             // file can lock it; made with the umask's mode when missing.
             descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
@@ -140,10 +192,45 @@ public final class CacheStore: Sendable {
                     throw FPError.cannotWrite("\(path): \(reason)")
                 }
             }
+            // Deleting beside writers is safe only if the lock keeps them out: on a file system
+            // whose flock succeeds but locks nothing (NFS mounted nolock across nodes, some FUSE
+            // file systems), prune, clear and verify --repair refuse rather than race.
+            if exclusive, checked, Self.conflicts(path: path, holding: descriptor, exclusive: true) == false {
+                close(descriptor)
+                let fileSystem = Platform.fileSystemType(of: path).map { " (\($0))" } ?? ""
+                throw FPError.cannotWrite(
+                    "\(path): file locks do nothing on this file system\(fileSystem), so deleting beside writers is not safe; run prune, clear and verify --repair on a mount whose locks work"
+                )
+            }
+        }
+
+        /// Whether a second descriptor's non-blocking lock of `path` fails
+        /// while `descriptor` holds one (exclusive: a shared one must fail
+        /// too; shared: an exclusive one must). nil when it cannot be asked.
+        static func conflicts(path: String, holding descriptor: Int32, exclusive: Bool) -> Bool? {
+            let second = open(path, O_RDONLY | O_CLOEXEC)
+            guard second >= 0 else { return nil }
+            defer { close(second) }
+            if flock(second, (exclusive ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 { return false }
+            return errno == EWOULDBLOCK ? true : nil
         }
 
         /// Closing the descriptor drops the lock.
         func release() { close(descriptor) }
+    }
+
+    /// Whether the cache's lock works (`cache info`): a shared lock taken,
+    /// a second descriptor's exclusive one must fail. nil when it cannot be
+    /// told (no `.lock` and the directory read-only).
+    public func locksWork() -> Bool? {
+        let descriptor = open(lockPath, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else {
+            // Held exclusively by a prune or a clear right now: locks work.
+            return errno == EWOULDBLOCK ? true : nil
+        }
+        return Lock.conflicts(path: lockPath, holding: descriptor, exclusive: false)
     }
 
     /// Files in `directory` that are published entries (not temporaries), newest last.

@@ -30,16 +30,24 @@ public struct CacheSummary: Sendable, Encodable {
     public let newestResolvedAt: Date?
     /// By placement key.
     public let placements: [Placement]
+    /// Whether the cache's lock keeps a second process out (`CacheStore.locksWork`):
+    /// false on a file system whose `flock` succeeds but locks nothing, where
+    /// `prune`, `clear` and `verify --repair` refuse; nil when it cannot be told.
+    public let locksWork: Bool?
+    /// The file system's type, as the mount table names it, when `locksWork` is false.
+    public let fileSystem: String?
 }
 
 extension CacheStore {
     /// The directory's summary, fresh and stale and expired as of `now`.
     public func summary(at now: Date) -> CacheSummary {
         let scan = scan()
+        let locks = locksWork()
         let fresh = scan.flows.filter { $0.isFresh(at: now) }.count
         var byPlacement: [String: [CachedFlow]] = [:]
         for f in scan.flows { byPlacement[f.placement, default: []].append(f) }
-        let aliased = Set(scan.aliases.map(\.placement))
+        // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
+        let aliased = Set(scan.aliases.map { PathName.lastComponent(of: PathName.parent(of: $0.path)) })
         return CacheSummary(
             cacheDir: root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
             aliases: scan.aliases.count, flowBytes: scan.flowBytes, images: scan.images.count,
@@ -52,7 +60,7 @@ extension CacheStore {
                 let f = list.filter { $0.isFresh(at: now) }.count
                 return CacheSummary.Placement(
                     placement: key, entries: list.count, fresh: f, stale: list.count - f,
-                    bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(key))
-            })
+                    bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(CacheNames.placement(key)))
+            }, locksWork: locks, fileSystem: locks == false ? Platform.fileSystemType(of: root) : nil)
     }
 }

@@ -15,17 +15,34 @@ import Foundation
 public enum AtomicFile {
     static let tempPrefix = ".tmp-"
 
-    /// Writes `data` as `directory/name`; fails if the name exists.
-    static func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) throws {
+    /// A named temporary's name up to its random part: `.tmp-<pid>-<start>-`,
+    /// the writer's pid and its start time (`Platform.processStartTime`), so
+    /// that a pid used again by a later process is not taken for the writer.
+    static let temporaryStem = "\(tempPrefix)\(getpid())-\(Platform.processStartTime)-"
+
+    /// Writes `data` as `directory/name`; fails if the name exists. Cache
+    /// names are new by construction (their stamps), so where there is no
+    /// `O_TMPFILE` the named temporary is renamed, which would replace; with
+    /// `noReplace` (the marker, the one name two writers share) it never does.
+    /// `faults` prefixes the `FaultHook` points of each step (`-written`, `-synced`, `-named`).
+    static func publish(
+        _ data: Data, directory: String, name: String, mtime: Date? = nil, noReplace: Bool = false,
+        faults: String? = nil
+    ) throws {
         try makeDirectory(directory)
         let target = "\(directory)/\(name)"
         let file = try writeUnnamed(data, directory: directory, target: target, mtime: mtime)
         defer { close(file.descriptor) }
         do {
+            if let faults { FaultHook.reach(faults + "-written") }
             guard Platform.syncData(file.descriptor) else {
                 throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
             }
-            guard giveName(file, to: target) else { throw FPError.cannotWrite("\(target): \(Errno.describe(errno))") }
+            if let faults { FaultHook.reach(faults + "-synced") }
+            guard giveName(file, to: target, noReplace: noReplace) else {
+                throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
+            }
+            if let faults { FaultHook.reach(faults + "-named") }
         } catch {
             if let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
             throw error
@@ -62,19 +79,25 @@ public enum AtomicFile {
     /// file system. `target` names the file in errors.
     static func openUnnamed(directory: String, target: String) throws -> Unnamed {
         if let fd = Platform.openUnnamed(in: directory) { return Unnamed(descriptor: fd, temporaryPath: nil) }
-        guard let (fd, path) = Platform.makeTemporary("\(directory)/\(tempPrefix)\(getpid())-XXXXXX") else {
+        guard let (fd, path) = Platform.makeTemporary("\(directory)/\(temporaryStem)XXXXXX") else {
             throw FPError.cannotWrite("\(directory): \(Errno.describe(errno))")
         }
+        // Held until the descriptor closes: how any process, on any node, tells
+        // a live writer's temporary from a dead one's (CacheStore.writerAlive).
+        _ = flock(fd, LOCK_EX | LOCK_NB)
         // mkstemp's file is 0600.
         fchmod(fd, Platform.fileMode)
         return Unnamed(descriptor: fd, temporaryPath: path)
     }
 
     /// Gives a file from `writeUnnamed` its name (`linkat`, or `rename` of
-    /// the named temporary); false with errno set, and the name untouched,
-    /// if it exists.
-    static func giveName(_ file: Unnamed, to target: String) -> Bool {
-        if let temporaryPath = file.temporaryPath { return rename(temporaryPath, target) == 0 }
+    /// the named temporary, which replaces an existing name unless
+    /// `noReplace`); false with errno set.
+    static func giveName(_ file: Unnamed, to target: String, noReplace: Bool = false) -> Bool {
+        if let temporaryPath = file.temporaryPath {
+            if noReplace { return Platform.publishNoReplace(temporaryPath, to: target).ok }
+            return rename(temporaryPath, target) == 0
+        }
         return Platform.link(unnamed: file.descriptor, to: target)
     }
 
@@ -308,10 +331,12 @@ extension AtomicFile {
                     throw FPError.cannotWrite("\(destination): \(reason)")
                 }
             } else {
-                let linked = link(temporaryPath, target) == 0 ? nil : errno
-                unlink(temporaryPath)
-                if linked == EEXIST { throw FPError.outputExists(destination) }
-                if let linked { throw FPError.cannotWrite("\(destination): \(Errno.describe(linked))") }
+                // No-clobber on any file system, hard links or not (Platform.publishNoReplace).
+                let published = Platform.publishNoReplace(temporaryPath, to: target)
+                let failure = published.ok ? nil : errno
+                if !published.ok { unlink(temporaryPath) }
+                if failure == EEXIST { throw FPError.outputExists(destination) }
+                if let failure { throw FPError.cannotWrite("\(destination): \(Errno.describe(failure))") }
             }
             state = .committed
             try AtomicFile.syncDirectory(PathName.parent(of: target))

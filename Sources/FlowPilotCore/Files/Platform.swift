@@ -79,6 +79,135 @@ public enum Platform {
         #endif
     }
 
+    /// How `publishNoReplace` gave the name, for tests and docs.
+    enum NoReplaceMethod: Sendable, Equatable { case renameNoReplace, link, exclusivePlaceholder }
+
+    /// Moves the complete file `temporary` to `target` unless `target`
+    /// exists (then fails with EEXIST, `temporary` left for the caller), on
+    /// any file system: `renameat2(RENAME_NOREPLACE)` (Linux 3.15+; ext4,
+    /// XFS, btrfs, tmpfs, NFSv4), else `link` and `unlink` (macOS, and file
+    /// systems without the flag), else, where there are no hard links
+    /// either (some FUSE and SMB mounts), the name claimed with
+    /// `O_CREAT|O_EXCL` and the temporary renamed over it: for that moment
+    /// the name holds an empty file, never a torn one, and a claim whose
+    /// rename fails is removed. False with errno set.
+    static func publishNoReplace(_ temporary: String, to target: String) -> (ok: Bool, method: NoReplaceMethod) {
+        #if os(Linux)
+            if !posixFallback, let renameat2 = renameAt2 {
+                let renameNoReplace: UInt32 = 1  // RENAME_NOREPLACE
+                if renameat2(AT_FDCWD, temporary, AT_FDCWD, target, renameNoReplace) == 0 {
+                    return (true, .renameNoReplace)
+                }
+                // EINVAL: the file system has no such flag (FUSE through libfuse 2, older NFS); ENOSYS: the kernel.
+                guard errno == EINVAL || errno == ENOSYS || errno == ENOTSUP || errno == EOPNOTSUPP else {
+                    return (false, .renameNoReplace)
+                }
+            }
+        #endif
+        if Foundation.link(temporary, target) == 0 {
+            unlink(temporary)
+            return (true, .link)
+        }
+        // EPERM, ENOTSUP, EOPNOTSUPP, EMLINK: no hard links here; EEXIST and the rest are answers.
+        guard errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS else {
+            return (false, .link)
+        }
+        let claim = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard claim >= 0 else { return (false, .exclusivePlaceholder) }
+        close(claim)
+        guard rename(temporary, target) == 0 else {
+            let failure = errno
+            unlink(target)
+            errno = failure
+            return (false, .exclusivePlaceholder)
+        }
+        return (true, .exclusivePlaceholder)
+    }
+
+    #if os(Linux)
+        /// glibc's `renameat2` (2.28+), which Swift's Glibc module does not import.
+        private static let renameAt2:
+            (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+                guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+                return unsafeBitCast(
+                    symbol,
+                    to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)
+                        .self)
+            }()
+    #endif
+
+    /// The type of the file system `path` is on, as the mount table names it
+    /// (`ext4`, `nfs4`, `fuse.sshfs`); nil where it cannot be told.
+    public static func fileSystemType(of path: String) -> String? {
+        #if os(Linux)
+            guard let resolved = realpath(path, nil) else { return nil }
+            let target = String(cString: resolved)
+            free(resolved)
+            guard let table = FileManager.default.contents(atPath: "/proc/self/mounts") else { return nil }
+            var best: (length: Int, type: String)?
+            for line in String(decoding: table, as: UTF8.self).split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count > 2 else { continue }
+                // Spaces and the like in a mount point are octal escapes (\040).
+                let point = decodeMountEscapes(String(fields[1]))
+                let inside = point == "/" || target == point || target.hasPrefix(point + "/")
+                if inside, point.utf8.count >= (best?.length ?? -1) { best = (point.utf8.count, String(fields[2])) }
+            }
+            return best?.type
+        #else
+            var info = statfs()
+            guard statfs(path, &info) == 0 else { return nil }
+            return withUnsafeBytes(of: info.f_fstypename) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        #endif
+    }
+
+    /// `\040` and the other octal escapes of /proc/self/mounts, decoded.
+    private static func decodeMountEscapes(_ text: String) -> String {
+        guard text.contains("\\") else { return text }
+        var out: [UInt8] = []
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "\\"), i + 3 < bytes.count,
+                let value = UInt8(String(decoding: bytes[(i + 1)...(i + 3)], as: UTF8.self), radix: 8)
+            {
+                out.append(value)
+                i += 4
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// This process's start time: clock ticks after boot (field 22 of
+    /// `/proc/self/stat`) on Linux, 0 where it cannot be read (another system).
+    static let processStartTime: UInt64 = startTime(of: getpid()) ?? 0
+
+    /// The start time of process `pid` on this machine, as `processStartTime` reads it.
+    private static func startTime(of pid: Int32) -> UInt64? {
+        #if os(Linux)
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+            // The command name (field 2) may hold spaces and ')': the fields after it follow its last ')'.
+            guard let close = data.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+            let fields = data[(close + 1)...].split(separator: UInt8(ascii: " "))
+            // fields[0] is field 3 (the state), so field 22 is fields[19].
+            guard fields.count > 19 else { return nil }
+            return UInt64(String(decoding: fields[19], as: UTF8.self))
+        #else
+            return nil
+        #endif
+    }
+
+    /// Whether process `pid` runs on this machine and, when `startedAt` is
+    /// given and can be read, started then (not a later process given the same pid).
+    static func processRunning(_ pid: Int32, startedAt: UInt64?) -> Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let startedAt, startedAt != 0, let actual = startTime(of: pid) else { return true }
+        return actual == startedAt
+    }
+
     /// Raises the soft limit on open files to the hard one, as Go's runtime
     /// and systemd advise for servers: warm at `--concurrency 1024` holds a
     /// socket per request and, for a moment, a file per entry waiting for its

@@ -144,9 +144,18 @@ public enum BundlePipeline {
     ) async -> (rows: [DiffRow], reach: BackendReach) {
         var rows: [DiffRow] = []
         var reach = BackendReach()
-        for key in Set(flows.keys).union(extra).sorted() {
+        // The placements' requests at once (an unreachable backend costs one request's retries, not
+        // one per placement); the rows in placement order.
+        let keys = Set(flows.keys).union(extra).sorted()
+        let answers = await withTaskGroup(of: (String, LiveResult).self) { group in
+            for key in keys { group.addTask { (key, await client.resolve(key, identity)) } }
+            var answers: [String: LiveResult] = [:]
+            for await (key, live) in group { answers[key] = live }
+            return answers
+        }
+        for key in keys {
             let bundled = flows[key]
-            let live = await client.resolve(key, identity)
+            guard let live = answers[key] else { continue }
             reach.record(live.failure)
             func describe(_ d: FlowDocument) -> String {
                 "\(d.id)/\(d.version) \(d.contentHash ?? FlowDocument.computeContentHash(d.json))"

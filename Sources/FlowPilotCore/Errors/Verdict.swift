@@ -57,6 +57,14 @@ public struct BackendReach: Sendable, Equatable {
         if first == nil { first = failure }
     }
 
+    /// A request counted by `record` as unanswered (its caller's time ran
+    /// out while every attempt so far had failed before reaching the
+    /// backend) has ended: if it reached the backend after all, it is no
+    /// longer counted as unanswered.
+    public mutating func recordLate(_ failure: ResolveFailure?) {
+        if failure?.isUnavailable != true { unanswered -= 1 }
+    }
+
     /// Requests were made and none reached the backend.
     public var reachedNone: Bool { requests > 0 && unanswered == requests }
 

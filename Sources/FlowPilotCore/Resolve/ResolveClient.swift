@@ -218,12 +218,15 @@ public struct ResolveClient: Sendable {
                 }
                 // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
                 let bytes = try await Deadline.collect(response.body, limit: 16 << 20, until: started + .seconds(30))
+                AttemptLog.current?.record(nil)
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, body: bytes)
                 if status != 429 && status < 500 { return outcome }
             } catch {
                 requests.record(endpoint, status: nil)
-                outcome = .failure(transport.failure(error, proxy: proxy))
+                let failure = transport.failure(error, proxy: proxy)
+                AttemptLog.current?.record(failure)
+                outcome = .failure(failure)
             }
             if attempt >= retries || Task.isCancelled { return outcome }
             attempt += 1

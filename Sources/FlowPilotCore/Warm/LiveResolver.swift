@@ -37,6 +37,8 @@ final class LiveResolver: Sendable {
     let config: WarmConfiguration
     let aliases: AliasWriter
     private let pool = InflightPool<Key, LiveLanding>()
+    /// The attempts of each key's running request (`AttemptLog`).
+    private let attempts = Mutex<[Key: AttemptLog]>([:])
     private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Late])>((BackendReach(), false, []))
 
     /// A resolve whose caller stopped waiting: before its answer, or before its flow was durable.
@@ -62,22 +64,30 @@ final class LiveResolver: Sendable {
     /// backend has a batch endpoint; else a task each. Every placement gets a
     /// landing to come: its answer as soon as it is read, with its result
     /// once its flow is written and durable (`CacheStore.stage`, then `durable`).
-    func start(_ placements: [String], for identity: Identity) -> [String: Pending<LiveLanding>] {
+    func start(_ placements: [String], for identity: Identity) -> [String: LiveCall] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         let values = pool.values(for: keys) { missing, deliver in
             let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
             guard batchable else {
                 for key in missing {
+                    let log = track([key])
                     Task {
-                        let result = await self.resolveOne(key.placement, identity)
+                        let result = await AttemptLog.$current.withValue(log) {
+                            await self.resolveOne(key.placement, identity)
+                        }
+                        self.untrack([key], log)
                         await self.land([(key.placement, result)], identity) { deliver(key, $0[0]) }
                     }
                 }
                 return
             }
+            let log = track(missing)
             Task {
-                let results = await self.resolveBatch(missing.map(\.placement), identity)
+                let results = await AttemptLog.$current.withValue(log) {
+                    await self.resolveBatch(missing.map(\.placement), identity)
+                }
+                self.untrack(missing, log)
                 await self.land(
                     missing.map {
                         ($0.placement, results[$0.placement] ?? .failed(.missingResult(placement: $0.placement)))
@@ -88,26 +98,52 @@ final class LiveResolver: Sendable {
                 }
             }
         }
-        return Dictionary(uniqueKeysWithValues: values.map { ($0.key.placement, $0.value) })
+        let logs = attempts.withLock { logs in values.keys.map { logs[$0] } }
+        return Dictionary(
+            uniqueKeysWithValues: zip(values, logs).map {
+                ($0.0.key.placement, LiveCall(landing: $0.0.value, attempts: $0.1))
+            })
+    }
+
+    /// A new log for the request `keys` are starting.
+    private func track(_ keys: [Key]) -> AttemptLog {
+        let log = AttemptLog()
+        attempts.withLock { logs in for key in keys { logs[key] = log } }
+        return log
+    }
+
+    /// The request is done: its log goes (unless a newer request of the key has one).
+    private func untrack(_ keys: [Key], _ log: AttemptLog) {
+        attempts.withLock { logs in for key in keys where logs[key] === log { logs[key] = nil } }
     }
 
     /// The live resolve of one placement, joined or started.
-    func start(_ placement: String, for identity: Identity) -> Pending<LiveLanding> {
+    func start(_ placement: String, for identity: Identity) -> LiveCall {
         // One placement is never batched: this starts or joins its own request.
         let started = start([placement], for: identity)
         // `start` gives every placement a landing to come; this is never reached.
-        return started[placement] ?? Pending.run { LiveLanding(.failed(.missingResult(placement: placement))) }
+        return started[placement]
+            ?? LiveCall(
+                landing: Pending.run { LiveLanding(.failed(.missingResult(placement: placement))) }, attempts: nil)
     }
 
     /// The first phase: the resolve's answer, its flow not yet written, before
     /// `deadline` (or within the resolveTimeout); nil when it passes first,
     /// the resolve left running and remembered for `waitForLate`.
+    ///
+    /// When the time is up while every attempt that ended so far failed
+    /// before reaching the backend (`AttemptLog`), the answer is that
+    /// failure, not a timeout: nothing reached the backend (exit 69).
     func answer(
-        _ resolve: Pending<LiveLanding>, until deadline: ContinuousClock.Instant? = nil
+        _ call: LiveCall, until deadline: ContinuousClock.Instant? = nil
     ) async -> LiveLanding? {
-        if let landing = await resolve.value(within: limit(deadline)) { return landing }
-        state.withLock { $0.late.append(.answer(resolve)) }
-        return nil
+        if let landing = await call.landing.value(within: limit(deadline)) { return landing }
+        let unreached = call.attempts?.claim()
+        state.withLock { state in
+            state.late.append(.answer(call.landing))
+            if let unreached, unreached.first { state.reach.record(unreached.failure) }
+        }
+        return unreached.map { LiveLanding(.failed($0.failure)) }
     }
 
     /// The second phase: the landing's result once its flow is durable,
@@ -125,7 +161,7 @@ final class LiveResolver: Sendable {
 
     /// Both phases: the resolve's result once durable, within the resolveTimeout (or until `deadline`).
     func wait(
-        _ resolve: Pending<LiveLanding>, until deadline: ContinuousClock.Instant? = nil
+        _ resolve: LiveCall, until deadline: ContinuousClock.Instant? = nil
     ) async -> Result<LiveResult, ResolveFailure> {
         let deadline = deadline ?? .now + config.resolveTimeout
         return await result(await answer(resolve, until: deadline), until: deadline)
@@ -135,14 +171,15 @@ final class LiveResolver: Sendable {
         deadline.map { max(.zero, ContinuousClock.now.duration(to: $0)) } ?? config.resolveTimeout
     }
 
-    /// Waits until `deadline` for resolves whose callers timed out: how many
-    /// landed, how many were still running.
-    func waitForLate(until deadline: ContinuousClock.Instant) async -> (landed: Int, pending: Int) {
+    /// Waits until `deadline` for resolves whose callers timed out, and
+    /// counts them by what happened: a flow durable in the cache, a failure,
+    /// an answer without a flow, or still running.
+    func waitForLate(until deadline: ContinuousClock.Instant) async -> LateResolves {
         let late = state.withLock { state in
             defer { state.late = [] }
             return state.late
         }
-        var landed = 0
+        var counts = LateResolves()
         for resolve in late {
             guard deadline > .now else { break }
             let durable: Pending<LiveResult>?
@@ -150,17 +187,34 @@ final class LiveResolver: Sendable {
             case .answer(let answer): durable = await answer.value(within: deadline - .now)?.durable
             case .durable(let pending): durable = pending
             }
-            guard let durable, deadline > .now else { continue }
-            if await durable.value(within: deadline - .now) != nil { landed += 1 }
+            guard let durable, deadline > .now, let result = await durable.value(within: deadline - .now) else {
+                continue
+            }
+            switch result {
+            case .flow: counts.landed += 1
+            case .noFlow: counts.noFlow += 1
+            case .failed, .unstored: counts.failed += 1
+            }
         }
+        counts.pending = late.count - counts.landed - counts.failed - counts.noFlow
         aliases.flush()
-        return (landed, late.count - landed)
+        return counts
     }
 
     private func resolveOne(_ placement: String, _ identity: Identity) async -> LiveResult {
         let result = await client.resolve(placement, identity)
-        state.withLock { $0.reach.record(result.failure) }
+        record(result.failure)
         return result
+    }
+
+    /// One request ended with `failure` (nil: it reached the backend), in
+    /// the run's `BackendReach`; once only when a caller already counted it
+    /// as unanswered at its timeout (`answer`).
+    private func record(_ failure: ResolveFailure?) {
+        let reported = AttemptLog.current?.finish() ?? false
+        state.withLock { state in
+            if reported { state.reach.recordLate(failure) } else { state.reach.record(failure) }
+        }
     }
 
     private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [String: LiveResult] {
@@ -169,14 +223,12 @@ final class LiveResolver: Sendable {
             // The batch got no answer when none of its keys did.
             let failures = results.values.map(\.failure)
             let unanswered = failures.allSatisfy { $0?.isUnavailable == true }
-            state.withLock { $0.reach.record(unanswered ? failures.first ?? nil : nil) }
+            record(unanswered ? failures.first ?? nil : nil)
             return results
         } catch {
             // 404/405/501: no batch endpoint; remember it for the rest of the run.
-            state.withLock { state in
-                state.reach.record(nil)
-                state.batchUnavailable = true
-            }
+            record(nil)
+            state.withLock { $0.batchUnavailable = true }
             return await withTaskGroup(of: (String, LiveResult).self) { group in
                 for placement in placements {
                     group.addTask { (placement, await self.resolveOne(placement, identity)) }
@@ -227,6 +279,24 @@ final class LiveResolver: Sendable {
             }
         }
     }
+}
+
+/// A live resolve started or joined: its landing to come, and the log of
+/// its request's attempts (nil when it ended before it was joined).
+struct LiveCall: Sendable {
+    let landing: Pending<LiveLanding>
+    let attempts: AttemptLog?
+}
+
+/// What became of the resolves whose callers stopped waiting at their
+/// timeout, counted at the end of a run's grace: only a flow made durable in
+/// the cache is `landed`.
+public struct LateResolves: Sendable, Equatable {
+    public var landed = 0
+    public var failed = 0
+    public var noFlow = 0
+    public var pending = 0
+    public init() {}
 }
 
 /// One placement's live resolve in its two phases: the backend's answer

@@ -178,7 +178,7 @@ public final class Warmer: Sendable {
     /// Waits (up to `grace`) for live resolves whose callers timed out and for
     /// font downloads, then points every alias still pending at its newest entry
     /// (`AliasWriter`); says how many resolves landed and how many were still running.
-    public func waitForLateResolves(grace: Duration) async -> (landed: Int, pending: Int) {
+    public func waitForLateResolves(grace: Duration) async -> LateResolves {
         let deadline = ContinuousClock.now + grace
         await media.waitForFonts(until: deadline)
         return await live.waitForLate(until: deadline)

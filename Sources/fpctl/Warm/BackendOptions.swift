@@ -77,7 +77,10 @@ struct BackendOptions: ParsableArguments {
     var environment: SDKEnvironment = .production
     @Option(parsing: .unconditional, help: "resolveTimeout for each live resolve (e.g. 4s, 500ms).")
     var timeout = DurationArgument("4s", seconds: 4)
-    @Option(parsing: .unconditional, help: "Retries on 429 and 5xx, honouring Retry-After.") var retries = 2
+    @Option(
+        parsing: .unconditional,
+        help: "Retries on 429, 5xx and connection errors (refused, reset, timed out), honouring Retry-After.")
+    var retries = 2
     @Flag(name: .customLong("no-batch"), help: "Never use the resolve-batch endpoint.") var noBatch = false
 
     func validate() throws {

@@ -271,9 +271,11 @@ struct Warm: AsyncParsableCommand {
                 line += ", \(summary.abandoned) identities still in flight left for a resumed attempt"
             }
         }
-        if summary.lateLanded + summary.latePending > 0 {
+        if summary.lateLanded + summary.latePending + summary.lateFailed + summary.lateNoFlow > 0 {
             line +=
-                "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.latePending) still pending"
+                "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.lateFailed) failed, "
+            if summary.lateNoFlow > 0 { line += "\(summary.lateNoFlow) answered without a flow, " }
+            line += "\(summary.latePending) still pending"
         }
         let waited = pacer.waited
         if pacer.rate != nil || waited >= .milliseconds(5) {

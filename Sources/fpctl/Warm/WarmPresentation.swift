@@ -57,7 +57,12 @@ final class WarmPresentation {
         report.finish(run: run, summary: placementSummary, identities: result.counts.identities)
         StandardOutputSync.sync()
         Console.note(Warm.summaryLine(result, pacer: warmer.pacer))
-        if result.verdict(failOn: .never) == .unavailable { Console.error(result.reach.explanation) }
+        switch result.verdict(failOn: .never) {
+        case .unavailable: Console.error(result.reach.explanation)
+        // 73 says why on its own line, naming the path and the cause, whatever the rows went to.
+        case .unchecked(let error): Console.error(error.description)
+        default: break
+        }
         succeeded = success
     }
 

@@ -217,6 +217,29 @@ final class CacheStoreTests {
             "larger than the budget: refused")
     }
 
+    @Test("the image budget is the volume's: a writer counts what another writer on the same cache added")
+    func imageBudgetWithTwoWriters() throws {
+        var budgets = CacheStore.Budgets()
+        budgets.imageDiskBytes = 100_000
+        let root = tempDir()
+        // Two writers of one cache, as two pods on a shared volume: each its own process's tally.
+        let first = try CacheStore(root: root, create: true, budgets: budgets)
+        let second = try CacheStore(root: root, budgets: budgets)
+        let t0 = Date().addingTimeInterval(-1000)
+        // The first measures the disk with its first write, then the second fills 60% of the budget.
+        try first.storeImage(url: "https://cdn/first-0.png", data: Data(count: 1000), now: t0)
+        for i in 0..<6 {
+            try second.storeImage(
+                url: "https://cdn/second-\(i).png", data: Data(count: 10_000), now: t0.addingTimeInterval(Double(i)))
+        }
+        // The first adds 60% more in small images, within a second: it must see the disk, not only its own.
+        for i in 1...60 {
+            try first.storeImage(
+                url: "https://cdn/first-\(i).png", data: Data(count: 1000), now: t0.addingTimeInterval(100 + Double(i)))
+        }
+        #expect(first.scan().imageBytes <= budgets.imageDiskBytes, "\(first.scan().imageBytes) bytes on disk")
+    }
+
     @Test("images expire after their TTL and prune --expired removes them")
     func imageTTL() throws {
         let store = try CacheStore(root: tempDir(), create: true)

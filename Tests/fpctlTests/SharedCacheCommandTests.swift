@@ -361,6 +361,23 @@ struct HostileEdgeTests {
         #expect(put.status == 0, "\(put.stderr)")
     }
 
+    @Test("ulimit -n 64 with image downloads: the fit counts what a download holds, every row's images warmed")
+    func lowOpenFilesWithMedia() throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
+        let tmp = try TemporaryDirectory()
+        let r = try sh(
+            "ulimit -n 64; exec \(quote(Paths.fpctl)) warm paywall onboarding --cache-dir \(quote(tmp.file("c"))) "
+                + "--api-url \(server.url) --app-id demo --identities \(quote(try tmp.identities(60))) "
+                + "--media all-screens --media-concurrency 16 --concurrency 8 --format csv")
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.stdout.split(separator: "\n").dropFirst()
+        #expect(rows.count == 120)
+        // media_warmed is the sixth column: no download failed for want of a descriptor.
+        let cold = rows.filter { $0.split(separator: ",", omittingEmptySubsequences: false)[5] != "true" }
+        #expect(cold.isEmpty, "\(cold.prefix(3)) \(r.stderr.suffix(300))")
+        #expect(!r.stderr.contains("EMFILE") && !r.stderr.contains("Too many open files"))
+    }
+
     @Test("ulimit -u 30 (a second uid) and ulimit -v 1 GB: a warm runs, no thread pool dies starting")
     func lowProcessAndMemoryLimits() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])

@@ -175,7 +175,7 @@ extension CacheStore {
                 }
             var result = ClearResult()
             for dir in dirs { Self.empty(dir, into: &result, relativeTo: root) }
-            if scope != .flows { imageTotal.withLock { $0 = nil } }
+            if scope != .flows { imageTotal.withLock { $0.total = nil } }
             return result
         }
     }

@@ -136,15 +136,25 @@ extension CacheStore {
         return scan.images
     }
 
-    /// Keeps the on-disk image total within budget. The total is measured once per
-    /// process and then kept up to date by this process's writes; when a write
-    /// takes it over the budget, a global LRU sweep (one directory walk) trims to
-    /// 90% of it, so sweeps are rare and the budget holds after every write.
+    /// Keeps the on-disk image total within budget, the whole volume's: the
+    /// total is measured by a walk of `images/` at the first write, then
+    /// after every 32 writes or a second, whichever comes first
+    /// (`ImageTally`), and kept up to date by this process's writes between;
+    /// so other writers' images count, at the cost of one walk a second at
+    /// most. When a write takes it over the budget, a global LRU sweep (one
+    /// more walk) trims to 90% of it, so sweeps are rare.
     func enforceImageBudget(adding bytes: Int64, now: Date) throws {
-        let over = imageTotal.withLock { total -> Bool in
-            let updated = total.map { $0 + bytes } ?? scanImages().reduce(0) { $0 + $1.size }
-            total = updated
-            return updated > budgets.imageDiskBytes
+        let over = imageTotal.withLock { tally -> Bool in
+            if tally.stale {
+                // The disk as it is now, this write included (it is already named).
+                tally.total = scanImages().reduce(0) { $0 + $1.size }
+                tally.writesSinceMeasure = 0
+                tally.measuredAt = .now
+            } else {
+                tally.total = (tally.total ?? 0) + bytes
+                tally.writesSinceMeasure += 1
+            }
+            return (tally.total ?? 0) > budgets.imageDiskBytes
         }
         guard over else { return }
         let target = budgets.imageDiskBytes * 9 / 10
@@ -156,7 +166,11 @@ extension CacheStore {
                 Self.removeImageDirIfEmpty(image.path)
                 total -= image.size
             }
-            imageTotal.withLock { $0 = total }
+            imageTotal.withLock { tally in
+                tally.total = total
+                tally.writesSinceMeasure = 0
+                tally.measuredAt = .now
+            }
         }
     }
 

@@ -23,8 +23,28 @@ public final class CacheStore: Sendable {
     public let root: String
     public let budgets: Budgets
     let imageMemory = ImageMemoryCache()
-    /// This process's running total of image bytes on disk (nil until first measured).
-    let imageTotal = Mutex<Int64?>(nil)
+    /// The image bytes on disk as last measured, plus this process's writes
+    /// since (`enforceImageBudget`).
+    let imageTotal = Mutex(ImageTally())
+
+    /// The disk's image total as this process knows it: measured by a walk
+    /// of `images/`, then kept up to date by its own writes until the next
+    /// measure, which comes after `remeasureEvery` writes or `remeasureAfter`,
+    /// so what other writers on the volume added is counted too.
+    struct ImageTally {
+        /// nil until first measured (and after a clear).
+        var total: Int64?
+        var writesSinceMeasure = 0
+        var measuredAt = ContinuousClock.now
+        static let remeasureEvery = 32
+        static let remeasureAfter: Duration = .seconds(1)
+
+        /// Whether the next write measures the disk again.
+        var stale: Bool {
+            total == nil || writesSinceMeasure >= Self.remeasureEvery
+                || ContinuousClock.now - measuredAt >= Self.remeasureAfter
+        }
+    }
 
     var flowsDir: String { "\(root)/flows" }
     var aliasesDir: String { "\(root)/aliases" }

@@ -52,11 +52,16 @@ public struct WarmRun: Sendable {
         /// The file descriptors a run holds at most: each identity in flight
         /// (`maxInFlight`) one staged file per placement until its group commit
         /// and the cache's lock; a socket per identity resolving (one per
-        /// placement without batches); one per media download.
+        /// placement without batches); per media download `perDownload`.
         public func descriptors(mediaConcurrency: Int, batch: Bool) -> Int {
             let placements = max(1, self.placements.count)
-            return maxInFlight * (placements + 1) + concurrency * (batch ? 1 : placements) + mediaConcurrency
+            return maxInFlight * (placements + 1) + concurrency * (batch ? 1 : placements)
+                + mediaConcurrency * Self.perDownload
         }
+
+        /// What one image or font download holds at once: its connection, the
+        /// file it streams into, and, while that file is named, the cache's lock.
+        public static let perDownload = 3
 
         /// Lowers `concurrency`, then `mediaConcurrency`, until the run's
         /// descriptors fit in `available` (`Platform.freeDescriptors`), never

@@ -64,20 +64,27 @@ public final class Warmer: Sendable {
     /// requests answered (or the resolveTimeout passed); their flows are
     /// being written. A warm gives the identity's place among those
     /// resolving to the next one here; the second phase, `outcomes()`, waits
-    /// for the writes and their group commit (and downloads images).
+    /// for the writes and their group commit, and downloads images: a fresh
+    /// cache hit's as well as a live flow's, all at once, so a cached
+    /// placement's images never hold back a live placement's request, and
+    /// every placement has the same `resolveTimeout` from the start.
     public func answer(_ placements: [String], for identity: Identity) async -> AnsweredPrefetch {
         var seen = Set<String>()
         let keys = placements.filter { seen.insert($0).inserted }
         let start = ContinuousClock.now
         var cached: [String: PrefetchOutcome] = [:]
+        var cachedWithImages: [(String, TierChain.Served)] = []
         var needLive: [String] = []
         for key in keys {
             if case (_, .serve(let served)?) = TierChain.cached(
                 store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
             {
-                let mediaWarmed = await media.warmImages(
-                    of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
-                cached[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: mediaWarmed, since: start)
+                // Its images wait for the second phase, beside the live placements'.
+                if config.media == .none {
+                    cached[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: false, since: start)
+                } else {
+                    cachedWithImages.append((key, served))
+                }
             } else {
                 needLive.append(key)
             }
@@ -91,8 +98,8 @@ public final class Warmer: Sendable {
             landings.append((key, await live.answer(resolve, until: deadline)))
         }
         return AnsweredPrefetch(
-            warmer: self, identity: identity, keys: keys, cached: cached, landings: landings, start: start,
-            deadline: deadline)
+            warmer: self, identity: identity, keys: keys, cached: cached, cachedWithImages: cachedWithImages,
+            landings: landings, start: start, deadline: deadline)
     }
 
     /// One identity's prefetch between its two phases (`Warmer.answer`).
@@ -100,7 +107,10 @@ public final class Warmer: Sendable {
         let warmer: Warmer
         let identity: Identity
         let keys: [String]
+        /// Each fresh cache hit's outcome, where there are no images to download.
         let cached: [String: PrefetchOutcome]
+        /// Each fresh cache hit whose images `--media` asks for, not yet looked at.
+        let cachedWithImages: [(String, TierChain.Served)]
         /// Each live placement's answer, nil when none came before the deadline.
         let landings: [(String, LiveLanding?)]
         let start: ContinuousClock.Instant
@@ -108,7 +118,7 @@ public final class Warmer: Sendable {
 
         /// The second phase: each placement's outcome, in the order asked,
         /// once its flow is durable (or the resolveTimeout passed), its images
-        /// downloaded when `--media` asks for them.
+        /// downloaded when `--media` asks for them (a cache hit's too).
         public func outcomes() async -> [PrefetchOutcome] {
             var outcomes = cached
             if warmer.config.media == .none {
@@ -117,17 +127,29 @@ public final class Warmer: Sendable {
                     outcomes[key] = await warmer.finish(key, identity, landing, start, until: deadline).outcome
                 }
             } else {
-                await withTaskGroup(of: Resolution.self) { group in
+                await withTaskGroup(of: PrefetchOutcome.self) { group in
+                    for (key, served) in cachedWithImages {
+                        group.addTask { await warmer.cachedOutcome(key, identity, served, start) }
+                    }
                     for (key, landing) in landings {
                         group.addTask {
-                            await warmer.finish(key, identity, landing, start, until: deadline)
+                            await warmer.finish(key, identity, landing, start, until: deadline).outcome
                         }
                     }
-                    for await resolution in group { outcomes[resolution.outcome.placement] = resolution.outcome }
+                    for await outcome in group { outcomes[outcome.placement] = outcome }
                 }
             }
             return keys.compactMap { outcomes[$0] }
         }
+    }
+
+    /// A fresh cache hit's outcome, its images downloaded first when `--media` asks.
+    fileprivate func cachedOutcome(
+        _ placement: String, _ identity: Identity, _ served: TierChain.Served, _ start: ContinuousClock.Instant
+    ) async -> PrefetchOutcome {
+        let mediaWarmed = await media.warmImages(
+            of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
+        return PrefetchOutcome(identity, placement, .serve(served), mediaWarmed: mediaWarmed, since: start)
     }
 
     /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the

@@ -2,7 +2,8 @@
 // An app's package that ships the bundled default the FlowPilotBundle plugin
 // builds from Sources/PaywallDefaults/flowpilot (a copy of bundles/demo that
 // Scripts/check-plugin.sh makes), with no source build of fpctl: the plugin
-// package runs fpctl from its artifact bundle (docs/app-build.md).
+// package runs fpctl from its artifact bundle (docs/app-build.md). It does not
+// build as checked in: README.md says what to make first.
 import PackageDescription
 
 let package = Package(

@@ -93,8 +93,10 @@ lint() {
     swift format lint --strict --recursive Sources Tests Package.swift Fuzz/Sources Fuzz/Package.swift \
         FlowPilotPlugins/Package.swift FlowPilotPlugins/Plugins Examples/PluginApp/Package.swift \
         Examples/PluginApp/Sources Examples/PluginApp/Tests Benchmarks/HTTPFloor/Package.swift Benchmarks/HTTPFloor/Sources
-    # Linux-only code stays in Platform.swift, so the code builds on macOS too.
+    # Linux-only code stays in Platform.swift, so the code builds on macOS too (Tests/ in #if branches).
     Scripts/portability-lint.sh
+    # A test waits for a condition, never for time to pass (CONTRIBUTING.md, "Tests that force").
+    python3 Scripts/sleep-lint.py Tests
 }
 unit_tests() {
     # In a PID namespace of its own when root: whatever a test started (fpctl serve,

@@ -5,6 +5,12 @@ import Testing
 
 #if canImport(Glibc)
     import Glibc
+
+    private let systemUmask = Glibc.umask
+#elseif canImport(Darwin)
+    import Darwin
+
+    private let systemUmask = Darwin.umask
 #endif
 
 private func flow(_ id: String, version: String) -> FlowDocument {
@@ -120,8 +126,8 @@ final class SharedCacheTests {
     func umask() throws {
         let root = tempDir()
         let old = Platform.creationMask
-        let m = Glibc.umask(0o022)
-        Glibc.umask(m)
+        let m = systemUmask(0o022)
+        _ = systemUmask(m)
         #expect(old == m)
         let store = try CacheStore(root: root, create: true)
         let entry = try store.storeFlow(

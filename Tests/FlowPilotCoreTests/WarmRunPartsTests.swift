@@ -91,6 +91,7 @@ struct WarmRunPartsTests {
                 group.addTask {
                     await limiter.run {
                         peak.max(running.increment())
+                        // Time is what is tested: each task holds its slot a while, so the others must queue.
                         try? await Task.sleep(for: .milliseconds(5))
                         running.decrement()
                     }

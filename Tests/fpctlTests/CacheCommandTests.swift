@@ -147,18 +147,11 @@ struct CacheCommandTests {
         p.arguments = ["cache", "put", "--cache-dir", dir, "--input", input]
         p.standardError = FileHandle.nullDevice
         try p.run()
-        // The kill lands after the writer created the cache, at a random point of its writing.
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") && p.isRunning && Date() < deadline {
-            usleep(1_000)
-        }
-        try #require(
-            FileManager.default.fileExists(atPath: "\(dir)/fpcache.json"), "the writer never created the cache")
-        usleep(UInt32.random(in: 0...400_000))
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        // The kill lands once the writer has made a seeded number of key directories: a point of
+        // its writing chosen at random, logged, and reached by a poll, not by a delay.
+        let kill = try killAfter(p, keys: "\(dir)/flows/paywall", of: 3000, round: round)
         let verify = try fpctl("cache", "verify", "--cache-dir", dir)
-        #expect(verify.status == 0, "\(verify.stdout)")
+        #expect(verify.status == 0, "\(kill): \(verify.stdout)")
         let listed = try fpctl("cache", "list", "--cache-dir", dir, "--format", "csv")
         #expect(listed.status == 0, "every entry the listing names is readable")
     }
@@ -189,16 +182,10 @@ struct CacheCommandTests {
         p.environment = ProcessInfo.processInfo.environment.merging(posix) { _, new in new }
         p.standardError = FileHandle.nullDevice
         try p.run()
-        let deadline = Date().addingTimeInterval(20)
-        while !FileManager.default.fileExists(atPath: "\(dir)/fpcache.json") && p.isRunning && Date() < deadline {
-            usleep(1_000)
-        }
-        usleep(UInt32.random(in: 0...300_000))
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        let kill = try killAfter(p, keys: "\(dir)/flows/paywall", of: 2000, round: round)
         let verify = try fpctl("cache", "verify", "--cache-dir", dir)
         let problems = verify.stdout.split(separator: "\n").filter { $0 != "ok" }
-        #expect(problems.allSatisfy { $0.hasPrefix("cache-temp-debris:") }, "\(verify.stdout)")
+        #expect(problems.allSatisfy { $0.hasPrefix("cache-temp-debris:") }, "\(kill): \(verify.stdout)")
         if !problems.isEmpty {
             #expect(try fpctl("cache", "verify", "--cache-dir", dir, "--repair").status == 65)
         }
@@ -249,4 +236,30 @@ struct CacheCommandTests {
         let json = try fpctl("cache", "verify", "--cache-dir", dir, "--repair", "--format", "json")
         #expect(json.stdout.contains(#"],"not_removed":["# + "\n" + #"{"path":"flows/\#(placement)/stray.bin","#))
     }
+}
+
+/// Kills `writer` with SIGKILL once `keys` (a placement's directory) holds a
+/// number of key directories drawn from a seed (`FPCTL_TEST_SEED`, or a new
+/// one each run) in 0..<`total`: a point of the writing chosen at random,
+/// reached by polling, and said in the returned text for the test's messages
+/// so a failure can be replayed. The writer must still be running then.
+func killAfter(_ writer: Process, keys: String, of total: Int, round: Int) throws -> String {
+    let seed =
+        ProcessInfo.processInfo.environment["FPCTL_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0 ... .max)
+    // SplitMix64 of the seed and the round: the same seed gives every round the same point.
+    var z = seed &+ UInt64(round + 1) &* 0x9E37_79B9_7F4A_7C15
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    let target = Int((z ^ (z >> 31)) % UInt64(total * 9 / 10))
+    let said = "FPCTL_TEST_SEED=\(seed) round \(round): killed after \(target) of \(total) keys"
+    let deadline = Date().addingTimeInterval(60)
+    while ((try? FileManager.default.contentsOfDirectory(atPath: keys))?.count ?? 0) < max(1, target) {
+        try #require(writer.isRunning && Date() < deadline, "the writer ended before the kill (\(said))")
+        usleep(500)
+    }
+    try #require(writer.isRunning, "the writer ended before the kill (\(said))")
+    kill(writer.processIdentifier, SIGKILL)
+    writer.waitUntilExit()
+    #expect(writer.terminationReason == .uncaughtSignal, "\(said): the writer was not killed")
+    return said
 }

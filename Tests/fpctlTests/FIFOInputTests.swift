@@ -17,9 +17,8 @@ struct FIFOInputTests {
         put.standardError = errors
         put.standardOutput = FileHandle.nullDevice
         try put.run()
-        // The writer comes a moment later; opening without waiting fails with
-        // ENXIO until a reader holds the FIFO open.
-        usleep(300_000)
+        // The writer comes once fpctl holds the FIFO open: opening it without
+        // waiting fails with ENXIO until a reader does, which the poll waits for.
         var fd: Int32 = -1
         let deadline = Date().addingTimeInterval(20)
         while fd < 0 && put.isRunning && Date() < deadline {
@@ -151,7 +150,15 @@ struct FIFOInputTests {
             writer.executableURL = URL(fileURLWithPath: try tool("sh"))
             writer.arguments = ["-c", "cat '\(input)' > '\(fifo)'"]
             try writer.run()
-            usleep(50_000)  // the writer now waits in open(2) for a reader
+            // The writer (the shell, opening the FIFO for its redirection) waits in open(2) for a reader.
+            let deadline = Date().addingTimeInterval(10)
+            while (try? String(contentsOfFile: "/proc/\(writer.processIdentifier)/wchan", encoding: .utf8))
+                != "wait_for_partner"
+            {
+                try #require(
+                    writer.isRunning && Date() < deadline, "round \(round): the writer never waited for a reader")
+                usleep(2_000)
+            }
             let cache = tmp.file("cache-\(round)")
             let put = try run(Paths.fpctl, ["cache", "put", "--cache-dir", cache, "--input", fifo], timeout: 20)
             if writer.isRunning { kill(writer.processIdentifier, SIGKILL) }

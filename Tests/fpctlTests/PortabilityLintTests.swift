@@ -41,4 +41,53 @@ struct PortabilityLintTests {
             try tool("bash"), [Paths.packageRoot.appendingPathComponent("Scripts/portability-lint.sh").path])
         #expect(tree.status == 0, "\(tree.stderr)")
     }
+
+    @Test("in Tests/, a Glibc call outside an #if canImport(Glibc) branch fails; inside one, or in a string, passes")
+    func tests() throws {
+        let tmp = try TemporaryDirectory()
+        for dir in ["Scripts", "Sources", "Tests"] {
+            try FileManager.default.createDirectory(atPath: tmp.file(dir), withIntermediateDirectories: true)
+        }
+        try FileManager.default.copyItem(
+            atPath: Paths.packageRoot.appendingPathComponent("Scripts/portability-lint.sh").path,
+            toPath: tmp.file("Scripts/portability-lint.sh"))
+        let guarded = """
+            import Foundation
+            #if canImport(Glibc)
+                private let mask = Glibc.umask
+            #elseif canImport(Darwin)
+                private let mask = Darwin.umask
+            #endif
+            let text = "Glibc.close(fd)"
+
+            """
+        try guarded.write(toFile: tmp.file("Tests/A.swift"), atomically: true, encoding: .utf8)
+        let passes = try run(try tool("bash"), [tmp.file("Scripts/portability-lint.sh")])
+        #expect(passes.status == 0, "\(passes.stderr)")
+        try (guarded + "let m = Glibc.umask(0)\n").write(
+            toFile: tmp.file("Tests/A.swift"), atomically: true, encoding: .utf8)
+        let fails = try run(try tool("bash"), [tmp.file("Scripts/portability-lint.sh")])
+        #expect(
+            fails.status == 1 && fails.stderr.contains("Tests/A.swift:8: let m = Glibc.umask(0)"), "\(fails.stderr)")
+        #expect(fails.stderr.split(separator: "\n").count == 2, "only that line: \(fails.stderr)")
+    }
+
+    @Test(
+        "Scripts/sleep-lint.py: a test that sleeps outside a poll fails, naming the line; a poll, a said reason and the tree pass"
+    )
+    func sleeps() throws {
+        let tmp = try TemporaryDirectory()
+        let lint = Paths.packageRoot.appendingPathComponent("Scripts/sleep-lint.py").path
+        func check(_ text: String) throws -> ProcessResult {
+            try text.write(toFile: tmp.file("T.swift"), atomically: true, encoding: .utf8)
+            return try run("/usr/bin/python3", [lint, tmp.path])
+        }
+        let bare = try check("func f() {\n    start()\n    usleep(300_000)\n}\n")
+        #expect(bare.status == 1 && bare.stderr.contains("T.swift:3:"), "\(bare.stderr)")
+        #expect(try check("func f() {\n    while !done() {\n        usleep(1_000)\n    }\n}\n").status == 0)
+        #expect(
+            try check("func f() {\n    // Time is what is tested: a slow body.\n    usleep(30_000)\n}\n").status == 0)
+        let tree = try run("/usr/bin/python3", [lint, Paths.packageRoot.appendingPathComponent("Tests").path])
+        #expect(tree.status == 0, "\(tree.stderr)")
+    }
 }

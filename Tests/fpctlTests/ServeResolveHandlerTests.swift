@@ -285,6 +285,7 @@ struct ServeResolveHandlerTests {
             "POST /apps/demo/placements/paywall/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nContent-Length: \(body.count)\r\n\r\n"
         )
         for piece in stride(from: 0, to: body.count, by: 20) {
+            // Time is what is tested: the body arrives in pieces, 30 ms apart, each its own segment.
             usleep(30_000)
             try c.send(body.subdata(in: piece..<min(piece + 20, body.count)))
         }
@@ -294,6 +295,7 @@ struct ServeResolveHandlerTests {
         try c.send(
             "POST /apps/demo/placements/onboarding/resolve HTTP/1.1\r\nHost: \(c.hostHeader)\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + String(half, radix: 16) + "\r\n" + String(decoding: body.prefix(half), as: UTF8.self) + "\r\n")
+        // Time is what is tested: the second chunk comes 30 ms after the first.
         usleep(30_000)
         try c.send(
             String(body.count - half, radix: 16) + "\r\n" + String(decoding: body.dropFirst(half), as: UTF8.self)
@@ -328,6 +330,7 @@ struct ServeResolveHandlerTests {
         var last = -1
         var held = try await answered()
         while held != last {
+            // Time is what is tested: the server, not reading, answers nothing more over 500 ms.
             try await Task.sleep(for: .milliseconds(500))
             (last, held) = (held, try await answered())
         }

@@ -56,6 +56,15 @@ struct TerminationTests {
         return process
     }
 
+    /// Polls `condition` every 20 ms until it holds; fails the test after 60 s.
+    func waitFor(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(60)
+        while try !condition() {
+            try #require(Date() < deadline, "waited 60 s for \(what)")
+            usleep(20_000)
+        }
+    }
+
     /// Waits until `path` has more than `lines` lines (or 60 s pass).
     func waitForLines(_ path: String, _ lines: Int, while process: Process) {
         let deadline = Date().addingTimeInterval(60)
@@ -178,9 +187,18 @@ struct TerminationTests {
         let out = tmp.file("out.txt")
         let process = try start(
             warm(server, ids, ["onboarding"], ["--timeout", "20s", "--metrics-file", tmp.file("m.prom")]), stdout: out)
-        usleep(800_000)
+        // The first signal once identities are in flight: the backend holds their requests 8 s.
+        let curl = try tool("curl")
+        try waitFor("requests in flight at the backend") {
+            let stats = try run(curl, ["-sf", server.url + "/_admin/stats"]).stdout
+            let json = try? JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any]
+            return (json?["in_flight"] as? Int ?? 0) > 0
+        }
         kill(process.processIdentifier, SIGTERM)
-        usleep(300_000)
+        // warm says it is stopping once it has taken the first signal; it then waits for those identities.
+        try waitFor("warm's stopping line") {
+            ((try? String(contentsOfFile: out + ".err", encoding: .utf8)) ?? "").contains("stopping: no new identities")
+        }
         #expect(process.isRunning, "the first signal waits for the identities in flight")
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(5)

@@ -34,7 +34,10 @@ enum Signals {
         sources = caught.filter { !inheritedIgnored($0) }.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { received(number) }
+            // A source coalesces signals that come before its handler runs: two quick
+            // SIGTERMs are one event whose data is 2, and must count as two.
+            // (The sources live as long as the process: the handler may hold its own.)
+            source.setEventHandler { received(number, count: max(1, Int(source.data))) }
             source.resume()
             return source
         }
@@ -47,9 +50,9 @@ enum Signals {
         state.withLock { $0.graceful = handler }
     }
 
-    private static func received(_ number: Int32) {
+    private static func received(_ number: Int32, count: Int) {
         let graceful = state.withLock { state -> (@Sendable (Int32) -> Void)? in
-            state.received += 1
+            state.received += count
             // A hang-up (the terminal went away) ends even warm at once.
             return state.received == 1 && number != SIGHUP ? state.graceful : nil
         }

@@ -2,6 +2,13 @@ import Foundation
 
 #if canImport(Glibc)
     import Glibc
+
+    /// send(2), which the connection's own `send` hides.
+    private let systemSend = Glibc.send
+#elseif canImport(Darwin)
+    import Darwin
+
+    private let systemSend = Darwin.send
 #endif
 
 /// One TCP connection to a loopback server, written and read byte for byte: for
@@ -89,7 +96,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         var sent = 0
         while sent < data.count, Date() < deadline {
             let n = data.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + sent, data.count - sent, Int32(MSG_DONTWAIT))
+                systemSend(fd, $0.baseAddress! + sent, data.count - sent, Int32(MSG_DONTWAIT))
             }
             if n > 0 { sent += n } else { usleep(10_000) }
         }

@@ -200,7 +200,9 @@ struct FindingsFormatTests {
         #expect(again.stdout == r.stdout)
     }
 
-    @Test("text: FILE:LINE:COL: RULE: message, the form editors make clickable; the status is the same in every format")
+    @Test(
+        "text: FILE:LINE:COL: error: RULE: message, the form editors make clickable; the status is the same in every format"
+    )
     func textAndStatus() throws {
         let broken = try BrokenSource()
         let n = broken.navigate
@@ -218,13 +220,18 @@ struct FindingsFormatTests {
         let findings = try #require((json["files"] as? [[String: Any]])?.first?["findings"] as? [[String: Any]])
         let navigate = try #require(findings.first { $0["rule"] as? String == "flow-navigate" })
         #expect(navigate["line"] as? Int == n.line && navigate["column"] as? Int == n.column)
-        // A valid source is 0 in every format, and nothing is written by validate.
+        // A valid source is 0 in every format, and validate writes nothing: not in the
+        // working directory it runs in, not in the source.
         let good = try TemporaryDirectory()
+        let source = good.file("travel")
+        try FileManager.default.copyItem(atPath: Paths.sample("travel"), toPath: source)
+        let before = try FileManager.default.subpathsOfDirectory(atPath: good.path).sorted()
         for format in ["text", "json", "sarif", "github", "junit", "gitlab"] {
-            let r = try fpctl("bundle", "validate", "--source", Paths.sample("travel"), "--format", format)
+            let r = try fpctl(
+                ["bundle", "validate", "--source", "travel", "--format", format], currentDirectory: good.path)
             #expect(r.status == 0, "\(format): \(r.stdout)\(r.stderr)")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: good.path).isEmpty)
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: good.path).sorted() == before)
     }
 
     @Test("a missing key points at the object that lacks it")

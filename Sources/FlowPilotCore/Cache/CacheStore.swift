@@ -184,8 +184,10 @@ public final class CacheStore: Sendable {
 
     // MARK: Locking
 
-    /// Writers hold the lock shared for the moment of a write; `prune` and
-    /// `clear` hold it exclusively while they delete. Readers never lock.
+    /// Writers hold the lock shared for one write, or from staging a batch
+    /// until its group commit (`stage`); `prune`, `clear`, `verify`'s second
+    /// pass and `--repair`, and the image-budget sweep hold it exclusively.
+    /// Readers never lock (docs/cache-format.md, "Concurrency").
     /// `checked: false` skips the check that an exclusive lock keeps others
     /// out (the image budget's sweep, which a writer makes and which only
     /// removes what a reader takes for a miss).

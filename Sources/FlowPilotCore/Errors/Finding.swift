@@ -1,7 +1,9 @@
 import Foundation
 
 /// One thing a validator found: which rule, where, and what is wrong.
-/// Rendered as `file: rule-id: path: message`.
+/// Its own line (`line`) is `RULE: PATH: MESSAGE`, `warning: ` before a
+/// warning's; beside its file, as commands print it, see
+/// `FindingsReport.textLine` (docs/ci.md).
 public struct Finding: Sendable, Equatable, Codable {
     public enum Severity: String, Sendable, Codable {
         case error

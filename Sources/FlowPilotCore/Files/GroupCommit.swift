@@ -67,9 +67,12 @@ public final class GroupCommit: Sendable {
 
     public var statistics: Statistics { state.withLock { $0.stats } }
 
+    /// The fsync fan-out's threads, at most (docs/cache-format.md, "Group commit", says this number).
+    public static let maxSyncThreads = 32
+
     /// `syncThreads` is lowered to what the process's limits leave room for
     /// (`Platform.threadBudget`: `ulimit -u`, `ulimit -v`).
-    public init(maxBatch: Int = 1024, syncThreads: Int = 32) {
+    public init(maxBatch: Int = 1024, syncThreads: Int = GroupCommit.maxSyncThreads) {
         self.maxBatch = max(1, maxBatch)
         self.syncThreads = max(1, min(syncThreads, Platform.threadBudget()))
     }

@@ -4,8 +4,8 @@ import Foundation
 /// where it is, the key, the retries, the trust and proxy settings and the
 /// request rate. Whoever knows how many requests will be in flight makes the
 /// client (`client(connections:)`): a warm's options do
-/// (`WarmRun.Options.client(for:mediaConcurrency:)`), so its connection
-/// budget never leaves the core.
+/// (`WarmRun.Options.client(for:mediaConcurrency:)`), from the concurrency
+/// and the media concurrency the executable fitted and passes in.
 public struct ResolveBackend: Sendable {
     public var baseURL: String
     public var appID: String

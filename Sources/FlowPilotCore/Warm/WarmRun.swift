@@ -230,8 +230,10 @@ public struct WarmRun: Sendable {
     /// read, an identity answered (its requests answered, its flows handed to
     /// the cache's writer: `Warmer.answer`), an identity finished (its flows
     /// written and durable: `AnsweredPrefetch.outcomes`), a stop or its
-    /// deadline. The loop alone keeps the counts and starts tasks; nothing is
-    /// shared but the events.
+    /// deadline. The loop alone keeps the counts and starts the children;
+    /// the children share the warmer (its cache, its requests and downloads
+    /// in flight, which are unstructured tasks that outlive a caller), never
+    /// the loop's state.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, stop: StopRequest = StopRequest(),
         onIdentity: ([PrefetchOutcome], Counts) -> Void

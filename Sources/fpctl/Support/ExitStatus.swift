@@ -11,8 +11,11 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     /// An unexpected failure, or a negative answer (`ready`: not ready;
     /// `resolve`: no tier had a flow; `cache clear`: not confirmed).
     case failure = 1
-    /// Partly done: some placements failed to warm (`warm --fail-on`), or a
-    /// bundle is not what the backend serves (`bundle diff`).
+    /// Partly done: some placements failed to warm (`warm --fail-on`); or
+    /// `bundle diff`: a placement differs from what the backend serves, is
+    /// missing on either side, or failed to resolve while another request
+    /// reached the backend (none reaching it is 69), or the bundle is older
+    /// than `--max-age`.
     case partial = 3
     /// Arguments that parse but do not make sense.
     case usage = 64

@@ -10,17 +10,9 @@ struct PrefetchOrderTests {
     func cachedImagesDoNotDelayLive() throws {
         let tmp = try TemporaryDirectory()
         // The image host accepts connections and never answers.
-        let port = 20000 + Int.random(in: 0..<20000)
-        let host = Process()
-        host.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        host.arguments = [
-            Paths.packageRoot.appendingPathComponent("Tests/volumes/silent_peer.py").path, "127.0.0.1", "\(port)",
-        ]
-        let ready = Pipe()
-        host.standardOutput = ready
-        try host.run()
-        defer { stop(host) }
-        #expect(String(decoding: ready.fileHandleForReading.readData(ofLength: 6), as: UTF8.self) == "ready\n")
+        let host = try PeerProcess(["127.0.0.1", "0"])
+        defer { host.stop() }
+        let port = host.port
 
         // onboarding is fresh in the cache for u-1, its images on the silent host.
         let demo = try String(contentsOfFile: Paths.sample("demo") + "/flows/onboarding.json", encoding: .utf8)
@@ -41,7 +33,7 @@ struct PrefetchOrderTests {
         let server = try ServeProcess([Paths.sample("demo"), "-q", "--rewrite-asset-urls"])
         let warm = try fpctl(
             "warm", "onboarding", "paywall", "--user-id", "u-1", "--cache-dir", cache, "--api-url", server.url,
-            "--app-id", "demo", "--media", "all-screens", "--timeout", "1s", "--grace", "2s", "--format", "json")
+            "--app-id", "demo", "--media", "all-screens", "--timeout", "5s", "--grace", "2s", "--format", "json")
         let document = try JSONSerialization.jsonObject(with: Data(warm.stdout.utf8)) as? [String: Any]
         let rows = try #require(document?["rows"] as? [[String: Any]], "\(warm.stdout) \(warm.stderr)")
         let byPlacement = Dictionary(uniqueKeysWithValues: rows.map { ($0["placement"] as? String ?? "", $0) })

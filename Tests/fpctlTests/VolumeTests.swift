@@ -297,22 +297,24 @@ struct VolumeTests {
     }
 
     @Test(
-        "two nodes' mounts of one new volume whose clients cache a missing name for 3 s: 4 warms at once, all succeed")
+        "two nodes' mounts of one new volume whose clients cache a missing name for 8 s: 4 warms at once, all succeed")
     func twoNodesOneNewVolume() throws {
         let tmp = try TemporaryDirectory()
         let backing = tmp.file("backing")
-        let a = try QuirkMount(backing: backing, mountPoint: tmp.file("a"), options: ["--negative-timeout", "3"])
+        let a = try QuirkMount(backing: backing, mountPoint: tmp.file("a"), options: ["--negative-timeout", "8"])
         defer { a.unmount() }
-        let b = try QuirkMount(backing: backing, mountPoint: tmp.file("b"), options: ["--negative-timeout", "3"])
+        let b = try QuirkMount(backing: backing, mountPoint: tmp.file("b"), options: ["--negative-timeout", "8"])
         defer { b.unmount() }
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let ids = try tmp.identities(20)
         let input = tmp.file("in.jsonl")
         try writePutLine(input)
-        for round in 0..<3 {
+        // 8 s: node a's put must end within it, however loaded the machine, for node b to
+        // still see the folders without the marker.
+        for round in 0..<2 {
             let name = "cache-\(round)"
             try FileManager.default.createDirectory(atPath: backing + "/" + name, withIntermediateDirectories: true)
-            // Both nodes look for the marker first: each client now remembers it missing for 3 s.
+            // Both nodes look for the marker first: each client now remembers it missing for 8 s.
             for mount in [a, b] {
                 #expect(!FileManager.default.fileExists(atPath: "\(mount.mountPoint)/\(name)/fpcache.json"))
             }
@@ -339,8 +341,9 @@ struct VolumeTests {
     @Test("a nameserver that never answers: warm, resolve, ready, pull and diff exit 69 within their bounds")
     func silentNameserver() throws {
         let tmp = try TemporaryDirectory()
-        let address = "127.0.0.\(Int.random(in: 20...250))"
-        let peer = try PeerProcess([Self.silentPeer, address, "53", "--udp"])
+        // An address of its own on loopback (not 127.0.0.53, a local resolver's), port 53.
+        let address = "127.0.0.\(Int.random(in: 20...50))"
+        let peer = try PeerProcess([address, "53", "--udp"])
         defer { peer.stop() }
         let resolvConf = tmp.file("resolv.conf")
         try "nameserver \(address)\n".write(toFile: resolvConf, atomically: true, encoding: .utf8)
@@ -376,8 +379,9 @@ struct VolumeTests {
                 "/usr/bin/unshare", ["-m", "/bin/sh", "-c", script, resolvConf, Paths.fpctl] + c.arguments, timeout: 60)
             let elapsed = Date().timeIntervalSince(started)
             #expect(result.status == 69, "\(c.name): \(result.status) \(result.stdout.suffix(300)) \(result.stderr)")
-            // Within the bound, plus a second for starting and for a loaded machine's timers.
-            #expect(elapsed < c.bound + 1.5, "\(c.name) took \(elapsed) s")
+            // Within the bound, plus room for starting a debug build on a loaded machine (CI's
+            // builds run beside the tests); before, diff took 16 s and resolve ended in 'timeout'.
+            #expect(elapsed < c.bound + 5, "\(c.name) took \(elapsed) s")
         }
     }
 
@@ -385,9 +389,9 @@ struct VolumeTests {
         "a proxy that never completes the connection: the summary counts no late resolve as landed, the cache is empty")
     func stallingProxy() throws {
         let tmp = try TemporaryDirectory()
-        let port = 20000 + Int.random(in: 0..<20000)
-        let peer = try PeerProcess([Self.silentPeer, "127.0.0.1", "\(port)"])
+        let peer = try PeerProcess(["127.0.0.1", "0"])
         defer { peer.stop() }
+        let port = peer.port
         let cache = tmp.file("cache")
         let warm = try fpctl(
             [
@@ -446,19 +450,26 @@ private final class Background {
     }
 }
 
-/// A helper process that prints `ready` once it listens (Tests/volumes/silent_peer.py).
-private final class PeerProcess {
+/// Tests/volumes/silent_peer.py, once it says `ready PORT`: it listens on `port`.
+final class PeerProcess {
     let process = Process()
+    let port: Int
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = arguments
+        process.arguments = [VolumeTests.silentPeer] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let line = pipe.fileHandleForReading.readData(ofLength: 6)
-        try #require(String(decoding: line, as: UTF8.self) == "ready\n", "the helper did not start")
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        port = try #require(words.count == 2 && words[0] == "ready" ? Int(words[1]) : nil, "the helper did not start")
     }
 
     func stop() { VolumeTests.stopProcess(process) }

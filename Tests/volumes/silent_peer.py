@@ -5,8 +5,8 @@
 On TCP it accepts connections and reads them without ever writing (a proxy
 that never completes a CONNECT, a backend frozen after accept); with --udp it
 also takes datagrams on the same port and answers none (a nameserver that
-never answers, when ADDRESS:53 is the resolv.conf's nameserver). Prints
-`ready` once listening; runs until killed.
+never answers, when ADDRESS:53 is the resolv.conf's nameserver). PORT 0 takes
+a free port. Prints `ready PORT` once listening; runs until killed.
 """
 import socket
 import sys
@@ -20,6 +20,7 @@ def main() -> None:
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     tcp.bind((address, port))
     tcp.listen(256)
+    port = tcp.getsockname()[1]
     held = []
 
     def accept() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
     if udp:
         datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         datagrams.bind((address, port))
-    print("ready", flush=True)
+    print(f"ready {port}", flush=True)
     if udp:
         while True:
             datagrams.recvfrom(65536)

@@ -3,9 +3,8 @@ import Foundation
 /// A resolve backend as a caller describes it, before any client is made:
 /// where it is, the key, the retries, the trust and proxy settings and the
 /// request rate. Whoever knows how many requests will be in flight makes the
-/// client (`client(connections:)`): a warm's options do
-/// (`WarmRun.Options.client(for:mediaConcurrency:)`), from the concurrency
-/// and the media concurrency the executable fitted and passes in.
+/// client (`client(connections:)`): a warm's limits do
+/// (`WarmLimits.client(for:)`), with the connections they keep in flight.
 public struct ResolveBackend: Sendable {
     public var baseURL: String
     public var appID: String
@@ -35,16 +34,5 @@ public struct ResolveBackend: Sendable {
         return ResolveClient(
             baseURL: baseURL, appID: appID, apiKey: apiKey, retries: retries, transport: transport,
             pacer: RequestPacer(rate: rate))
-    }
-}
-
-extension WarmRun.Options {
-    /// The client a run with these options needs to reach `backend`: as many
-    /// HTTP connections per host as it keeps requests in flight
-    /// (`connections(mediaConcurrency:)`: one batch request per identity
-    /// resolving, one per placement without a batch endpoint, and the media
-    /// downloads), so no request waits for one.
-    public func client(for backend: ResolveBackend, mediaConcurrency: Int) throws -> ResolveClient {
-        try backend.client(connections: connections(mediaConcurrency: mediaConcurrency))
     }
 }

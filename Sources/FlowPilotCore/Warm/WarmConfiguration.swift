@@ -31,7 +31,7 @@ public struct WarmConfiguration: Sendable {
     public var mediaGrace: Duration = .seconds(10)
     public var media = MediaStrategy.firstScreen
     public var batch = true
-    public var mediaConcurrency = WarmRun.Options.defaultConcurrency
+    public var mediaConcurrency = WarmLimits.defaultConcurrency
     /// The time the run takes as now, for reproducible runs (fpctl reads it
     /// from `FPCTL_NOW`): which cached flows are fresh, and the `resolved_at`
     /// of the flows it writes. nil: the clock.

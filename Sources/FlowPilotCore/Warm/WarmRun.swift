@@ -8,16 +8,9 @@ import NIOCore
 public struct WarmRun: Sendable {
     public struct Options: Sendable {
         public var placements: [String]
-        /// Identities resolving at once (`--concurrency`): each with its
-        /// request in flight. An identity whose answer came gives its place
-        /// to the next one while its flows are written and wait for their
-        /// group commit; at most `concurrency` more wait that way (`maxInFlight`).
-        public var concurrency = Options.defaultConcurrency
-        /// The default of `concurrency`, and of the media downloads at once.
-        public static let defaultConcurrency = 8
+        /// Every limit of the run (`WarmLimits`): the loop's, the client's, the downloads'.
+        public let limits: WarmLimits
         public var shard: Shard?
-        /// How long to wait at the end for late resolves and fonts.
-        public var grace: Duration = .seconds(10)
         /// An earlier attempt whose warmed and no-flow pairs are not tried again.
         public var resume: WarmResume?
         /// How long the identities in flight get to finish after a stop
@@ -26,58 +19,23 @@ public struct WarmRun: Sendable {
         public var stopTimeout: Duration = Options.defaultStopTimeout
         public static let defaultStopTimeout: Duration = .seconds(10)
 
-        /// `placements` de-duplicated, first occurrences kept in order.
-        public init(placements: [String]) {
+        /// `placements` de-duplicated, first occurrences kept in order;
+        /// `limits` as the run keeps them (nil: the defaults for these placements).
+        public init(placements: [String], limits: WarmLimits? = nil) {
             var seen = Set<String>()
             self.placements = placements.filter { seen.insert($0).inserted }
+            self.limits = limits ?? WarmLimits(placements: self.placements.count)
         }
 
-        /// Identities started and not yet handed on, at most: those resolving
-        /// and as many again waiting for their group commit. Except at
-        /// `concurrency` 1, which keeps one identity at a time, commit
-        /// included, so that its rows come in input order (two identities
-        /// told by one commit could otherwise be handed on either way round).
-        public var maxInFlight: Int { concurrency == 1 ? 1 : 2 * concurrency }
-
-        /// The HTTP connections a run needs to one backend host so that no
-        /// request waits for one: each identity in flight has one batch
-        /// request, or, when the backend has no batch endpoint (found out
-        /// during the run, or `--no-batch`), one request per placement; plus
-        /// the media downloads. A pool only opens connections as requests need
-        /// them, so a backend with batches still uses `concurrency`.
-        public func connections(mediaConcurrency: Int) -> Int {
-            concurrency * max(1, placements.count) + mediaConcurrency
-        }
-
-        /// The file descriptors a run holds at most: each identity in flight
-        /// (`maxInFlight`) one staged file per placement until its group commit
-        /// and the cache's lock; a socket per identity resolving (one per
-        /// placement without batches); per media download `perDownload`.
-        public func descriptors(mediaConcurrency: Int, batch: Bool) -> Int {
-            let placements = max(1, self.placements.count)
-            return maxInFlight * (placements + 1) + concurrency * (batch ? 1 : placements)
-                + mediaConcurrency * Self.perDownload
-        }
-
-        /// What one image or font download holds at once: its connection, the
-        /// file it streams into, and, while that file is named, the cache's lock.
-        public static let perDownload = 3
-
-        /// Lowers `concurrency`, then `mediaConcurrency`, until the run's
-        /// descriptors fit in `available` (`Platform.freeDescriptors`), never
-        /// below 1: with `ulimit -n 64` a warm runs a few identities at a time
-        /// instead of failing rows with EMFILE after their requests were sent.
-        /// Returns the media concurrency to use; says nothing itself.
-        public mutating func fit(descriptors available: Int, mediaConcurrency: Int, batch: Bool) -> Int {
-            var media = mediaConcurrency
-            while concurrency > 1, descriptors(mediaConcurrency: media, batch: batch) > available {
-                // A large step first, then one at a time near the fit.
-                let over = descriptors(mediaConcurrency: media, batch: batch) - available
-                concurrency = max(1, concurrency - max(1, over / (3 * max(1, placements.count) + 2)))
-            }
-            while media > 1, descriptors(mediaConcurrency: media, batch: batch) > available { media -= 1 }
-            return media
-        }
+        /// Identities resolving at once (`--concurrency`): each with its
+        /// request in flight. An identity whose answer came gives its place
+        /// to the next one while its flows are written and wait for their
+        /// group commit; at most `concurrency` more wait that way (`maxInFlight`).
+        public var concurrency: Int { limits.concurrency }
+        /// Identities started and not yet handed on, at most (`WarmLimits.maxInFlight`).
+        public var maxInFlight: Int { limits.maxInFlight }
+        /// How long to wait at the end for late resolves and fonts.
+        public var grace: Duration { limits.grace }
     }
 
     /// Outcomes so far, by state.

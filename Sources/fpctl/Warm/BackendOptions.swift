@@ -104,17 +104,13 @@ struct BackendOptions: ParsableArguments {
     func loadBundle() throws -> LoadedBundle? { try bundle.map { try LoadedBundle.open($0) } }
 
     /// The chain's settings from these options; warns once of an environment whose default TTL is 0.
-    func configuration(
-        media: MediaStrategy, mediaConcurrency: Int = WarmRun.Options.defaultConcurrency,
-        mediaGrace: Duration = .seconds(10)
-    ) throws -> WarmConfiguration {
+    /// The run's configuration but its limits (a warm's `WarmLimits.configure` sets those).
+    func configuration(media: MediaStrategy) throws -> WarmConfiguration {
         var config = WarmConfiguration()
         config.environment = environment
         config.resolveTimeout = timeout.duration
         config.media = media
         config.batch = !noBatch
-        config.mediaConcurrency = mediaConcurrency
-        config.mediaGrace = mediaGrace
         config.now = try Now.pinned()
         if environment.defaultTTL == 0 {
             Console.warn(

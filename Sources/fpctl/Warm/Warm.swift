@@ -67,11 +67,11 @@ struct Warm: AsyncParsableCommand {
             its place to the next while its flows are written and committed: at most twice this many in flight \
             (with 1: one at a time, rows in input order).
             """)
-    var concurrency = WarmRun.Options.defaultConcurrency
+    var concurrency = WarmLimits.defaultConcurrency
     @Option(
         name: .customLong("media-concurrency"), parsing: .unconditional,
         help: "Image and font downloads at once, the image cache's concurrency cap, apart from --concurrency.")
-    var mediaConcurrency = WarmRun.Options.defaultConcurrency
+    var mediaConcurrency = WarmLimits.defaultConcurrency
     @Option(
         help: """
             Requests per second across the whole run, retries and media included: N, N/s or N/m. \
@@ -204,32 +204,22 @@ struct Warm: AsyncParsableCommand {
     }
 
     func prepare() throws -> Prepared {
-        var options = WarmRun.Options(placements: placements)
-        options.concurrency = concurrency
-        var mediaConcurrency = self.mediaConcurrency
-        // In flight no more than the open-files limit holds (said once, on stderr).
-        if let free = Platform.freeDescriptors() {
-            let fitted = options.fit(descriptors: free, mediaConcurrency: mediaConcurrency, batch: !backend.noBatch)
-            if options.concurrency < concurrency || fitted < mediaConcurrency {
-                Console.warn(
-                    "--concurrency lowered from \(concurrency) to \(options.concurrency)"
-                        + (fitted < mediaConcurrency
-                            ? " and --media-concurrency from \(mediaConcurrency) to \(fitted)" : "")
-                        + ": the open-files limit (ulimit -n) is \(Platform.openFileLimit() ?? 0)")
-            }
-            mediaConcurrency = fitted
-        }
+        // Every limit of the run decided once, in the core; the open-files fit is said once, on stderr.
+        let limits = WarmLimits(
+            concurrency: concurrency, mediaConcurrency: mediaConcurrency, grace: grace.duration,
+            placements: Set(placements).count, batch: !backend.noBatch, freeDescriptors: Platform.freeDescriptors(),
+            openFileLimit: Platform.openFileLimit())
+        if let lowered = limits.lowered { Console.warn(lowered.message) }
+        var options = WarmRun.Options(placements: placements, limits: limits)
         let shard = try shardArgument?.resolve()
         options.shard = shard
-        options.grace = grace.duration
         options.resume = try resume.map { try resumed([$0], options.placements, shard) }
         let file = try identities.map(IdentityLines.init(path:))
         let metricsOutput = try metricsFile.map { try AtomicFile.Output(destination: $0, overwrite: true) }
-        // The client (with the connections the options need) before the cache is opened.
-        let client = try options.client(
-            for: backend.remote.backend(retries: backend.retries, rate: rate), mediaConcurrency: mediaConcurrency)
-        let configuration = try backend.configuration(
-            media: media, mediaConcurrency: mediaConcurrency, mediaGrace: grace.duration)
+        // The client (with the connections the limits keep in flight) before the cache is opened.
+        let client = try limits.client(for: backend.remote.backend(retries: backend.retries, rate: rate))
+        var configuration = try backend.configuration(media: media)
+        limits.configure(&configuration)
         let store = try backend.cache.open(create: true)
         let bundle = try backend.loadBundle()
         let single = try backend.identity()

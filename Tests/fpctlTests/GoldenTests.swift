@@ -93,7 +93,29 @@ struct GoldenTests {
             ], status: 0),
     ]
 
-    @Test("output matches its fixture", arguments: cases)
+    /// Findings in every format, byte for byte: a broken source (a navigate to a
+    /// screen that does not exist, which also breaks its content hash) and a
+    /// tampered bundle (one image byte changed); `bundle diff` in CSV.
+    static let findingsCases: [Case] =
+        ["text", "json", "sarif", "github", "junit", "gitlab"].flatMap { format in
+            [
+                Case(
+                    name: "findings-source-\(format)",
+                    arguments: ["bundle", "validate", "--source", "broken-src", "--format", format], status: 65),
+                Case(
+                    name: "findings-bundle-\(format)",
+                    arguments: ["bundle", "validate", "tampered.fpbundle", "--format", format], status: 65),
+            ]
+        } + [
+            Case(
+                name: "findings-diff-csv",
+                arguments: [
+                    "bundle", "diff", "travel.fpbundle", "--api-url", "OK", "--app-id", "demo", "--format", "csv",
+                ],
+                status: 3)
+        ]
+
+    @Test("output matches its fixture", arguments: cases + findingsCases)
     func golden(_ c: Case) throws {
         let setup = try GoldenSetup()
         let ok = c.arguments.contains("OK") ? try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "300"]) : nil
@@ -183,6 +205,15 @@ final class GoldenSetup: Sendable {
         }
         tampered[at + 40] ^= 0xFF
         try tampered.write(to: URL(fileURLWithPath: dir.file("tampered.fpbundle")))
+        // The demo's source with one mistake: a navigate to a screen that does not exist.
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: dir.file("broken-src"))
+        let onboarding = dir.file("broken-src/flows/onboarding.json")
+        let flow = try String(contentsOfFile: onboarding, encoding: .utf8)
+        guard flow.contains(#""screen": "sync""#) else {
+            throw GoldenError(message: "the demo has no navigate to sync")
+        }
+        try flow.replacingOccurrences(of: #""screen": "sync""#, with: #""screen": "nowhere""#)
+            .write(toFile: onboarding, atomically: true, encoding: .utf8)
 
         let flows = Paths.packageRoot.appendingPathComponent("bundles/demo/flows").path
         let entries = [

@@ -221,7 +221,7 @@ extension FindingsReport {
         var totalTests = 0
         var totalFailures = 0
         for (t, target) in targets.enumerated() {
-            let name = FindingsReport.relative(target.path, to: FileManager.default.currentDirectoryPath)
+            let name = FindingsReport.relative(target.path, to: workingDirectory)
             var caseNames = target.cases + target.groupCases
             var known = Set(caseNames)
             var byCase: [String: [Located]] = [:]

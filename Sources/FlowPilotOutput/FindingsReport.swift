@@ -82,11 +82,14 @@ public struct FindingsReport: Sendable {
     public let command: String
     public let targets: [Target]
     public let located: [Located]
+    /// What paths are shown relative to (the process's working directory unless given).
+    public let workingDirectory: String
 
     public init(command: String, targets: [Target], workingDirectory: String? = nil) {
         self.command = command
         self.targets = targets
         let cwd = workingDirectory ?? FileManager.default.currentDirectoryPath
+        self.workingDirectory = cwd
         var seen: [String: Int] = [:]
         var located: [Located] = []
         for (t, target) in targets.enumerated() {

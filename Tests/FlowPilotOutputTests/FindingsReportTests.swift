@@ -36,6 +36,16 @@ struct FindingsReportTests {
         #expect(FindingsReport.uriEncoded("a b/#c%/é") == "a%20b/%23c%25/%C3%A9")
     }
 
+    @Test("junit names its suites relative to the working directory the report was given, not the process's")
+    func junitWorkingDirectory() {
+        let junit = Self.report(
+            [Finding.error("flow-navigate", "flows/a.json#/x", "no such screen")], path: "/repo/bundles/demo"
+        )
+        .junit()
+        #expect(junit.contains(#"<testsuite name="bundles/demo""#), "\(junit)")
+        #expect(junit.contains(#"classname="bundles/demo""#), "\(junit)")
+    }
+
     @Test("XML text keeps markup and control characters out of the document")
     func xmlEscaping() {
         #expect(FindingsReport.xml("<a & \"b\">\u{1}") == "&lt;a &amp; &quot;b&quot;&gt;\\x01")

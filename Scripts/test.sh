@@ -97,6 +97,8 @@ lint() {
     Scripts/portability-lint.sh
     # A test waits for a condition, never for time to pass (CONTRIBUTING.md, "Tests that force").
     python3 Scripts/sleep-lint.py Tests
+    # The core's folders depend on each other without a cycle (CONTRIBUTING.md, "Layout").
+    python3 Scripts/folder-cycles.py Sources/FlowPilotCore
 }
 unit_tests() {
     # In a PID namespace of its own when root: whatever a test started (fpctl serve,

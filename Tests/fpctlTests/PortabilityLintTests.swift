@@ -90,4 +90,27 @@ struct PortabilityLintTests {
         let tree = try run("/usr/bin/python3", [lint, Paths.packageRoot.appendingPathComponent("Tests").path])
         #expect(tree.status == 0, "\(tree.stderr)")
     }
+
+    @Test("Scripts/folder-cycles.py: two folders that name each other's types fail, naming both; the core passes")
+    func folderCycles() throws {
+        let tmp = try TemporaryDirectory()
+        let script = Paths.packageRoot.appendingPathComponent("Scripts/folder-cycles.py").path
+        for (path, text) in [
+            ("A/One.swift", "public struct One { let two: Two? }\n"),
+            ("B/Two.swift", "public struct Two { let three: Three? }\n"),
+            ("B/Three.swift", "// One in a comment is no dependency\npublic enum Three { case a }\n"),
+        ] {
+            try FileManager.default.createDirectory(
+                atPath: tmp.file((path as NSString).deletingLastPathComponent), withIntermediateDirectories: true)
+            try text.write(toFile: tmp.file(path), atomically: true, encoding: .utf8)
+        }
+        #expect(try run("/usr/bin/python3", [script, tmp.path]).status == 0, "A -> B only: no cycle")
+        try "struct Uses { let one: One }\n".write(toFile: tmp.file("B/Uses.swift"), atomically: true, encoding: .utf8)
+        let cycle = try run("/usr/bin/python3", [script, tmp.path])
+        #expect(cycle.status == 1 && cycle.stderr.contains("folders in a cycle: A, B"), "\(cycle.stderr)")
+        #expect(cycle.stderr.contains("A -> B (") && cycle.stderr.contains("B -> A (One)"))
+        let core = try run(
+            "/usr/bin/python3", [script, Paths.packageRoot.appendingPathComponent("Sources/FlowPilotCore").path])
+        #expect(core.status == 0, "\(core.stderr)")
+    }
 }

@@ -132,6 +132,7 @@ extension Pending {
     /// A `Pending` given `work`'s result, the work started now as a task of its own.
     static func run(_ work: @escaping @Sendable () async -> Value) -> Pending {
         let pending = Pending()
+        // Unstructured on purpose: waiters come and go (each with its own limit); the work lands anyway.
         Task { pending.fulfil(await work()) }
         return pending
     }

@@ -54,6 +54,7 @@ final class TimeoutClock: Sendable {
             defer { state.sleeping = true }
             return (Token(tick: tick, id: state.nextID), !state.sleeping)
         }
+        // Detached on purpose: the clock's one timer loop serves every waiter of the process.
         if wake { Task.detached { await self.run() } }
         return token
     }

@@ -19,7 +19,7 @@ public struct Finding: Sendable, Equatable, Codable {
     /// Line and column (from 1; the column in Unicode scalars) of the value
     /// `path` names in the file a person edits: set for a source directory's
     /// flows and bundle.json, nil inside a bundle.
-    public var position: JSONPositions.Position?
+    public var position: SourcePosition?
 
     public init(_ severity: Severity = .error, rule: String, path: String, message: String) {
         self.severity = severity
@@ -152,14 +152,10 @@ extension Finding {
     public var file: Substring { path.prefix { $0 != "#" } }
 }
 
-extension Array where Element == Finding {
-    /// Gives each finding about the JSON text at `file` the line and column
-    /// of the value its pointer names (for one with no pointer, the start of
-    /// the text), from the positions its parse recorded.
-    public mutating func locate(_ file: String, with positions: JSONPositions) {
-        var lookup = JSONPositions.Lookup(positions)
-        for i in indices where self[i].position == nil && self[i].file == file {
-            self[i].position = lookup.position(of: self[i].pointer)
-        }
-    }
+/// Where in a text a finding points: line and column, both from 1; the column
+/// counts Unicode scalars. What an editor opens (`JSONPositions` records them).
+public struct SourcePosition: Sendable, Equatable, Hashable, Codable {
+    public let line: Int
+    public let column: Int
+    public init(line: Int, column: Int) { (self.line, self.column) = (line, column) }
 }

@@ -12,12 +12,8 @@ import Foundation
 /// walks siblings without parsing again. Lines and columns are counted only
 /// for the values a finding names.
 public struct JSONPositions: Sendable {
-    /// Line and column, both from 1; the column counts Unicode scalars.
-    public struct Position: Sendable, Equatable, Hashable, Codable {
-        public let line: Int
-        public let column: Int
-        public init(line: Int, column: Int) { (self.line, self.column) = (line, column) }
-    }
+    /// Line and column, both from 1; the column counts Unicode scalars (`SourcePosition`).
+    public typealias Position = SourcePosition
 
     struct Recorder {
         var start: [UInt32] = []
@@ -179,5 +175,17 @@ extension JSONValue {
     /// in the same pass.
     public static func parse(_ data: Data, positions: Bool) throws -> (JSONValue, JSONPositions?) {
         try JSONParser.parse(data, positions: positions)
+    }
+}
+
+extension Array where Element == Finding {
+    /// Gives each finding about the JSON text at `file` the line and column
+    /// of the value its pointer names (for one with no pointer, the start of
+    /// the text), from the positions its parse recorded.
+    public mutating func locate(_ file: String, with positions: JSONPositions) {
+        var lookup = JSONPositions.Lookup(positions)
+        for i in indices where self[i].position == nil && self[i].file == file {
+            self[i].position = lookup.position(of: self[i].pointer)
+        }
     }
 }

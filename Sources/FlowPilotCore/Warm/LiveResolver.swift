@@ -72,6 +72,8 @@ final class LiveResolver: Sendable {
             guard batchable else {
                 for key in missing {
                     let log = track([key])
+                    // Unstructured on purpose: the request is shared by every caller of its key and
+                    // lands in the cache after a caller's timeout, so no caller's task may own it.
                     Task {
                         let result = await AttemptLog.$current.withValue(log) {
                             await self.resolveOne(key.placement, identity)
@@ -83,6 +85,7 @@ final class LiveResolver: Sendable {
                 return
             }
             let log = track(missing)
+            // Unstructured for the same reason: one batch request for every caller of its keys.
             Task {
                 let results = await AttemptLog.$current.withValue(log) {
                     await self.resolveBatch(missing.map(\.placement), identity)

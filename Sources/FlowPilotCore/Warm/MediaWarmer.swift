@@ -101,6 +101,8 @@ final class MediaWarmer: Sendable {
     private func once(_ url: String, _ work: @escaping @Sendable () async -> Bool) -> Task<Bool, Never> {
         downloads.withLock { downloads in
             if let running = downloads[url] { return running }
+            // Unstructured on purpose: one download per URL for every identity that needs it,
+            // going on past a row's deadline until its own, so no identity's task may own it.
             let task = Task { await self.limiter.run { await work() } }
             downloads[url] = task
             return task

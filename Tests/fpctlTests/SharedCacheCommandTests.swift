@@ -14,13 +14,7 @@ final class HostileBackend: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        url = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        url = firstLine(of: out)
     }
 
     /// The API URL of one misbehaviour (`retry-after:-1e300`, `ttl:"86400"`, `image:trickle`, …).

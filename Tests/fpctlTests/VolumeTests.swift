@@ -462,13 +462,7 @@ final class PeerProcess {
         process.standardOutput = pipe
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        let words = firstLine(of: pipe).split(whereSeparator: \.isWhitespace)
         port = try #require(words.count == 2 && words[0] == "ready" ? Int(words[1]) : nil, "the helper did not start")
     }
 

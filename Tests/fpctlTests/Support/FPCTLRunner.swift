@@ -162,6 +162,18 @@ func stop(_ process: Process, within seconds: Double = 10) {
     process.waitUntilExit()
 }
 
+/// The first line a started helper writes to `pipe`, without its newline
+/// (what it says once it listens: a URL, `ready PORT`); "" when it ends first.
+func firstLine(of pipe: Pipe) -> String {
+    var line = Data()
+    while !line.contains(0x0A) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line.append(chunk)
+    }
+    return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 /// Finds a program on PATH (bsdtar, unzip, python3).
 func which(_ program: String) -> String? {
     for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {

@@ -65,11 +65,12 @@ struct Serve: AsyncParsableCommand {
         // stops accepting and finishes its requests); a second ends fpctl at once.
         Signals.onFirst { _ in }
         let server = try ResolveServer(sources: sources, options: try options())
-        for (app, placements) in server.summary {
-            Console.note("serving app \(app): \(placements.joined(separator: ", "))")
-        }
         do {
+            // Said once the address is bound: a --host that cannot be bound fails before "serving".
             try await server.run { url in
+                for (app, placements) in server.summary {
+                    Console.note("serving app \(app): \(placements.joined(separator: ", "))")
+                }
                 Console.out("\(url)\n")
             }
         } catch {

@@ -5,6 +5,20 @@ import Testing
 
 @Suite("fpctl serve over real HTTP on loopback")
 struct ServeTests {
+    @Test("a --host that cannot be bound fails with one line before saying 'serving'; a good one says it once bound")
+    func badHost() throws {
+        for host in ["999.1.1.1", "no-such-host.invalid"] {
+            let r = try run(Paths.fpctl, ["serve", Paths.sample("demo"), "--host", host, "--port", "0"], timeout: 60)
+            #expect(r.status != 0 && r.stdout.isEmpty, "\(host): \(r.status) \(r.stdout)")
+            #expect(!r.stderr.contains("serving app"), "\(host): said it was serving: \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].hasPrefix("fpctl: error: cannot serve on \(host):0"), "\(r.stderr)")
+        }
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        #expect(server.url.hasPrefix("http://127.0.0.1:"))
+        #expect(server.stderr.contains("serving app demo: onboarding, paywall"))
+    }
+
     @Test("resolve answers the bundled flow; cache_ttl_seconds only with --ttl")
     func resolveOne() async throws {
         let plain = try ServeProcess([Paths.sample("demo"), "-q"])

@@ -55,6 +55,22 @@ struct VolumeTests {
         #expect(!FileManager.default.fileExists(atPath: other + "/fpcache.json"))
     }
 
+    @Test("an empty volume mounted read-only: a writer says so at once (73), not after waiting for a marker")
+    func readOnlyEmptyVolume() throws {
+        let tmp = try TemporaryDirectory()
+        let volume = tmp.file("ro")
+        try FileManager.default.createDirectory(atPath: volume + "/lost+found", withIntermediateDirectories: true)
+        try #require(try run("/bin/mount", ["--bind", volume, volume]).status == 0)
+        defer { _ = try? run("/bin/umount", [volume]) }
+        try #require(try run("/bin/mount", ["-o", "remount,ro,bind", volume]).status == 0)
+        let input = tmp.file("in.jsonl")
+        try writePutLine(input)
+        let started = Date()
+        let put = try fpctl("cache", "put", "--cache-dir", volume, "--input", input)
+        #expect(put.status == 73 && put.stderr.contains("Read-only file system"), "\(put.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10, "it waited for a marker nobody will write")
+    }
+
     // MARK: Names of any length
 
     @Test(

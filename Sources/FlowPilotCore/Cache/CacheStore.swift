@@ -121,15 +121,19 @@ public final class CacheStore: Sendable {
             .object(["format": .string(format), "version": .number(Double(formatVersion))]))
         do {
             try AtomicFile.publish(body, directory: root, name: markerName, noReplace: true, faults: "init-marker")
-        } catch {
+        } catch let taken as AtomicFile.NameTaken {
             // Another process published it first: what it wrote must be a marker this fpctl reads.
             if try checkMarker(marker, root: root) || waitForMarker(marker, root: root) { return }
             // Still empty: a claim whose writer died before its rename. Every writer writes these
             // same bytes, so this one takes the name over.
             guard let info = try? FileManager.default.attributesOfItem(atPath: marker),
                 (info[.size] as? Int) == 0
-            else { throw error }
+            else { throw FPError.cannotWrite(taken.description) }
             try AtomicFile.publish(body, directory: root, name: markerName)
+        } catch {
+            // A read-only or full volume: said at once (unless the marker came meanwhile).
+            if try checkMarker(marker, root: root) { return }
+            throw error
         }
     }
 

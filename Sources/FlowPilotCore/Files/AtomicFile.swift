@@ -15,6 +15,12 @@ import Foundation
 public enum AtomicFile {
     static let tempPrefix = ".tmp-"
 
+    /// `publish(noReplace: true)` found its name taken (by another writer's file, which is kept).
+    struct NameTaken: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path): \(Errno.describe(EEXIST))" }
+    }
+
     /// A named temporary's name up to its random part: `.tmp-<pid>-<start>-`,
     /// the writer's pid and its start time (`Platform.processStartTime`), so
     /// that a pid used again by a later process is not taken for the writer.
@@ -40,6 +46,7 @@ public enum AtomicFile {
             }
             if let faults { FaultHook.reach(faults + "-synced") }
             guard giveName(file, to: target, noReplace: noReplace) else {
+                if noReplace && errno == EEXIST { throw NameTaken(path: target) }
                 throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
             }
             if let faults { FaultHook.reach(faults + "-named") }

@@ -458,7 +458,9 @@ private final class Background: Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = prefix + arguments
         process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { [weak self] _ in self?.endedAt.withLock { $0 = Date() } }
+        // When it ended: the termination handler's time, or, should `wait` see the exit first (the
+        // handler runs on a queue of its own, maybe after waitUntilExit returns), the time it did.
+        process.terminationHandler = { [weak self] _ in self?.endedAt.withLock { $0 = min($0, Date()) } }
         process.standardOutput = FileHandle(forWritingAtPath: out)
         process.standardError = FileHandle(forWritingAtPath: err)
         try process.run()
@@ -466,6 +468,7 @@ private final class Background: Sendable {
 
     func wait() -> ProcessResult {
         process.waitUntilExit()
+        endedAt.withLock { $0 = min($0, Date()) }
         defer {
             try? FileManager.default.removeItem(atPath: out)
             try? FileManager.default.removeItem(atPath: err)

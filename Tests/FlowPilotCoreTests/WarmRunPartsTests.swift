@@ -153,7 +153,7 @@ struct WarmRunPartsTests {
             var reach = BackendReach()
             for _ in 0..<answered { reach.record(nil) }
             for _ in 0..<unanswered { reach.record(unreachable) }
-            return WarmRun.Summary(counts: counts, reach: reach, lateLanded: 0, latePending: 0, elapsed: .zero)
+            return WarmRun.Summary(counts: counts, reach: reach, late: LateResolves(), elapsed: .zero)
         }
         #expect(summary(failed: 2, answered: 0, unanswered: 2).verdict(failOn: .never) == .unavailable)
         #expect(

@@ -314,24 +314,24 @@ struct VolumeTests {
     }
 
     @Test(
-        "two nodes' mounts of one new volume whose clients cache a missing name for 8 s: 4 warms at once, all succeed")
+        "two nodes' mounts of one new volume whose clients cache a missing name for 30 s: 4 warms at once, all succeed")
     func twoNodesOneNewVolume() throws {
         let tmp = try TemporaryDirectory()
         let backing = tmp.file("backing")
-        let a = try QuirkMount(backing: backing, mountPoint: tmp.file("a"), options: ["--negative-timeout", "8"])
+        let a = try QuirkMount(backing: backing, mountPoint: tmp.file("a"), options: ["--negative-timeout", "30"])
         defer { a.unmount() }
-        let b = try QuirkMount(backing: backing, mountPoint: tmp.file("b"), options: ["--negative-timeout", "8"])
+        let b = try QuirkMount(backing: backing, mountPoint: tmp.file("b"), options: ["--negative-timeout", "30"])
         defer { b.unmount() }
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         let ids = try tmp.identities(20)
         let input = tmp.file("in.jsonl")
         try writePutLine(input)
-        // 8 s: node a's put must end within it, however loaded the machine, for node b to
+        // 30 s: node a's put must end within it, however loaded the machine, for node b to
         // still see the folders without the marker.
         for round in 0..<2 {
             let name = "cache-\(round)"
             try FileManager.default.createDirectory(atPath: backing + "/" + name, withIntermediateDirectories: true)
-            // Both nodes look for the marker first: each client now remembers it missing for 8 s.
+            // Both nodes look for the marker first: each client now remembers it missing for 30 s.
             for mount in [a, b] {
                 #expect(!FileManager.default.fileExists(atPath: "\(mount.mountPoint)/\(name)/fpcache.json"))
             }

@@ -10,8 +10,10 @@ public struct CacheScan: Sendable {
         public let path: String
         public let size: Int64
 
+        /// Its placement's directory name (`CacheNames.placement`: a long placement's hash).
+        var placementDirectory: String { PathName.lastComponent(of: PathName.parent(of: path)) }
         /// `<placement dir>/<fingerprint>~<user>`: the key directory it points at (`CachedFlow.directoryKey`).
-        var directoryKey: String { PathName.lastComponent(of: PathName.parent(of: path)) + "/" + target }
+        var directoryKey: String { placementDirectory + "/" + target }
     }
 
     public struct File: Sendable {
@@ -60,12 +62,12 @@ extension CacheStore {
     public func scan() -> CacheScan {
         var scan = CacheScan()
         for item in DirectoryWalker.list(root) ?? [] {
+            // A writer's named temporary (no O_TMPFILE): the marker being made.
+            if Self.classify(root, item, scan: &scan) { continue }
+            // What the file system made at a volume's root (`lost+found`) is not the cache's, nor foreign to it.
+            if item.isDirectory && Self.fileSystemNames.contains(item.name) { continue }
             switch item.name {
             case Self.markerName, ".lock": continue
-            // What the file system made at a volume's root (`lost+found`) is not the cache's, nor foreign to it.
-            case _ where Self.fileSystemNames.contains(item.name) && item.isDirectory: continue
-            // A writer's named temporary (no O_TMPFILE): the marker being made.
-            case _ where Self.classify(root, item, scan: &scan): continue
             case "flows": scanFlows(into: &scan)
             case "aliases": scanAliases(into: &scan)
             case "images": scanImageDirs(into: &scan)

@@ -144,12 +144,12 @@ extension CacheStore {
     /// most. When a write takes it over the budget, a global LRU sweep (one
     /// more walk) trims to 90% of it, so sweeps are rare.
     func enforceImageBudget(adding bytes: Int64, now: Date) throws {
+        // The walk, when one is due, outside the tally's lock: this process's other writers go on.
+        let disk = imageTotal.withLock { $0.stale } ? scanImages().reduce(0) { $0 + $1.size } : nil
         let over = imageTotal.withLock { tally -> Bool in
-            if tally.stale {
+            if let disk {
                 // The disk as it is now, this write included (it is already named).
-                tally.total = scanImages().reduce(0) { $0 + $1.size }
-                tally.writesSinceMeasure = 0
-                tally.measuredAt = .now
+                tally.measured(disk)
             } else {
                 tally.total = (tally.total ?? 0) + bytes
                 tally.writesSinceMeasure += 1
@@ -166,11 +166,7 @@ extension CacheStore {
                 Self.removeImageDirIfEmpty(image.path)
                 total -= image.size
             }
-            imageTotal.withLock { tally in
-                tally.total = total
-                tally.writesSinceMeasure = 0
-                tally.measuredAt = .now
-            }
+            imageTotal.withLock { $0.measured(total) }
         }
     }
 

@@ -44,6 +44,11 @@ public final class CacheStore: Sendable {
             total == nil || writesSinceMeasure >= Self.remeasureEvery
                 || ContinuousClock.now - measuredAt >= Self.remeasureAfter
         }
+
+        /// The disk measured now: `total` bytes.
+        mutating func measured(_ total: Int64) {
+            (self.total, writesSinceMeasure, measuredAt) = (total, 0, .now)
+        }
     }
 
     var flowsDir: String { "\(root)/flows" }

@@ -47,7 +47,7 @@ extension CacheStore {
         var byPlacement: [String: [CachedFlow]] = [:]
         for f in scan.flows { byPlacement[f.placement, default: []].append(f) }
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
-        let aliased = Set(scan.aliases.map { PathName.lastComponent(of: PathName.parent(of: $0.path)) })
+        let aliased = Set(scan.aliases.map(\.placementDirectory))
         return CacheSummary(
             cacheDir: root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
             aliases: scan.aliases.count, flowBytes: scan.flowBytes, images: scan.images.count,

@@ -102,7 +102,7 @@ public enum AtomicFile {
     /// `noReplace`); false with errno set.
     static func giveName(_ file: Unnamed, to target: String, noReplace: Bool = false) -> Bool {
         if let temporaryPath = file.temporaryPath {
-            if noReplace { return Platform.publishNoReplace(temporaryPath, to: target).ok }
+            if noReplace { return Platform.publishNoReplace(temporaryPath, to: target) }
             return rename(temporaryPath, target) == 0
         }
         return Platform.link(unnamed: file.descriptor, to: target)
@@ -339,9 +339,8 @@ extension AtomicFile {
                 }
             } else {
                 // No-clobber on any file system, hard links or not (Platform.publishNoReplace).
-                let published = Platform.publishNoReplace(temporaryPath, to: target)
-                let failure = published.ok ? nil : errno
-                if !published.ok { unlink(temporaryPath) }
+                let failure = Platform.publishNoReplace(temporaryPath, to: target) ? nil : errno
+                if failure != nil { unlink(temporaryPath) }
                 if failure == EEXIST { throw FPError.outputExists(destination) }
                 if let failure { throw FPError.cannotWrite("\(destination): \(Errno.describe(failure))") }
             }

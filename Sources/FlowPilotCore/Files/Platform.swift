@@ -79,9 +79,6 @@ public enum Platform {
         #endif
     }
 
-    /// How `publishNoReplace` gave the name, for tests and docs.
-    enum NoReplaceMethod: Sendable, Equatable { case renameNoReplace, link, exclusivePlaceholder }
-
     /// Moves the complete file `temporary` to `target` unless `target`
     /// exists (then fails with EEXIST, `temporary` left for the caller), on
     /// any file system: `renameat2(RENAME_NOREPLACE)` (Linux 3.15+; ext4,
@@ -91,37 +88,37 @@ public enum Platform {
     /// `O_CREAT|O_EXCL` and the temporary renamed over it: for that moment
     /// the name holds an empty file, never a torn one, and a claim whose
     /// rename fails is removed. False with errno set.
-    static func publishNoReplace(_ temporary: String, to target: String) -> (ok: Bool, method: NoReplaceMethod) {
+    static func publishNoReplace(_ temporary: String, to target: String) -> Bool {
         #if os(Linux)
             if !posixFallback, let renameat2 = renameAt2 {
                 let renameNoReplace: UInt32 = 1  // RENAME_NOREPLACE
                 if renameat2(AT_FDCWD, temporary, AT_FDCWD, target, renameNoReplace) == 0 {
-                    return (true, .renameNoReplace)
+                    return true
                 }
                 // EINVAL: the file system has no such flag (FUSE through libfuse 2, older NFS); ENOSYS: the kernel.
                 guard errno == EINVAL || errno == ENOSYS || errno == ENOTSUP || errno == EOPNOTSUPP else {
-                    return (false, .renameNoReplace)
+                    return false
                 }
             }
         #endif
         if Foundation.link(temporary, target) == 0 {
             unlink(temporary)
-            return (true, .link)
+            return true
         }
         // EPERM, ENOTSUP, EOPNOTSUPP, EMLINK: no hard links here; EEXIST and the rest are answers.
         guard errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS else {
-            return (false, .link)
+            return false
         }
         let claim = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard claim >= 0 else { return (false, .exclusivePlaceholder) }
+        guard claim >= 0 else { return false }
         close(claim)
         guard rename(temporary, target) == 0 else {
             let failure = errno
             unlink(target)
             errno = failure
-            return (false, .exclusivePlaceholder)
+            return false
         }
-        return (true, .exclusivePlaceholder)
+        return true
     }
 
     #if os(Linux)

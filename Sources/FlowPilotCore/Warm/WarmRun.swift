@@ -67,15 +67,9 @@ public struct WarmRun: Sendable {
         public let counts: Counts
         /// Live requests made, and whether any reached the backend.
         public let reach: BackendReach
-        /// Resolves that outlived their timeout: their flow durable in the cache within the grace,
-        /// or still running then.
-        public let lateLanded: Int
-        public let latePending: Int
+        /// Resolves that outlived their timeout, by what became of them within the grace.
+        public let late: LateResolves
         public let elapsed: Duration
-        /// Late resolves that ended within the grace without landing: failed (the backend
-        /// unreachable, the flow invalid or not written), or answered without a flow.
-        public var lateFailed = 0
-        public var lateNoFlow = 0
         /// The run was stopped (`StopRequest`) before its input ended.
         public var stopped = false
         /// Identities still in flight when a stop's deadline passed: no rows.
@@ -253,12 +247,9 @@ public struct WarmRun: Sendable {
         }
         if let readError { throw readError }
         let late = flow.stopped ? LateResolves() : await warmer.waitForLateResolves(grace: options.grace)
-        var summary = Summary(
-            counts: counts, reach: warmer.reach,
-            lateLanded: late.landed, latePending: late.pending, elapsed: .now - started,
-            stopped: flow.stopped, abandoned: flow.inFlight)
-        (summary.lateFailed, summary.lateNoFlow) = (late.failed, late.noFlow)
-        return summary
+        return Summary(
+            counts: counts, reach: warmer.reach, late: late, elapsed: .now - started, stopped: flow.stopped,
+            abandoned: flow.inFlight)
     }
 
     /// The identity to start for a line read, with the placements it still

@@ -261,11 +261,11 @@ struct Warm: AsyncParsableCommand {
                 line += ", \(summary.abandoned) identities still in flight left for a resumed attempt"
             }
         }
-        if summary.lateLanded + summary.latePending + summary.lateFailed + summary.lateNoFlow > 0 {
-            line +=
-                "; \(summary.lateLanded) late resolves landed in the cache after their timeout, \(summary.lateFailed) failed, "
-            if summary.lateNoFlow > 0 { line += "\(summary.lateNoFlow) answered without a flow, " }
-            line += "\(summary.latePending) still pending"
+        let late = summary.late
+        if late != LateResolves() {
+            line += "; \(late.landed) late resolves landed in the cache after their timeout, \(late.failed) failed, "
+            if late.noFlow > 0 { line += "\(late.noFlow) answered without a flow, " }
+            line += "\(late.pending) still pending"
         }
         let waited = pacer.waited
         if pacer.rate != nil || waited >= .milliseconds(5) {

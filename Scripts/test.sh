@@ -11,15 +11,16 @@
 # system and runs a short fault campaign. The long campaigns are Scripts/soak.sh.
 #
 # Each stage prints "stage NAME SECONDS" when it ends, and the run ends with
-# "stage total SECONDS"; the same lines are kept in .build/stage-times.txt.
+# "stage total SECONDS"; the same lines are kept in .build/stage-times.txt
+# (with the build cache below, in the cached .build the link pointed at).
 #
 # What is fetched or built from what does not change is kept between runs, under
 # $FPCTL_TEST_CACHE (default /var/cache/fpctl-test), when that can be written:
 #   - the Debian roots (Scripts/debian-roots.sh), fetched in the background
 #     while the first build runs;
 #   - as root, in a checkout with no .build, .build-static or Fuzz/.build yet
-#     (a fresh clone), those three are links into builds/KEY, used from the
-#     stable path below, KEY being a digest of the
+#     (a fresh clone), those three are links into builds/KEY for the run
+#     (removed when it ends), used from the stable path below, KEY being a digest of the
 #     toolchain's version and the dependencies both Package.swift files declare
 #     (their .package lines): the dependencies build once per key, the
 #     project's own modules build again from the clone (SwiftPM rebuilds what
@@ -47,10 +48,21 @@ cacheable() {
         fi
     done
 }
+# The links are removed when the run ends, whatever its end: the cached builds
+# know the stable path, not this one, so a plain `swift build` here would fail
+# on them ("precompiled file ... was compiled with module cache path ...");
+# without the links it builds in the checkout's own .build, as in any clone.
+# The next run of this script makes the links again.
 if [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && [ -z "${FPCTL_STABLE_CHECKOUT:-}" ] && [ "$(id -u)" = 0 ] &&
     command -v unshare >/dev/null && cacheable && mkdir -p "$cache/checkout" 2>/dev/null; then
-    exec unshare --mount --propagation private bash -c \
-        'mount --bind "$1" "$2" && cd "$2" && FPCTL_STABLE_CHECKOUT=1 exec bash Scripts/test.sh' _ "$PWD" "$cache/checkout"
+    status=0
+    unshare --mount --propagation private bash -c \
+        'mount --bind "$1" "$2" && cd "$2" && FPCTL_STABLE_CHECKOUT=1 exec bash Scripts/test.sh' _ "$PWD" "$cache/checkout" ||
+        status=$?
+    for build in .build .build-static Fuzz/.build; do
+        if [ -L "$build" ] && [[ "$(readlink "$build")" == "$cache/builds/"* ]]; then rm "$build"; fi
+    done
+    exit "$status"
 fi
 
 use_build_cache() {

@@ -84,8 +84,8 @@ public struct InspectReport: Rendering {
 
 /// `bundle validate`: per bundle (or source directory) its findings and
 /// `FILE: ok DIGEST`, or why it could not be checked (that line goes to
-/// standard error: `errors`).
-public struct ValidateReport: Rendering {
+/// standard error, before the rest).
+public struct ValidateReport: FindingsRendering {
     public struct File: Encodable {
         public let file: String
         public let valid: Bool
@@ -96,6 +96,8 @@ public struct ValidateReport: Rendering {
         public let source: Bool?
         /// The bundle's entries or the source's files, each a JUnit test case.
         let checked: [String]
+        /// A source's files that are there (`SourceCheck.presentFiles`).
+        let present: Set<String>
 
         enum CodingKeys: String, CodingKey { case file, valid, digest, findings, error, source }
 
@@ -103,17 +105,28 @@ public struct ValidateReport: Rendering {
             file: String, valid: Bool, digest: String?, findings: [Finding], error: String?, checked: [String] = []
         ) {
             (self.file, self.valid, self.digest, self.findings, self.error) = (file, valid, digest, findings, error)
-            (self.source, self.checked) = (nil, checked)
+            (self.source, self.checked, self.present) = (nil, checked, [])
         }
 
-        public init(source: String, valid: Bool, findings: [Finding], checked: [String], error: String? = nil) {
-            (self.file, self.valid, self.digest, self.findings, self.error) = (source, valid, nil, findings, error)
-            (self.source, self.checked) = (true, checked)
+        /// A source directory's findings (`findings`: the check's, with the
+        /// age and `--strict` applied).
+        public init(check: BundleBuilder.SourceCheck, findings: [Finding]) {
+            (self.file, self.valid, self.digest, self.findings) = (check.directory, !findings.hasErrors, nil, findings)
+            (self.error, self.source, self.checked, self.present) = (
+                nil, true, check.checkedFiles, check.presentFiles
+            )
+        }
+
+        /// A source directory that could not be checked at all.
+        public init(source: String, error: String) {
+            (self.file, self.valid, self.digest, self.findings, self.error) = (source, false, nil, [], error)
+            (self.source, self.checked, self.present) = (true, [], [])
         }
 
         var target: FindingsReport.Target {
             FindingsReport.Target(
-                path: file, kind: source == true ? .source : .bundle, findings: findings, cases: checked, error: error)
+                path: file, kind: source == true ? .source : .bundle, findings: findings, cases: checked,
+                files: present, error: error)
         }
     }
 
@@ -121,44 +134,68 @@ public struct ValidateReport: Rendering {
         let files: [File]
     }
 
-    public let document: Document
+    public static let command = "bundle validate"
     public static var formats: [OutputFormat] { [.text, .json] }
 
-    public init(files: [File]) { document = Document(files: files) }
+    public let document: Document
+    let workingDirectory: String
+
+    public init(files: [File], workingDirectory: String) {
+        document = Document(files: files)
+        self.workingDirectory = workingDirectory
+    }
 
     /// Findings and `ok` lines, on standard output: a bundle's as
     /// `FILE: RULE: PATH: MESSAGE`, a source's as `FILE:LINE:COL: error: RULE: MESSAGE`.
     public func text() -> String {
         document.files.map { r in
-            let lines = FindingsReport(command: "bundle validate", targets: [r.target.bounded]).located.map {
-                FindingsReport.textLine($0) + "\n"
-            }
+            let lines = r.target.textLines(command: Self.command, workingDirectory: workingDirectory).map { $0 + "\n" }
             let ok = r.valid ? "\(r.file): ok" + (r.digest.map { " \($0)" } ?? "") + "\n" : ""
             return lines.joined() + ok
         }.joined()
     }
 
-    /// The findings for a CI format.
     public var findingsReport: FindingsReport {
-        FindingsReport(command: "bundle validate", targets: document.files.map(\.target))
+        FindingsReport(command: Self.command, targets: document.files.map(\.target), workingDirectory: workingDirectory)
     }
 
-    /// The bundles that could not be checked at all, a line each, for standard error.
-    public var errors: [String] { document.files.compactMap(\.error) }
+    /// The bundles and sources that could not be checked at all, a line each.
+    public var leadingDiagnostics: [Diagnostic] { document.files.compactMap(\.error).map(Diagnostic.error) }
 }
 
-/// `bundle diff`: per placement, whether the bundle is what the backend serves.
-public struct DiffReport: Rendering {
+/// `bundle diff`: per placement, whether the bundle is what the backend
+/// serves; text and CSV print the table, and the age finding (the one
+/// finding no row shows) after it on standard error.
+public struct DiffReport: FindingsRendering {
     public struct Document: Encodable {
         let inSync: Bool
         let placements: [BundlePipeline.DiffRow]
         let findings: [Finding]
     }
 
-    public let document: Document
+    public static let command = "bundle diff"
 
-    public init(rows: [BundlePipeline.DiffRow], findings: [Finding] = []) {
+    public let document: Document
+    let target: FindingsReport.Target
+    let workingDirectory: String
+
+    /// `source`: the bundle's source directory when given (the findings point
+    /// at its files), else `bundle`, the bundle file; `ageChecked`: whether
+    /// `--max-age` was given (a JUnit test case of its own).
+    public init(
+        rows: [BundlePipeline.DiffRow], findings: [Finding], bundle: String?, source: BundleBuilder.SourceCheck?,
+        ageChecked: Bool, workingDirectory: String
+    ) {
         document = Document(inSync: rows.allSatisfy { $0.status == .inSync }, placements: rows, findings: findings)
+        // A JUnit test case per placement compared, and one for the age.
+        var caseOf: [String: String] = [:]
+        for row in rows { caseOf[row.message] = "placement \(row.placement)" }
+        target = FindingsReport.Target(
+            path: source?.directory ?? bundle ?? ".", kind: source == nil ? .bundle : .source, findings: findings,
+            cases: rows.map { "placement \($0.placement)" } + (ageChecked ? ["bundle age"] : []),
+            files: source?.presentFiles ?? [],
+            caseOf: { [caseOf] f in caseOf[f.message] ?? "bundle age" })
+        self.workingDirectory = workingDirectory
     }
 
     public var inSync: Bool { document.inSync }
@@ -174,5 +211,17 @@ public struct DiffReport: Rendering {
                     $0.changedMedia.joined(separator: " "),
                 ]
             })
+    }
+
+    public var findingsReport: FindingsReport {
+        FindingsReport(command: Self.command, targets: [target], workingDirectory: workingDirectory)
+    }
+
+    /// `FILE[:LINE:COL]: error: bundle-age: …`, after the table.
+    public var trailingDiagnostics: [Diagnostic] {
+        let age = FindingsReport.Target(
+            path: target.path, kind: target.kind, findings: target.findings.filter { $0.rule == "bundle-age" },
+            cases: [], files: target.files)
+        return age.textLines(command: Self.command, workingDirectory: workingDirectory).map(Diagnostic.finding)
     }
 }

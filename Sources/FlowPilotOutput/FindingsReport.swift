@@ -24,21 +24,27 @@ public struct FindingsReport: Sendable {
         public let cases: [String]
         /// Why the target could not be checked at all, when it could not.
         public let error: String?
+        /// A source's regular files that findings may be placed at, relative
+        /// to `path` (`BundleBuilder.SourceCheck.presentFiles`); a finding
+        /// about another file is placed at bundle.json. The report reads no file.
+        public let files: Set<String>
         /// The test case a finding belongs to; nil: its file's, else its rule group's.
         let caseOf: (@Sendable (Finding) -> String)?
 
         public init(
-            path: String, kind: Kind, findings: [Finding], cases: [String], error: String? = nil,
-            caseOf: (@Sendable (Finding) -> String)? = nil
+            path: String, kind: Kind, findings: [Finding], cases: [String], files: Set<String> = [],
+            error: String? = nil, caseOf: (@Sendable (Finding) -> String)? = nil
         ) {
             (self.path, self.kind, self.findings, self.cases, self.error) = (path, kind, findings, cases, error)
-            self.caseOf = caseOf
+            (self.files, self.caseOf) = (files, caseOf)
         }
 
         /// The same target with at most `Array.shownPerRuleAndFile` findings
         /// of a rule in a file, then `… and N more`: what text prints.
         public var bounded: Target {
-            Target(path: path, kind: kind, findings: findings.bounded(), cases: cases, error: error, caseOf: caseOf)
+            Target(
+                path: path, kind: kind, findings: findings.bounded(), cases: cases, files: files, error: error,
+                caseOf: caseOf)
         }
 
         /// The rule-group test cases a target always has, so a suite's cases
@@ -82,19 +88,19 @@ public struct FindingsReport: Sendable {
     public let command: String
     public let targets: [Target]
     public let located: [Located]
-    /// What paths are shown relative to (the process's working directory unless given).
+    /// What paths are shown relative to: the repository root in CI, the
+    /// process's working directory as the executable passes it.
     public let workingDirectory: String
 
-    public init(command: String, targets: [Target], workingDirectory: String? = nil) {
+    public init(command: String, targets: [Target], workingDirectory: String) {
         self.command = command
         self.targets = targets
-        let cwd = workingDirectory ?? FileManager.default.currentDirectoryPath
+        let cwd = workingDirectory
         self.workingDirectory = cwd
         var seen: [String: Int] = [:]
         var located: [Located] = []
         for (t, target) in targets.enumerated() {
             let base = Self.relative(target.path, to: cwd)
-            var existing: [Substring: Bool] = [:]
             for f in target.findings {
                 let file: String
                 let shown: String
@@ -106,20 +112,10 @@ public struct FindingsReport: Sendable {
                     shown = target.path
                     logical = f.path.isEmpty || f.path == "-" ? nil : f.path
                 case .source:
-                    let inSource = f.file.isEmpty || f.file == "-" ? nil : f.file
-                    exists =
-                        inSource.map { name in
-                            if let known = existing[name] { return known }
-                            var isDir: ObjCBool = false
-                            let found =
-                                FileManager.default.fileExists(atPath: "\(target.path)/\(name)", isDirectory: &isDir)
-                                && !isDir.boolValue
-                            existing[name] = found
-                            return found
-                        } ?? false
+                    exists = target.files.contains(String(f.file))
                     // A finding about no file of the source (a limit on the
-                    // whole bundle) is about its bundle.json.
-                    let name = exists ? String(inSource ?? "") : BundleSource.fileName
+                    // whole bundle) or a file it lacks is about its bundle.json.
+                    let name = exists ? String(f.file) : BundleSource.fileName
                     file = Self.join(base, name)
                     shown = (target.path.hasSuffix("/") ? target.path : target.path + "/") + name
                     logical = f.pointer.isEmpty ? nil : String(f.pointer)

@@ -43,7 +43,24 @@ public enum BundleBuilder {
         /// The source files read, relative to `directory`: bundle.json, the
         /// flows, the images and fonts they reference.
         public let checkedFiles: [String]
+        /// The regular files of the source, relative to `directory`, among those
+        /// checked or named by a finding: a report places a finding at its file
+        /// only when the file is there (a missing flow's finding goes to
+        /// bundle.json, which names it). Found when the source is checked, so
+        /// rendering a report reads nothing.
+        public let presentFiles: Set<String>
         fileprivate let plan: BundlePlan?
+
+        fileprivate init(directory: String, findings: [Finding], checkedFiles: [String], plan: BundlePlan?) {
+            (self.directory, self.findings, self.checkedFiles, self.plan) = (directory, findings, checkedFiles, plan)
+            var named = Set(checkedFiles)
+            for f in findings where !f.file.isEmpty && f.file != "-" { named.insert(String(f.file)) }
+            presentFiles = named.filter { name in
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: "\(directory)/\(name)", isDirectory: &isDirectory)
+                    && !isDirectory.boolValue
+            }
+        }
 
         public var isValid: Bool { !findings.hasErrors }
         /// The source as bundle.json describes it, when it could be read.

@@ -45,14 +45,7 @@ struct BundleBuild: ParsableCommand {
     @Flag(help: "Treat warnings (unknown component types, unreferenced assets) as errors: nothing is written.")
     var strict = false
 
-    @Option(
-        help: "Findings as text, json, sarif, github, junit or gitlab.",
-        completion: .list(["text", "json", "sarif", "github", "junit", "gitlab"]))
-    var format: ReportFormat = .plain(.text)
-
-    func validate() throws {
-        try format.require(plain: [.text, .json], of: "bundle build")
-    }
+    @OptionGroup var format: FindingsFormatOption<BuildReport>
 
     func run() throws {
         let options = BundleBuilder.Options(
@@ -61,25 +54,15 @@ struct BundleBuild: ParsableCommand {
         let check = try BundleBuilder.check(sourceDirectory: source, options: options)
         let findings = strict ? check.findings.strict : check.findings
         let valid = !findings.hasErrors
-        let target = FindingsReport.Target(path: source, kind: .source, findings: findings, cases: check.checkedFiles)
         // The bundle is written only from a valid source; a failure to write
         // it is reported after the findings, in every format.
         var built: Result<BundleBuilder.Result, any Error>?
         if valid { built = Result { try BundleBuilder.build(check, output: output, options: options) } }
         let result = try? built?.get()
-        switch format {
-        case .plain(.json):
-            Console.out(
-                try JSONOutput.string(
-                    BuildDocument(
-                        source: source, valid: valid, findings: findings, digest: result?.digest,
-                        output: result?.output)))
-        case .plain:
-            FindingsOutput.printText(target, command: "bundle build")
-            if let result { Console.out("\(result.digest)  \(result.output)\n") }
-        case .findings(let f):
-            FindingsOutput.print(FindingsReport(command: "bundle build", targets: [target]), as: f)
-        }
+        try format.print(
+            BuildReport(
+                check: check, findings: findings, built: result,
+                workingDirectory: FileManager.default.currentDirectoryPath))
         if let result {
             Console.note(
                 "built \(result.output): \(result.manifest.placements.count) placements, "
@@ -92,14 +75,5 @@ struct BundleBuild: ParsableCommand {
             Console.error("\(source): \(errors) error\(errors == 1 ? "" : "s"); nothing was written")
             throw Verdict.invalid
         }
-    }
-
-    /// `--format json`: the findings, and the digest and path of what was written.
-    struct BuildDocument: Encodable {
-        let source: String
-        let valid: Bool
-        let findings: [Finding]
-        let digest: String?
-        let output: String?
     }
 }

@@ -74,10 +74,7 @@ struct BundleDiff: AsyncParsableCommand {
         name: .customLong("max-age"), parsing: .unconditional,
         help: "Fail (rule bundle-age) when the bundle's created_at is older than this (e.g. 30d).")
     var maxAge: DurationArgument?
-    @Option(
-        help: "Output format: text (or table), json, csv, sarif, github, junit or gitlab.",
-        completion: .list(["text", "table", "json", "csv", "sarif", "github", "junit", "gitlab"]))
-    var format: ReportFormat = .plain(.text)
+    @OptionGroup var format: FindingsFormatOption<DiffReport>
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
@@ -103,39 +100,14 @@ struct BundleDiff: AsyncParsableCommand {
         let locations: DiffLocations = check?.source.map { .source($0) } ?? .bundle
         let createdAt = loaded?.createdAt ?? check?.source.map { $0.createdAt ?? BundleBuilder.unknownCreatedAt }
         let findings = locations.findings(rows, createdAt: createdAt, maxAge: maxAge?.seconds)
-        let report = DiffReport(rows: rows, findings: findings)
-        switch format {
-        case .plain(let plain):
-            Console.out(try report.rendered(as: plain))
-            if plain != .json {
-                for f in findings where f.rule == "bundle-age" {
-                    // `FILE[:LINE:COL]: error: bundle-age: …`, after the table, on standard error.
-                    for l in FindingsReport(command: "bundle diff", targets: [target(findings: [f], rows: [])]).located
-                    {
-                        Console.raw(FindingsReport.textLine(l) + "\n")
-                    }
-                }
-            }
-        case .findings(let f):
-            FindingsOutput.print(
-                FindingsReport(command: "bundle diff", targets: [target(findings: findings, rows: rows)]), as: f)
-        }
+        let report = DiffReport(
+            rows: rows, findings: findings, bundle: bundle, source: check, ageChecked: maxAge != nil,
+            workingDirectory: FileManager.default.currentDirectoryPath)
+        try format.print(report)
         if reach.reachedNone {
             Console.error(reach.explanation)
             throw Verdict.unavailable
         }
         if !report.inSync || findings.hasErrors { throw Verdict.partial }
-    }
-
-    /// The findings' target: the source directory when given, else the bundle;
-    /// a JUnit test case per placement compared, and one for the age.
-    private func target(findings: [Finding], rows: [BundlePipeline.DiffRow]) -> FindingsReport.Target {
-        var caseOf: [String: String] = [:]
-        for row in rows { caseOf[row.message] = "placement \(row.placement)" }
-        let cases = rows.map { "placement \($0.placement)" } + (maxAge == nil ? [] : ["bundle age"])
-        let kind: FindingsReport.Target.Kind = source == nil ? .bundle : .source
-        return FindingsReport.Target(
-            path: source ?? bundle ?? ".", kind: kind, findings: findings, cases: cases,
-            caseOf: { [caseOf] f in caseOf[f.message] ?? "bundle age" })
     }
 }

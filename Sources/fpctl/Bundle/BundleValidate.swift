@@ -47,7 +47,6 @@ struct BundleValidate: ParsableCommand {
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
-        try format.require(plain: ValidateReport.formats, of: "bundle validate")
         if bundles.isEmpty && sources.isEmpty {
             throw ValidationError("name a bundle to check, or a source directory with --source")
         }
@@ -56,10 +55,7 @@ struct BundleValidate: ParsableCommand {
     @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
     var publicKey: String?
 
-    @Option(
-        help: "Output format: text, json, sarif, github, junit or gitlab.",
-        completion: .list(["text", "json", "sarif", "github", "junit", "gitlab"]))
-    var format: ReportFormat = .plain(.text)
+    @OptionGroup var format: FindingsFormatOption<ValidateReport>
 
     func run() throws {
         var results: [ValidateReport.File] = []
@@ -90,25 +86,13 @@ struct BundleValidate: ParsableCommand {
                 var findings = check.findings
                 if let age = check.source?.ageFinding(maxAge: options.maxAge) { findings.append(age) }
                 if strict { findings = findings.strict }
-                results.append(
-                    ValidateReport.File(
-                        source: source, valid: !findings.hasErrors, findings: findings, checked: check.checkedFiles))
+                results.append(ValidateReport.File(check: check, findings: findings))
             } catch let error as FPError {
                 unchecked = unchecked ?? error
-                results.append(
-                    ValidateReport.File(
-                        source: source, valid: false, findings: [], checked: [], error: error.description)
-                )
+                results.append(ValidateReport.File(source: source, error: error.description))
             }
         }
-        let report = ValidateReport(files: results)
-        switch format {
-        case .plain(let plain):
-            if plain == .text { report.errors.forEach(Console.error) }
-            Console.out(try report.rendered(as: plain))
-        case .findings(let f):
-            FindingsOutput.print(report.findingsReport, as: f)
-        }
+        try format.print(ValidateReport(files: results, workingDirectory: FileManager.default.currentDirectoryPath))
         if let unchecked { throw Verdict.unchecked(unchecked) }
         if results.contains(where: { !$0.valid }) { throw Verdict.invalid }
     }

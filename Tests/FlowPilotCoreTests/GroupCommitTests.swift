@@ -16,17 +16,29 @@ final class GroupCommitTests {
         let staged = try (0..<count).map { i in
             try commit.stage(Data("entry \(i)".utf8), directory: "\(scratch)/keys/k\(i)", name: "e.json")
         }
-        let results = Mutex<[Int: (any Error)?]>([:])
-        let done = DispatchGroup()
+        let results = Results()
         for (i, file) in staged.enumerated() {
-            done.enter()
-            commit.enqueue(file) { error in
-                results.withLock { $0[i] = error }
-                done.leave()
-            }
+            results.done.enter()
+            commit.enqueue(file, waiter: Told(index: i, results: results))
         }
-        #expect(done.wait(timeout: .now() + 60) == .success, "a writer was never told")
-        return results.withLock { r in (0..<count).map { r[$0] ?? nil } }
+        #expect(results.done.wait(timeout: .now() + 60) == .success, "a writer was never told")
+        return results.errors.withLock { r in (0..<count).map { r[$0] ?? nil } }
+    }
+
+    /// What each writer was told.
+    final class Results: Sendable {
+        let errors = Mutex<[Int: (any Error)?]>([:])
+        let done = DispatchGroup()
+    }
+
+    /// Writer `index`'s waiter.
+    struct Told: CommitWaiter {
+        let index: Int
+        let results: Results
+        func committed(_ error: (any Error)?) {
+            results.errors.withLock { $0[index] = error }
+            results.done.leave()
+        }
     }
 
     @Test("files queued while a commit runs share the next one: 300 files in a handful of commits, all named")

@@ -9,33 +9,38 @@ import Testing
 
 @Suite("shared in-flight work, shards, identities and the run's verdict")
 struct WarmRunPartsTests {
-    @Test("callers of a running key share its value; keys started together run once; a delivered key restarts")
+    @Test(
+        "callers of a running key share its value and its tag; keys claimed together run once; a delivered key restarts"
+    )
     func inflightPool() async {
-        let pool = InflightPool<String, Int>()
-        let started = Mutex<[[String]]>([])
+        let pool = InflightPool<String, Int, String>()
         let gate = Gate()
-        func start(_ keys: [String], _ deliver: @escaping @Sendable (String, Int) -> Void) {
-            started.withLock { $0.append(keys) }
-            // One piece of work for every key it is given, as one batch request is.
+        // One piece of work for every claim it is given, as one batch request is.
+        func work(_ claims: [InflightPool<String, Int, String>.Claim]) {
             Task {
                 await gate.wait()
-                for key in keys { deliver(key, key.count) }
+                for claim in claims { pool.deliver(claim, claim.key.count) }
             }
         }
-        let first = pool.values(for: ["ab", "c", "ab"], start: start)
-        let second = pool.values(for: ["ab", "xyz"], start: start)
-        #expect(first["ab"] === second["ab"])
-        #expect(started.withLock { $0 } == [["ab", "c"], ["xyz"]], "only keys not running start, each once")
+        let first = pool.values(for: [("ab", "first"), ("c", "first"), ("ab", "first")])
+        let second = pool.values(for: [("ab", "second"), ("xyz", "second")])
+        #expect(first.running["ab"]?.value === second.running["ab"]?.value)
+        #expect(second.running["ab"]?.tag == "first", "a joined key has its claimer's tag")
+        #expect(first.claims.map(\.key) == ["ab", "c"] && second.claims.map(\.key) == ["xyz"])
         #expect(pool.count == 3)
+        work(first.claims)
+        work(second.claims)
         gate.open()
-        let ab = await first["ab"]?.value
-        let xyz = await second["xyz"]?.value
-        let c = await first["c"]?.value
+        let ab = await first.running["ab"]?.value.value
+        let xyz = await second.running["xyz"]?.value.value
+        let c = await first.running["c"]?.value.value
         #expect(ab == 2 && xyz == 3 && c == 1)
         #expect(pool.count == 0, "a delivered key is forgotten")
-        let third = pool.values(for: ["ab"], start: start)
-        #expect(third["ab"] !== first["ab"])
-        #expect(await third["ab"]?.value == 2 && started.withLock { $0.count } == 3)
+        let third = pool.values(for: [("ab", "third")])
+        #expect(third.running["ab"]?.value !== first.running["ab"]?.value)
+        #expect(third.claims.map(\.tag) == ["third"], "a delivered key is claimed again")
+        work(third.claims)
+        #expect(await third.running["ab"]?.value.value == 2)
     }
 
     @Test("a waiter with a limit gets nil once it passes, never before; the work still lands for later waiters")

@@ -89,7 +89,7 @@ public struct CachePutInput {
         do {
             entry = try store.storeFlow(
                 placement: placement, identity: identity, document: doc, ttlSeconds: ttl, tier: .network,
-                resolvedAt: resolvedAt, commit: .shared, finish: outstanding.finish)
+                resolvedAt: resolvedAt, commit: .shared, waiter: outstanding)
         } catch {
             outstanding.cancel()
             throw error

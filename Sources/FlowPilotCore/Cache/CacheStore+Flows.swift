@@ -92,19 +92,27 @@ extension CacheStore {
 
     /// Stores a flow as `storeFlow` does, made durable with the other entries
     /// `commit` has queued (`GroupCommit`): the bytes are written here, on the
-    /// caller's thread, and `finish` is called once the entry is durable (nil)
+    /// caller's thread, and `waiter` is told once the entry is durable (nil)
     /// or could not be written, after the key's older files are removed. The
     /// alias is the caller's (`pointAlias(to:)`). Blocks while `prune` or
     /// `clear` hold the cache; call it off the threads Swift's concurrency runs on.
     @discardableResult
     public func storeFlow(
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
-        resolvedAt: Date = Date(), commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
+        resolvedAt: Date = Date(), commit: GroupCommit, waiter: any CommitWaiter
     ) throws -> CachedFlow {
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
-        try stage(prepared, commit: commit, finish: finish)
+        // The shared lock is held from the write until the entry is durable and its older files are gone.
+        let lock = try Lock(path: lockPath, exclusive: false)
+        do {
+            let file = try stageEntry(prepared, commit: commit)
+            commit.enqueue(file, waiter: EntryCommit(prepared, file, then: .one(lock, waiter)))
+        } catch {
+            lock.release()
+            throw error
+        }
         return prepared.entry
     }
 
@@ -165,10 +173,11 @@ extension CacheStore {
             for index in prepared.indices { staged.finish(index, error, lock: nil) }
             return
         }
-        var files: [(GroupCommit.Staged, @Sendable ((any Error)?) -> Void)] = []
+        var files: [(GroupCommit.Staged, any CommitWaiter)] = []
         for (index, entry) in prepared.enumerated() {
             do {
-                files.append(try stageEntry(entry, commit: commit) { staged.finish(index, $0, lock: lock) })
+                let file = try stageEntry(entry, commit: commit)
+                files.append((file, EntryCommit(entry, file, then: .batch(staged, index, lock))))
             } catch {
                 staged.finish(index, error, lock: lock)
             }
@@ -176,44 +185,46 @@ extension CacheStore {
         commit.enqueue(files)
     }
 
-    private func stage(
-        _ prepared: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
-    ) throws {
-        // The shared lock is held from the write until the entry is durable and its older files are gone.
-        let lock = try Lock(path: lockPath, exclusive: false)
-        do {
-            commit.enqueue([
-                try stageEntry(prepared, commit: commit) { error in
-                    lock.release()
-                    finish(error)
-                }
-            ])
-        } catch {
-            lock.release()
-            throw error
-        }
-    }
-
     /// An entry's file written for `commit` (not yet durable, the caller
-    /// holding the shared lock), with what the commit calls once it is done:
-    /// the key's older files removed if the entry is durable, then `finish`.
-    /// A key directory made for the entry had no older files to remove: it
-    /// is not read again (a warm into an empty cache makes every key's).
-    private func stageEntry(
-        _ prepared: PreparedEntry, commit: GroupCommit, finish: @escaping @Sendable ((any Error)?) -> Void
-    ) throws -> (GroupCommit.Staged, @Sendable ((any Error)?) -> Void) {
-        let (keyDir, name) = (prepared.keyDir, prepared.name)
+    /// holding the shared lock).
+    private func stageEntry(_ prepared: PreparedEntry, commit: GroupCommit) throws -> GroupCommit.Staged {
         // An entry's mtime is its resolved_at: a file written at that time has it already.
         let resolvedAt = prepared.entry.resolvedAt
         let mtime = abs(resolvedAt.timeIntervalSinceNow) < 1 ? nil : resolvedAt
-        let file = try commit.stage(prepared.data, directory: keyDir, name: name, mtime: mtime)
-        return (
-            file,
-            { error in
-                if error == nil, !file.madeDirectory { Self.removeOlder(in: keyDir, keeping: name) }
-                finish(error)
+        return try commit.stage(prepared.data, directory: prepared.keyDir, name: prepared.name, mtime: mtime)
+    }
+
+    /// What happens when an entry's commit is done, in one place: the key's
+    /// older files removed if the entry is durable, then its writer told,
+    /// the shared lock released by the last entry of the writer's batch. A
+    /// key directory made for the entry had no older files to remove: it is
+    /// not read again (a warm into an empty cache makes every key's).
+    private struct EntryCommit: CommitWaiter {
+        enum Writer {
+            /// One entry of `stage`'s batch (`StagedFlows.finish`).
+            case batch(StagedFlows, Int, Lock)
+            /// `storeFlow`'s one entry: its lock released, then its waiter told.
+            case one(Lock, any CommitWaiter)
+        }
+
+        let keyDir: String
+        let name: String
+        let madeDirectory: Bool
+        let writer: Writer
+
+        init(_ prepared: PreparedEntry, _ file: GroupCommit.Staged, then writer: Writer) {
+            (keyDir, name, madeDirectory, self.writer) = (prepared.keyDir, prepared.name, file.madeDirectory, writer)
+        }
+
+        func committed(_ error: (any Error)?) {
+            if error == nil, !madeDirectory { CacheStore.removeOlder(in: keyDir, keeping: name) }
+            switch writer {
+            case .batch(let staged, let index, let lock): staged.finish(index, error, lock: lock)
+            case .one(let lock, let waiter):
+                lock.release()
+                waiter.committed(error)
             }
-        )
+        }
     }
 
     /// An entry to write: its metadata, bytes, key directory and file name

@@ -2,6 +2,13 @@ import Foundation
 import NIOPosix
 import Synchronization
 
+/// Who `GroupCommit` tells that a queued file is durable under its name
+/// (nil) or could not be made so: once, on one of the committer's threads,
+/// which it must not block.
+public protocol CommitWaiter: Sendable {
+    func committed(_ error: (any Error)?)
+}
+
 /// Group commit: many new files made durable together, with the guarantee
 /// `AtomicFile.publish` gives one file (docs/cache-format.md, "Durability"):
 /// a name never points at bytes that did not reach the disk, and a writer is
@@ -26,7 +33,7 @@ import Synchronization
 ///   directory, and each of those directories' parents (where a new
 ///   directory's own name lives), synced once.
 ///
-/// Then each writer is told (`finish`), with its own error if its file, its
+/// Then each writer is told (its `CommitWaiter`), with its own error if its file, its
 /// directory or its file system's sync failed. There is no timer: a commit
 /// starts as soon as the previous one ends, so the group is whatever arrived
 /// meanwhile (one file when writes are sparse, up to `maxBatch` under load),
@@ -72,7 +79,10 @@ public final class GroupCommit: Sendable {
 
     /// `syncThreads` is lowered to what the process's limits leave room for
     /// (`Platform.threadBudget`: `ulimit -u`, `ulimit -v`).
-    public init(maxBatch: Int = 1024, syncThreads: Int = GroupCommit.maxSyncThreads) {
+    /// The most files one commit takes.
+    public static let defaultMaxBatch = 1024
+
+    public init(maxBatch: Int = GroupCommit.defaultMaxBatch, syncThreads: Int = GroupCommit.maxSyncThreads) {
         self.maxBatch = max(1, maxBatch)
         self.syncThreads = max(1, min(syncThreads, Platform.threadBudget()))
     }
@@ -105,7 +115,7 @@ public final class GroupCommit: Sendable {
         /// else when the file was written).
         let madeDirectory: Bool
         // Set by the committer, which alone touches a staged file once queued.
-        fileprivate var finish: (@Sendable ((any Error)?) -> Void)?
+        fileprivate var waiter: (any CommitWaiter)?
         fileprivate var error: (any Error)?
 
         fileprivate init(
@@ -163,19 +173,19 @@ public final class GroupCommit: Sendable {
         return honours ? device : nil
     }
 
-    /// Queues a staged file for the next commit. `finish` is called once, on
+    /// Queues a staged file for the next commit. `waiter` is told once, on
     /// one of the committer's threads, when the file is durable under its
     /// name (nil) or could not be made so (the error; the name is then absent
     /// or, if only its directory's sync failed, not known to be durable).
-    public func enqueue(_ staged: Staged, finish: @escaping @Sendable ((any Error)?) -> Void) {
-        enqueue([(staged, finish)])
+    public func enqueue(_ staged: Staged, waiter: any CommitWaiter) {
+        enqueue([(staged, waiter)])
     }
 
     /// Queues several staged files at once: one writer's batch, committed
     /// together unless the group fills.
-    public func enqueue(_ files: [(Staged, @Sendable ((any Error)?) -> Void)]) {
+    public func enqueue(_ files: [(Staged, any CommitWaiter)]) {
         guard !files.isEmpty else { return }
-        for (staged, finish) in files { staged.finish = finish }
+        for (staged, waiter) in files { staged.waiter = waiter }
         let start = state.withLock { state -> Bool in
             state.queue.append(contentsOf: files.map(\.0))
             defer { state.committing = true }
@@ -188,36 +198,43 @@ public final class GroupCommit: Sendable {
     public func publish(_ data: Data, directory: String, name: String, mtime: Date? = nil) async throws {
         let staged = try await BlockingIO.run { try self.stage(data, directory: directory, name: name, mtime: mtime) }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            enqueue(staged) { error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
+            enqueue(staged, waiter: Resumption(continuation: continuation))
+        }
+    }
+
+    /// `publish`'s waiter: the awaiting task resumed.
+    private struct Resumption: CommitWaiter {
+        let continuation: CheckedContinuation<Void, any Error>
+        func committed(_ error: (any Error)?) {
+            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
         }
     }
 
     /// A synchronous writer's entries in flight (`cache put`): at most
     /// `limit` staged and not yet durable (each holds a descriptor until its
     /// commit), and the first failure among them.
-    public final class Outstanding: Sendable {
+    public final class Outstanding: CommitWaiter {
         private let slots: DispatchSemaphore
         private let group = DispatchGroup()
         private let firstError = Mutex<(any Error)?>(nil)
 
         public init(limit: Int = 1024) { slots = DispatchSemaphore(value: limit) }
 
-        /// Waits for a free slot; pair with `finish` (or `cancel` if staging failed).
+        /// Waits for a free slot; pair with `committed` (its waiter, for
+        /// `GroupCommit.enqueue`), or `cancel` if staging failed.
         public func begin() {
             slots.wait()
             group.enter()
         }
 
-        /// A `finish` callback for `GroupCommit.enqueue`.
-        public func finish(_ error: (any Error)?) {
+        /// One entry begun is durable (nil) or failed.
+        public func committed(_ error: (any Error)?) {
             if let error { firstError.withLock { $0 = $0 ?? error } }
             group.leave()
             slots.signal()
         }
 
-        public func cancel() { finish(nil) }
+        public func cancel() { committed(nil) }
 
         /// Waits until every entry begun is durable or failed; throws the first failure.
         public func wait() throws {
@@ -329,8 +346,8 @@ public final class GroupCommit: Sendable {
         fanOut(group.count, lanes: cpuLanes(group.count)) { index in
             let file = group[index]
             file.release(named: file.error == nil)
-            file.finish?(file.error)
-            file.finish = nil
+            file.waiter?.committed(file.error)
+            file.waiter = nil
         }
     }
 

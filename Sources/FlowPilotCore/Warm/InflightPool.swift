@@ -1,59 +1,67 @@
 import Synchronization
 
-/// Work shared by key while it runs: the first caller for a key starts it,
-/// callers for the same key while it runs get the same value to come, and
-/// the key is forgotten when its value is delivered (Nuke's TaskPool, in
-/// miniature). Concurrent resolves of one (placement, fingerprint) share a
-/// request this way.
-final class InflightPool<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Running {
-        let generation: UInt64
+/// Work shared by key while it runs: the first caller for a key claims it
+/// and starts the work, callers for the same key while it runs get the same
+/// value to come (and the tag the claimer gave it), and the key is forgotten
+/// when its value is delivered (Nuke's TaskPool, in miniature). Concurrent
+/// resolves of one (placement, fingerprint) share a request this way, the
+/// tag being the request's `AttemptLog`.
+///
+/// No closure crosses the pool: a claim is a value the claimer keeps and
+/// hands back to `deliver` once its work has the value.
+final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendable>: Sendable {
+    /// A key nobody was running: the claimer's to work on and `deliver`, once.
+    struct Claim: Sendable {
+        let key: Key
+        let tag: Tag
+        fileprivate let generation: UInt64
+        fileprivate let value: Pending<Value>
+    }
+
+    /// A key's value to come, and the tag of the work that will give it.
+    struct Running: Sendable {
         let value: Pending<Value>
+        let tag: Tag
+        fileprivate let generation: UInt64
     }
 
     private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
 
-    /// The values to come for `keys`: running ones as they are. The keys not
-    /// running are handed to `start` (once, under the pool's lock, so two
-    /// callers never start the same key; it should only start tasks), with
-    /// `deliver`, which the work it starts must call once for each of them:
-    /// several keys may be worked on together (one batch request) and
-    /// delivered one by one or at once.
-    func values(
-        for keys: [Key], start: (_ missing: [Key], _ deliver: @escaping @Sendable (Key, Value) -> Void) -> Void
-    ) -> [Key: Pending<Value>] {
+    /// The value to come for each key (a key given twice counts once), and
+    /// the claims of the keys nobody was running, in order: the caller
+    /// starts their work (several claims may be worked on together, as one
+    /// batch request) and `deliver`s each. A claimed key keeps the tag it
+    /// was given here; a running key has its claimer's. Two callers never
+    /// claim the same running key.
+    func values(for keys: [(key: Key, tag: Tag)]) -> (running: [Key: Running], claims: [Claim]) {
         state.withLock { state in
-            var values: [Key: Pending<Value>] = [:]
-            var started: [Key: Running] = [:]
-            var missing: [Key] = []
-            for key in keys {
-                if let running = state.running[key] ?? started[key] {
-                    values[key] = running.value
+            var values: [Key: Running] = [:]
+            var claims: [Claim] = []
+            for (key, tag) in keys where values[key] == nil {
+                if let running = state.running[key] {
+                    values[key] = running
                 } else {
                     state.generation += 1
-                    let running = Running(generation: state.generation, value: Pending())
-                    started[key] = running
-                    values[key] = running.value
-                    missing.append(key)
+                    let running = Running(value: Pending(), tag: tag, generation: state.generation)
+                    state.running[key] = running
+                    values[key] = running
+                    claims.append(
+                        Claim(key: key, tag: running.tag, generation: running.generation, value: running.value))
                 }
             }
-            guard !missing.isEmpty else { return values }
-            state.running.merge(started) { _, new in new }
-            start(missing) { [started] key, value in
-                guard let running = started[key] else { return }
-                self.forget(key, running.generation)
-                running.value.fulfil(value)
-            }
-            return values
+            return (values, claims)
         }
+    }
+
+    /// The claimed key's value: its callers get it, and the key is forgotten
+    /// (the next caller claims it again).
+    func deliver(_ claim: Claim, _ value: Value) {
+        state.withLock { state in
+            if state.running[claim.key]?.generation == claim.generation { state.running[claim.key] = nil }
+        }
+        claim.value.fulfil(value)
     }
 
     /// How many keys are running now.
     var count: Int { state.withLock { $0.running.count } }
-
-    private func forget(_ key: Key, _ generation: UInt64) {
-        state.withLock { state in
-            if state.running[key]?.generation == generation { state.running[key] = nil }
-        }
-    }
 }

@@ -36,9 +36,9 @@ final class LiveResolver: Sendable {
     let media: MediaWarmer
     let config: WarmConfiguration
     let aliases: AliasWriter
-    private let pool = InflightPool<Key, LiveLanding>()
-    /// The attempts of each key's running request (`AttemptLog`).
-    private let attempts = Mutex<[Key: AttemptLog]>([:])
+    /// The running resolves, each tagged with its request's attempts (`AttemptLog`).
+    private let pool = InflightPool<Key, LiveLanding, AttemptLog>()
+    private typealias Claim = InflightPool<Key, LiveLanding, AttemptLog>.Claim
     private let state = Mutex<(reach: BackendReach, batchUnavailable: Bool, late: [Late])>((BackendReach(), false, []))
 
     /// A resolve whose caller stopped waiting: before its answer, or before its flow was durable.
@@ -67,57 +67,42 @@ final class LiveResolver: Sendable {
     func start(_ placements: [String], for identity: Identity) -> [String: LiveCall] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
-        let values = pool.values(for: keys) { missing, deliver in
-            let batchable = missing.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
-            guard batchable else {
-                for key in missing {
-                    let log = track([key])
-                    // Unstructured on purpose: the request is shared by every caller of its key and
-                    // lands in the cache after a caller's timeout, so no caller's task may own it.
-                    Task {
-                        let result = await AttemptLog.$current.withValue(log) {
-                            await self.resolveOne(key.placement, identity)
-                        }
-                        self.untrack([key], log)
-                        await self.land([(key.placement, result)], identity) { deliver(key, $0[0]) }
-                    }
-                }
-                return
-            }
-            let log = track(missing)
-            // Unstructured for the same reason: one batch request for every caller of its keys.
-            Task {
-                let results = await AttemptLog.$current.withValue(log) {
-                    await self.resolveBatch(missing.map(\.placement), identity)
-                }
-                self.untrack(missing, log)
-                await self.land(
-                    missing.map {
-                        ($0.placement, results[$0.placement] ?? .failed(.missingResult(placement: $0.placement)))
-                    },
-                    identity
-                ) { landings in
-                    for (key, landing) in zip(missing, landings) { deliver(key, landing) }
-                }
+        // One log per request: the batch's for every key it would carry, else one a key.
+        let batch = keys.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
+        let shared = AttemptLog()
+        let (running, claims) = pool.values(for: keys.map { ($0, batch ? shared : AttemptLog()) })
+        if batch && claims.count >= 2 {
+            // Unstructured on purpose: one batch request shared by every caller of its keys, landing
+            // in the cache after a caller's timeout, so no caller's task may own it.
+            Task { await self.resolve(claims, identity) }
+        } else {
+            for claim in claims {
+                // Unstructured for the same reason: the request is every caller's of its key.
+                Task { await self.resolve([claim], identity) }
             }
         }
-        let logs = attempts.withLock { logs in values.keys.map { logs[$0] } }
         return Dictionary(
-            uniqueKeysWithValues: zip(values, logs).map {
-                ($0.0.key.placement, LiveCall(landing: $0.0.value, attempts: $0.1))
+            uniqueKeysWithValues: running.map {
+                ($0.key.placement, LiveCall(landing: $0.value.value, attempts: $0.value.tag))
             })
     }
 
-    /// A new log for the request `keys` are starting.
-    private func track(_ keys: [Key]) -> AttemptLog {
-        let log = AttemptLog()
-        attempts.withLock { logs in for key in keys { logs[key] = log } }
-        return log
-    }
-
-    /// The request is done: its log goes (unless a newer request of the key has one).
-    private func untrack(_ keys: [Key], _ log: AttemptLog) {
-        attempts.withLock { logs in for key in keys where logs[key] === log { logs[key] = nil } }
+    /// The claimed keys' request (a batch for two or more), its answers
+    /// delivered to their callers, then their flows landed (`land`).
+    private func resolve(_ claims: [Claim], _ identity: Identity) async {
+        let log = claims[0].tag
+        let results = await AttemptLog.$current.withValue(log) {
+            claims.count == 1
+                ? [claims[0].key.placement: await self.resolveOne(claims[0].key.placement, identity)]
+                : await self.resolveBatch(claims.map(\.key.placement), identity)
+        }
+        let answers = claims.map {
+            ($0.key.placement, results[$0.key.placement] ?? .failed(.missingResult(placement: $0.key.placement)))
+        }
+        // The answers go to their callers first: a warm's next request need not wait for this disk.
+        let landings = answers.map { LiveLanding($0.1, durable: Pending()) }
+        for (claim, landing) in zip(claims, landings) { pool.deliver(claim, landing) }
+        await land(answers, landings, identity)
     }
 
     /// The live resolve of one placement, joined or started.
@@ -243,24 +228,18 @@ final class LiveResolver: Sendable {
         }
     }
 
-    /// The results of one identity's placements landing together: the
-    /// landings handed to `answered` as soon as the answer is read, then
-    /// each validated flow staged (all in one trip) and, once every flow is
-    /// durable or failed, each landing's result given, its alias pointed and
-    /// its fonts started. A flow that cannot be written is a failure
-    /// (`cache-write`): nothing was warmed.
-    private func land(
-        _ results: [(String, LiveResult)], _ identity: Identity, answered: ([LiveLanding]) -> Void
-    ) async {
+    /// The answers of one identity's placements landing together, their
+    /// landings already with their callers: each validated flow staged (all
+    /// in one trip) and, once every flow is durable or failed, each
+    /// landing's result given, its alias pointed and its fonts started. A
+    /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
+    private func land(_ results: [(String, LiveResult)], _ landings: [LiveLanding], _ identity: Identity) async {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
             if case .flow(let document, let ttl) = result {
                 flows.append((placement, document, ttl ?? config.environment.defaultTTL))
             }
         }
-        // The answers go to their callers first: a warm's next request need not wait for this disk.
-        let landings = results.map { LiveLanding($0.1, durable: Pending()) }
-        answered(landings)
         let staged = await store.stage(
             flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared)
         var stored = await staged.durable.makeIterator()
@@ -285,7 +264,7 @@ final class LiveResolver: Sendable {
 }
 
 /// A live resolve started or joined: its landing to come, and the log of
-/// its request's attempts (nil when it ended before it was joined).
+/// its request's attempts.
 struct LiveCall: Sendable {
     let landing: Pending<LiveLanding>
     let attempts: AttemptLog?

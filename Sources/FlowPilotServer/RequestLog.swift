@@ -43,7 +43,9 @@ final class RequestLogWriter: @unchecked Sendable {
     private var writerSignalled = false
     private let done = DispatchSemaphore(value: 0)
 
-    init(fd: Int32 = STDERR_FILENO, capacity: Int = 256 * 1024) {
+    static let defaultCapacity = 256 * 1024
+
+    init(fd: Int32 = STDERR_FILENO, capacity: Int = RequestLogWriter.defaultCapacity) {
         self.fd = fd
         self.capacity = capacity
         buffer.reserveCapacity(capacity)

@@ -503,6 +503,37 @@ struct FindingsFormatTests {
         #expect(gitlab.status == 0, "\(gitlab.stdout)\(gitlab.stderr)")
     }
 
+    @Test("docs/ci.md's console example is what the two commands print, line for line, with their status")
+    func ciDocsExample() throws {
+        let doc = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/ci.md"), encoding: .utf8)
+        let block = try #require(
+            doc.components(separatedBy: "```console\n").dropFirst().first?.components(separatedBy: "```").first)
+        // Each `$ fpctl …` line and the lines it prints, standard output's then standard error's.
+        var shown: [(arguments: [String], lines: [String])] = []
+        for line in block.split(separator: "\n") {
+            if line.hasPrefix("$ fpctl ") {
+                shown.append((line.dropFirst("$ fpctl ".count).split(separator: " ").map(String.init), []))
+            } else {
+                shown[shown.count - 1].lines.append(String(line))
+            }
+        }
+        #expect(shown.count == 2)
+        let dir = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: dir.file("src"))
+        let flow = dir.file("src/flows/onboarding.json")
+        let text = try String(contentsOfFile: flow, encoding: .utf8)
+        let first = try #require(text.range(of: #""screen": "sync""#))
+        try text.replacingCharacters(in: first, with: #""screen": "nowhere""#).write(
+            toFile: flow, atomically: true, encoding: .utf8)
+        for (arguments, lines) in shown {
+            let r = try fpctl(arguments, currentDirectory: dir.path)
+            #expect(r.status == 65, "\(arguments)")
+            let printed = (r.stdout + r.stderr).split(separator: "\n").map(String.init)
+            #expect(printed == lines, "fpctl \(arguments.joined(separator: " "))")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("app.fpbundle")))
+    }
+
     @Test("action.yml is a valid GitHub action, and the example workflow a valid workflow")
     func action() throws {
         let root = Paths.packageRoot.path

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import FlowPilotCore
+@testable import FlowPilotServer
+
+/// The numbers docs/serve.md and docs/decisions.md state, read from the
+/// code's constants (docs/cache-format.md's are `DocsTruthTests`'s): a change
+/// to a limit that leaves its page behind fails here.
+/// 1024 as the pages write it: 1,024.
+func grouped(_ n: Int) -> String {
+    var digits = String(n)
+    var out = ""
+    while digits.count > 3 {
+        out = "," + digits.suffix(3) + out
+        digits.removeLast(3)
+    }
+    return digits + out
+}
+
+@Suite("docs/serve.md and docs/decisions.md state the code's numbers")
+struct DocsNumbersTests {
+    /// A page's words with one space between, so a phrase may wrap, indented or not.
+    static func text(_ page: String) throws -> String {
+        let raw = try String(contentsOf: Paths.packageRoot.appendingPathComponent(page), encoding: .utf8)
+        return raw.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    @Test(
+        "each stated number is the code's",
+        arguments: [
+            ("docs/serve.md", "the rewritten answers kept", "at most \(RewrittenAnswers.maxBases) base URLs"),
+            ("docs/serve.md", "the request body limit", "A body over \(ResolveServer.maxBodyBytes >> 10) KiB: 413"),
+            ("docs/serve.md", "the request log's buffer", "one \(RequestLogWriter.defaultCapacity >> 10) KiB buffer"),
+            (
+                "docs/serve.md", "the request log's flush",
+                "at least every \(Int(RequestLogWriter.flushInterval * 1000)) ms"
+            ),
+            (
+                "docs/decisions.md", "findings shown per rule and file",
+                "a rule prints at most \([Finding].shownPerRuleAndFile)"
+            ),
+            (
+                "docs/decisions.md", "a JSON document's limit",
+                "\(BundleLimits.maxJSONBytes >> 20) MiB each (rule `limit-json-size`)"
+            ),
+            ("docs/decisions.md", "a bundle's limit", "the \(BundleLimits.maxTotalBytes >> 20) MiB limit"),
+            (
+                "docs/decisions.md", "warm's time for the identities in flight at a stop",
+                "\(WarmRun.Options.defaultStopTimeout.components.seconds) seconds for the identities in flight"
+            ),
+            ("docs/cache-format.md", "a commit's largest group", "(at most \(grouped(GroupCommit.defaultMaxBatch)))"),
+            (
+                "docs/cache-format.md", "the memory layer",
+                "(default \(CacheStore.Budgets().imageMemoryBytes >> 20) MiB)"
+            ),
+        ])
+    func stated(page: String, what: String, phrase: String) throws {
+        #expect(try Self.text(page).contains(phrase), "\(page) should say, for \(what): \(phrase)")
+    }
+}

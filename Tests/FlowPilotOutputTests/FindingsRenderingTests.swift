@@ -83,3 +83,28 @@ struct FindingsRenderingTests {
             ])
     }
 }
+
+/// FlowPilotOutput renders values it is given; it opens, reads and stats
+/// nothing (CONTRIBUTING.md, "Layout"), so a report is the same wherever it
+/// is rendered and a test can render one from values alone.
+@Suite("FlowPilotOutput reads no file")
+struct OutputReadsNothingTests {
+    @Test("no file system call in any of its sources")
+    func noFileAccess() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../Sources/FlowPilotOutput"
+        ).standardizedFileURL
+        let names = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".swift") }
+        #expect(names.count >= 10, "\(sources.path)")
+        let calls = [
+            "FileManager", "fileExists", "contentsOfFile", "Data(contentsOf", "String(contentsOf", "fopen(", " open(",
+            "stat(", "opendir(", "currentDirectoryPath",
+        ]
+        for name in names {
+            let text = try String(contentsOf: sources.appendingPathComponent(name), encoding: .utf8)
+            for call in calls {
+                #expect(!text.contains(call), "Sources/FlowPilotOutput/\(name) calls \(call)")
+            }
+        }
+    }
+}

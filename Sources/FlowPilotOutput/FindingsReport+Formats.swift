@@ -212,64 +212,74 @@ extension FindingsReport {
 
     // MARK: JUnit
 
-    /// JUnit XML as Jenkins, GitLab and GitHub test reporters read it: a
-    /// suite per target, a test case per file checked (or placement compared)
-    /// and per rule group, a `failure` per error; warnings in `system-out`.
-    /// Class names and names are stable from run to run.
+    /// JUnit XML as Jenkins, GitLab and GitHub test reporters read it, as
+    /// ruff's and ESLint's reporters write it: a suite per target, a test case
+    /// per finding (classname its file, name its rule and where in the file:
+    /// the JSON pointer, or the entry and pointer inside a bundle), failing
+    /// for an error, passing with the line in `system-out` for a warning; and
+    /// a passing test case per file checked (or placement compared) that has
+    /// no finding, so a clean run shows what was checked. Names are stable
+    /// from run to run: a pointer, never a line, and `#2` for a second
+    /// identical one.
     public func junit() -> String {
         var suites = ""
         var totalTests = 0
         var totalFailures = 0
         for (t, target) in targets.enumerated() {
             let name = FindingsReport.relative(target.path, to: workingDirectory)
-            var caseNames = target.cases + target.groupCases
-            var known = Set(caseNames)
-            var byCase: [String: [Located]] = [:]
-            for l in located where l.target == t {
-                let c = target.testCase(l.finding, known: known)
-                if known.insert(c).inserted { caseNames.append(c) }
-                byCase[c, default: []].append(l)
-            }
+            let found = located.filter { $0.target == t }
+            let known = Set(target.cases)
+            let withFindings = Set(found.compactMap { target.testCase($0.finding, known: known) })
             var cases = ""
+            var tests = 0
             var failures = 0
-            for c in caseNames {
-                let found = byCase[c] ?? []
-                let errors = found.filter { $0.finding.severity == .error }
-                let warnings = found.filter { $0.finding.severity == .warning }
-                if !errors.isEmpty { failures += 1 }
-                cases += "    <testcase classname=\"\(Self.xml(name))\" name=\"\(Self.xml(c))\""
-                if errors.isEmpty && warnings.isEmpty {
-                    cases += "/>\n"
-                    continue
-                }
-                cases += ">\n"
-                for e in errors {
+            var seen: [String: Int] = [:]
+            for l in found {
+                let key = l.file + "\u{0}" + Self.where(l)
+                seen[key, default: 0] += 1
+                let n = seen[key] ?? 1
+                let caseName = Self.where(l) + (n > 1 ? " #\(n)" : "")
+                tests += 1
+                cases += "    <testcase classname=\"\(Self.xml(l.file))\" name=\"\(Self.xml(caseName))\">\n"
+                if l.finding.severity == .error {
+                    failures += 1
                     cases +=
-                        "      <failure type=\"\(Self.xml(e.finding.rule))\" message=\"\(Self.xml(e.finding.message))\">"
-                        + Self.xml(Self.textLine(e)) + "</failure>\n"
-                }
-                if !warnings.isEmpty {
-                    cases +=
-                        "      <system-out>" + Self.xml(warnings.map { Self.textLine($0) }.joined(separator: "\n"))
-                        + "</system-out>\n"
+                        "      <failure type=\"\(Self.xml(l.finding.rule))\" message=\"\(Self.xml(l.finding.message))\">"
+                        + Self.xml(Self.textLine(l)) + "</failure>\n"
+                } else {
+                    cases += "      <system-out>" + Self.xml(Self.textLine(l)) + "</system-out>\n"
                 }
                 cases += "    </testcase>\n"
             }
+            for c in target.cases where !withFindings.contains(c) {
+                tests += 1
+                // A source's file is its own class; a bundle's entry or a placement is a case of the target's.
+                let (classname, caseName) =
+                    target.kind == .source && target.files.contains(c) ? (Self.join(name, c), "no findings") : (name, c)
+                cases += "    <testcase classname=\"\(Self.xml(classname))\" name=\"\(Self.xml(caseName))\"/>\n"
+            }
             if let error = target.error {
+                tests += 1
                 failures += 1
-                caseNames.append("read")
                 cases +=
                     "    <testcase classname=\"\(Self.xml(name))\" name=\"read\"><error message=\"\(Self.xml(error))\"/></testcase>\n"
             }
-            totalTests += caseNames.count
+            totalTests += tests
             totalFailures += failures
             suites +=
-                "  <testsuite name=\"\(Self.xml(name))\" tests=\"\(caseNames.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\">\n"
+                "  <testsuite name=\"\(Self.xml(name))\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\">\n"
                 + cases + "  </testsuite>\n"
         }
         return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             + "<testsuites name=\"fpctl \(Self.xml(command))\" tests=\"\(totalTests)\" failures=\"\(totalFailures)\">\n"
             + suites + "</testsuites>\n"
+    }
+
+    /// A finding's JUnit case name: its rule and where in its file (`RULE at
+    /// /screens/0/id`; inside a bundle, `RULE at ENTRY#POINTER`).
+    static func `where`(_ l: Located) -> String {
+        guard let logical = l.logical, !logical.isEmpty else { return l.finding.rule }
+        return "\(l.finding.rule) at \(logical)"
     }
 
     /// Text and attribute values for XML 1.0: the five markup characters as

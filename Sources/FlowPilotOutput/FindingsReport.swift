@@ -47,22 +47,12 @@ public struct FindingsReport: Sendable {
                 caseOf: caseOf)
         }
 
-        /// The rule-group test cases a target always has, so a suite's cases
-        /// stay the same from run to run.
-        var groupCases: [String] {
-            caseOf != nil ? [] : kind == .source ? ["rules: source", "rules: limit"] : Self.bundleGroups
-        }
-
-        static let bundleGroups = [
-            "rules: zip", "rules: manifest", "rules: limit", "rules: signature", "rules: bundle",
-        ]
-
-        /// The case of a finding: `caseOf`'s, else its file's when that is one of `known`, else its rule group's.
-        func testCase(_ f: Finding, known: Set<String>) -> String {
+        /// The checked file or placement (one of `known`) a finding is about,
+        /// or nil: `caseOf`'s, else its file's.
+        func testCase(_ f: Finding, known: Set<String>) -> String? {
             if let caseOf { return caseOf(f) }
             let file = String(f.file)
-            if known.contains(file) { return file }
-            return "rules: " + (f.rule.split(separator: "-").first.map(String.init) ?? f.rule)
+            return known.contains(file) ? file : nil
         }
     }
 

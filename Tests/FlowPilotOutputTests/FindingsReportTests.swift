@@ -43,7 +43,7 @@ struct FindingsReportTests {
         )
         .junit()
         #expect(junit.contains(#"<testsuite name="bundles/demo""#), "\(junit)")
-        #expect(junit.contains(#"classname="bundles/demo""#), "\(junit)")
+        #expect(junit.contains(#"classname="bundles/demo/bundle.json""#), "\(junit)")
     }
 
     @Test("XML text keeps markup and control characters out of the document")

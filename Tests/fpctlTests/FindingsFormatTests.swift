@@ -167,7 +167,9 @@ struct FindingsFormatTests {
         #expect((location["lines"] as? [String: Any])?["begin"] as? Int == broken.navigate.line)
     }
 
-    @Test("junit: junitparser reads a case per file and rule group, a failure per error, stable names")
+    @Test(
+        "junit: junitparser reads a case per finding (a failure per error) and a passing case per clean file, stable names"
+    )
     func junit() throws {
         let broken = try BrokenSource()
         let r = try broken.fpctl("bundle", "validate", "--source", "src", "--format", "junit")
@@ -189,12 +191,20 @@ struct FindingsFormatTests {
         let cases = try #require(try JSONSerialization.jsonObject(with: Data(parsed.stdout.utf8)) as? [[String: Any]])
         let names = cases.map { "\($0["classname"] as? String ?? "")/\($0["name"] as? String ?? "")" }
         #expect(Set(names).count == names.count, "GitLab drops duplicate cases: \(names)")
-        #expect(names.contains("src/flows/onboarding.json") && names.contains("src/flows/paywall.json"))
-        #expect(names.contains("src/bundle.json") && names.contains("src/rules: source"))
-        let flow = try #require(cases.first { $0["name"] as? String == "flows/onboarding.json" })
-        #expect(Set(flow["failures"] as? [String] ?? []) == ["flow-navigate", "flow-media-src", "flow-content-hash"])
-        let paywall = try #require(cases.first { $0["name"] as? String == "flows/paywall.json" })
-        #expect((paywall["failures"] as? [String])?.isEmpty == true)
+        // One case per finding, at its file, named by its rule and where: the three errors fail, the warning passes.
+        let inFlow = cases.filter { $0["classname"] as? String == broken.flow }
+        #expect(inFlow.count == 4, "\(names)")
+        #expect(
+            Set(inFlow.flatMap { $0["failures"] as? [String] ?? [] })
+                == ["flow-navigate", "flow-media-src", "flow-content-hash"])
+        #expect(inFlow.filter { ($0["failures"] as? [String])?.count == 1 }.count == 3)
+        #expect(names.contains("\(broken.flow)/flow-navigate at /screens/0/components/3/action/screen"), "\(names)")
+        #expect(names.contains("\(broken.flow)/flow-component-type at /screens/0/components/2/type"), "\(names)")
+        // The ftp:// src may have meant an asset: none is called unused beside it.
+        #expect(!names.contains { $0.contains("source-unreferenced-asset") }, "\(names)")
+        // A passing case for every file checked without a finding.
+        #expect(names.contains("src/flows/paywall.json/no findings") && names.contains("src/bundle.json/no findings"))
+        #expect(cases.count == 4 + 8, "\(names)")
         // The same source gives the same cases again.
         let again = try broken.fpctl("bundle", "validate", "--source", "src", "--format", "junit")
         #expect(again.stdout == r.stdout)
@@ -501,6 +511,85 @@ struct FindingsFormatTests {
         let gitlab = try run(
             try tool("check-jsonschema"), ["--builtin-schema", "vendor.gitlab-ci", tmp.file("gitlab-ci.yml")])
         #expect(gitlab.status == 0, "\(gitlab.stdout)\(gitlab.stderr)")
+    }
+
+    /// bundles/demo with three independent mistakes in its onboarding flow (#54): a navigate to
+    /// a screen that does not exist, an image whose URL has no local copy, and `"text": 42`.
+    /// The flow's content_hash is removed, so the three are all there is.
+    static func threeMistakes() throws -> (dir: TemporaryDirectory, at: [String: (line: Int, column: Int)]) {
+        let dir = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: dir.file("src"))
+        let flow = dir.file("src/flows/onboarding.json")
+        var text = try String(contentsOfFile: flow, encoding: .utf8)
+        func once(_ old: String, _ new: String) throws {
+            let range = try #require(text.range(of: old), "\(old) in the demo's onboarding flow")
+            text.replaceSubrange(range, with: new)
+        }
+        try once(#""screen": "sync""#, #""screen": "nowhere""#)
+        try once(#""text": "Welcome to Demo""#, #""text": 42"#)
+        let hash = try #require(
+            text.range(of: #",\n  "content_hash": "sha256:[0-9a-f]{64}""#, options: .regularExpression))
+        text.removeSubrange(hash)
+        try text.write(toFile: flow, atomically: true, encoding: .utf8)
+        let manifest = dir.file("src/bundle.json")
+        let bundle = try String(contentsOfFile: manifest, encoding: .utf8)
+        try bundle.replacingOccurrences(
+            of: #""https://cdn.example.com/demo/welcome.png": "assets/welcome.png",\#n"#, with: ""
+        )
+        .write(toFile: manifest, atomically: true, encoding: .utf8)
+        return (
+            dir,
+            [
+                "flow-navigate": position(of: #""nowhere""#, in: text),
+                "flow-field-type": position(of: "42", in: text),
+                "source-missing-asset": position(of: #""https://cdn.example.com/demo/welcome.png""#, in: text),
+            ]
+        )
+    }
+
+    @Test("three independent mistakes are three findings, each at its value's line and column, in every format")
+    func threeMistakesEverywhere() throws {
+        let (dir, at) = try Self.threeMistakes()
+        func validate(_ format: String) throws -> String {
+            let r = try fpctl(
+                ["bundle", "validate", "--source", "src", "--format", format], currentDirectory: dir.path)
+            #expect(r.status == 65, "\(format): \(r.stderr)")
+            return r.stdout
+        }
+        let flow = "src/flows/onboarding.json"
+        let text = try validate("text").split(separator: "\n").map(String.init)
+        #expect(text.count == 3, "\(text)")
+        for (rule, p) in at {
+            #expect(
+                text.contains { $0.hasPrefix("\(flow):\(p.line):\(p.column): error: \(rule): ") }, "\(rule) \(text)")
+        }
+        let github = try validate("github")
+        for (rule, p) in at {
+            #expect(github.contains("::error file=\(flow),line=\(p.line),col=\(p.column),title=\(rule)::"), "\(github)")
+        }
+        let results = try Self.results(try Self.json(try validate("sarif")))
+        #expect(results.count == 3)
+        for result in results {
+            let rule = try #require(result["ruleId"] as? String)
+            let physical = try #require(
+                ((result["locations"] as? [[String: Any]])?.first)?["physicalLocation"] as? [String: Any])
+            let region = try #require(physical["region"] as? [String: Any])
+            #expect(
+                region["startLine"] as? Int == at[rule]?.line && region["startColumn"] as? Int == at[rule]?.column,
+                "\(rule)")
+        }
+        let gitlab = try #require(
+            try JSONSerialization.jsonObject(with: Data(try validate("gitlab").utf8)) as? [[String: Any]])
+        #expect(gitlab.count == 3)
+        for entry in gitlab {
+            let rule = try #require(entry["check_name"] as? String)
+            let lines = (entry["location"] as? [String: Any])?["lines"] as? [String: Any]
+            #expect(lines?["begin"] as? Int == at[rule]?.line, "\(rule)")
+        }
+        let junit = try validate("junit")
+        #expect(junit.components(separatedBy: "<failure ").count - 1 == 3, "\(junit)")
+        // The three failing cases, and a passing one for each of the 8 other files checked.
+        #expect(junit.contains(#"<testsuites name="fpctl bundle validate" tests="11" failures="3">"#), "\(junit)")
     }
 
     @Test("docs/ci.md's console example is what the two commands print, line for line, with their status")

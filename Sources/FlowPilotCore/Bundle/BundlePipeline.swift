@@ -266,17 +266,8 @@ public enum DiffLocations: Sendable {
         }
     }
 
-    /// Lines and columns: bundle.json's from its load, each flow file's
-    /// parsed again (only the few a finding names).
     private func locate(_ findings: inout [Finding], in source: BundleSource) {
-        if let positions = source.positions { findings.locate(BundleSource.fileName, with: positions) }
-        for file in Set(findings.filter { $0.position == nil }.map { String($0.file) }) {
-            guard source.fileProblem(file) == nil,
-                let data = FileManager.default.contents(atPath: source.url(for: file).path),
-                let (_, positions) = try? JSONValue.parse(data, positions: true), let positions
-            else { continue }
-            findings.locate(file, with: positions)
-        }
+        source.locate(&findings)
     }
 }
 

@@ -17,11 +17,14 @@ struct BundlePlan {
         }
     }
 
-    /// A font as the flows declare it, and the first flow that does.
+    /// A font as the flows declare it, the first flow that does, and where a
+    /// finding about its file points: the first component of that flow naming
+    /// it, else its declaration.
     private struct FontUse {
         let url: String
         let sha256: String?
         let flow: String
+        let at: String
     }
 
     let source: BundleSource
@@ -32,11 +35,12 @@ struct BundlePlan {
     private(set) var documents: [String: FlowDocument] = [:]
     private var media: [String: String] = [:]
     private var fonts: [String: String] = [:]
-    /// Image URL -> the first flow that uses it.
-    private var imageURLs: [String: String] = [:]
+    /// Image URL -> the first flow that uses it, and the pointer of that `src`.
+    private var imageURLs: [String: (flow: String, pointer: String)] = [:]
     /// Font name -> its declaration.
     private var fontUses: [String: FontUse] = [:]
-    /// Flows that failed validation: what they reference is unknown.
+    /// Flows whose references are not all known (not a JSON object, or a src
+    /// or font url that is no URL): no asset is called unused beside them.
     private var unreadFlows = 0
     /// Archive path -> file: identical content shares one entry.
     private var assetFiles: [String: File] = [:]
@@ -58,9 +62,10 @@ struct BundlePlan {
         return ([BundleSource.fileName] + flows + assets).filter { seen.insert($0).inserted }
     }
 
-    /// Gives the findings about `bundle.json` its lines and columns.
+    /// Gives the findings about `bundle.json`, and those made about a flow
+    /// after its check (a missing asset, a font conflict), their lines and columns.
     mutating func locateSourceFindings() {
-        if let positions = source.positions { findings.locate(BundleSource.fileName, with: positions) }
+        source.locate(&findings)
     }
 
     func manifest(generator: String, createdAt: Date) -> BundleManifest {
@@ -89,7 +94,7 @@ struct BundlePlan {
     /// A placement's flow file, read, validated and hashed, or why it was not.
     private enum LoadedFlow: Sendable {
         case refused(Finding)
-        case read(data: Data, sha256: String, doc: FlowDocument?, findings: [Finding])
+        case read(data: Data, sha256: String, doc: FlowDocument?, findings: [Finding], references: FlowReferences?)
     }
 
     private static func loadFlow(_ key: String, _ rel: String, _ source: BundleSource) -> LoadedFlow {
@@ -106,35 +111,46 @@ struct BundlePlan {
                     "source-missing-file", "bundle.json#/placements/\(BundleSource.pointerToken(key))",
                     "\(rel): flow file not found"))
         }
-        let (doc, findings) = FlowDocument.validate(data: data, location: rel, positions: true)
-        return .read(data: data, sha256: doc == nil ? "" : Digest.sha256Hex(data), doc: doc, findings: findings)
+        let (doc, findings, references) = FlowDocument.check(data: data, location: rel, positions: true)
+        return .read(
+            data: data, sha256: doc == nil ? "" : Digest.sha256Hex(data), doc: doc, findings: findings,
+            references: references)
     }
 
     private mutating func record(_ key: String, _ rel: String, _ flow: LoadedFlow) {
         let archivePath = "flows/\(key).json"
-        guard case .read(let data, let sha256, let doc, let flowFindings) = flow else {
+        guard case .read(let data, let sha256, let doc, let flowFindings, let references) = flow else {
             if case .refused(let finding) = flow { findings.append(finding) }
             return
         }
         findings += flowFindings
-        guard let doc else {
+        // What an invalid flow references is checked too: every finding of a
+        // source in one run, not one flow's errors and then, fixed, its assets'.
+        guard let references else {
             unreadFlows += 1
             return
         }
-        placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
-        documents[key] = doc
-        files.append(File(archivePath: archivePath, size: Int64(data.count), sha256: sha256, content: .bytes(data)))
-        for url in doc.allImages where imageURLs[url] == nil { imageURLs[url] = rel }
-        for font in doc.fonts {
+        // A src or font url that is not an absolute http(s) URL may have been
+        // meant for an asset: with it, which assets are unused is not known.
+        if flowFindings.contains(where: { $0.rule == "flow-media-src" || $0.rule == "flow-font-url" }) {
+            unreadFlows += 1
+        }
+        for image in references.images where imageURLs[image.url] == nil { imageURLs[image.url] = (rel, image.pointer) }
+        for (font, pointer) in references.fonts {
             if let other = fontUses[font.name], other.url != font.url {
                 findings.append(
                     .error(
-                        "source-font-conflict", rel,
+                        "source-font-conflict", "\(rel)#\(pointer)/url",
                         "font '\(font.name)' is \(font.url) here but \(other.url) in \(other.flow)"))
-            } else {
-                fontUses[font.name] = FontUse(url: font.url, sha256: font.sha256, flow: rel)
+            } else if fontUses[font.name] == nil {
+                let at = references.fontUses[font.name] ?? pointer
+                fontUses[font.name] = FontUse(url: font.url, sha256: font.sha256, flow: rel, at: "\(rel)#\(at)")
             }
         }
+        guard let doc else { return }
+        placements[key] = .init(path: archivePath, flowID: doc.id, version: doc.version)
+        documents[key] = doc
+        files.append(File(archivePath: archivePath, size: Int64(data.count), sha256: sha256, content: .bytes(data)))
     }
 
     /// The referenced images and fonts (hashed up front, on all cores: most of a
@@ -145,13 +161,13 @@ struct BundlePlan {
             imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
         ).filter { source.fileProblem($0) == nil }
         let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) }, now: stampTime)
-        for (url, usedBy) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            if let file = addAsset(url: url, usedBy: usedBy, folder: "media", digests: digests) {
+        for (url, use) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            if let file = addAsset(url: url, usedAt: "\(use.flow)#\(use.pointer)", folder: "media", digests: digests) {
                 media[url] = file.archivePath
             }
         }
         for (name, font) in fontUses.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            guard let file = addAsset(url: font.url, usedBy: font.flow, folder: "fonts", digests: digests) else {
+            guard let file = addAsset(url: font.url, usedAt: font.at, folder: "fonts", digests: digests) else {
                 continue
             }
             if let expected = font.sha256, expected != file.sha256 {
@@ -162,8 +178,8 @@ struct BundlePlan {
             }
             fonts[name] = file.archivePath
         }
-        // An asset only an invalid flow references would be called unused:
-        // with a flow unread, the warning would be noise beside its errors.
+        // With a flow whose references are not all known, an asset only it
+        // meant to use would be called unused: noise beside its errors.
         let referenced = Set(imageURLs.keys).union(fontUses.values.map(\.url))
         for (url, rel) in source.assets.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
         where !referenced.contains(url) && unreadFlows == 0 {
@@ -174,10 +190,10 @@ struct BundlePlan {
     }
 
     private mutating func addAsset(
-        url: String, usedBy flow: String, folder: String, digests: [String: BundleBuilder.FileDigest]
+        url: String, usedAt location: String, folder: String, digests: [String: BundleBuilder.FileDigest]
     ) -> File? {
         guard let rel = source.assets[url] else {
-            findings.append(.error("source-missing-asset", flow, "\(url) has no local copy in bundle.json#/assets"))
+            findings.append(.error("source-missing-asset", location, "\(url) has no local copy in bundle.json#/assets"))
             return nil
         }
         if let problem = source.fileProblem(rel) {

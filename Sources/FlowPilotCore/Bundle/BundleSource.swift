@@ -129,6 +129,21 @@ public struct BundleSource: Sendable {
     /// `bundle-age` (a warning, as `bundle validate` gives it) when the
     /// source's created_at (1980 when it has none) is older than `maxAge`,
     /// at the line of created_at, or of the object that lacks it.
+    /// Lines and columns for the findings that have none yet: bundle.json's
+    /// from its load, each flow file's parsed again (only the few a finding
+    /// made after the flow's own check names: a missing asset at its `src`).
+    func locate(_ findings: inout [Finding]) {
+        if let positions { findings.locate(Self.fileName, with: positions) }
+        let flows = Set(placements.values)
+        for file in Set(findings.filter { $0.position == nil }.map { String($0.file) }) where flows.contains(file) {
+            guard fileProblem(file) == nil,
+                let data = FileManager.default.contents(atPath: url(for: file).path),
+                let (_, positions) = try? JSONValue.parse(data, positions: true), let positions
+            else { continue }
+            findings.locate(file, with: positions)
+        }
+    }
+
     public func ageFinding(maxAge: TimeInterval?, now: Date = Date()) -> Finding? {
         var f = Finding.bundleAge(
             .warning, at: "\(Self.fileName)#/created_at", createdAt: createdAt ?? BundleBuilder.unknownCreatedAt,

@@ -75,6 +75,9 @@ public struct Rule: Sendable, Equatable {
             "flow-field", "a required string is missing or empty",
             "id, version and each screen's id are non-empty strings."),
         Rule(
+            "flow-field-type", "a field has the wrong type",
+            "A text or button's text is a string; experiment is an object whose id and variant are strings."),
+        Rule(
             "flow-content-hash", "content_hash does not match the document",
             "Recompute it: sha256 of the canonical JSON without content_hash, or remove the field."),
         Rule("flow-screens", "screens is missing or empty", "A flow needs a non-empty array of screens."),

@@ -58,6 +58,14 @@ extension FlowDocument {
     /// from a source directory, every finding also carries the line and
     /// column of the value it names (recorded by the one parse).
     public static func validate(data: Data, location: String, positions: Bool = false) -> (FlowDocument?, [Finding]) {
+        let (doc, findings, _) = check(data: data, location: location, positions: positions)
+        return (doc, findings)
+    }
+
+    /// `validate(data:location:positions:)`, with what the flow references
+    /// whether or not it is valid (nil when it is not a JSON object), so a
+    /// source's other rules (its assets, its fonts) run beside its errors.
+    static func check(data: Data, location: String, positions: Bool) -> (FlowDocument?, [Finding], FlowReferences?) {
         let json: JSONValue
         let recorded: JSONPositions?
         do {
@@ -65,12 +73,25 @@ extension FlowDocument {
         } catch {
             var finding = Finding.error("flow-json", location, "\(error)")
             if positions { finding.position = (error as? JSONValue.ParseError)?.position(in: data) }
-            return (nil, [finding])
+            return (nil, [finding], nil)
         }
-        var (doc, findings) = validate(json, location: location)
+        var v = FlowValidator(location: location)
+        let doc = v.run(json)
+        var findings = v.findings
         if let recorded { findings.locate(location, with: recorded) }
-        return (doc, findings)
+        return (findings.hasErrors ? nil : doc, findings, json.objectValue == nil ? nil : v.references)
     }
+}
+
+/// What a flow references, read by its validation whether or not it is
+/// valid: each image with the pointer of its first `src`, each font it
+/// declares with the pointer of its declaration, and the first component
+/// naming each font.
+struct FlowReferences: Sendable {
+    var images: [(url: String, pointer: String)] = []
+    var fonts: [(font: FlowDocument.FontReference, pointer: String)] = []
+    /// Font name -> the pointer of the first component's `font` naming it.
+    var fontUses: [String: String] = [:]
 }
 
 /// Walks one flow document collecting findings, the rules in the order a
@@ -83,6 +104,7 @@ private struct FlowValidator {
     var usedFonts: [(name: String, path: String)] = []
     var navigations: [(screen: String, path: String)] = []
     var unknownTypes: [String] = []
+    var references = FlowReferences()
 
     init(location: String) { self.location = location }
 
@@ -102,6 +124,7 @@ private struct FlowValidator {
         let declaredFonts = fonts(doc["fonts"])
         let screenIDs = screens(doc["screens"])
         persistentZones(doc["persistent_zones"])
+        experiment(doc["experiment"])
         for use in usedFonts where !declaredFonts.contains(where: { $0.name == use.name }) {
             error("flow-font-undeclared", use.path, "font '\(use.name)' is not declared in /fonts")
         }
@@ -190,6 +213,20 @@ private struct FlowValidator {
         }
     }
 
+    /// `{"id": …, "variant": …}`, both strings, when the backend put the user in an experiment.
+    mutating func experiment(_ value: JSONValue?) {
+        guard let value else { return }
+        guard case .object(let experiment) = value else {
+            error("flow-field-type", "/experiment", "experiment must be an object, found \(value.typeName)")
+            return
+        }
+        for key in ["id", "variant"] {
+            if let field = experiment[key], field.stringValue == nil {
+                error("flow-field-type", "/experiment/\(key)", "\(key) must be a string, found \(field.typeName)")
+            }
+        }
+    }
+
     mutating func nonEmptyString(_ value: JSONValue?, _ pointer: String) -> String? {
         guard let s = value?.stringValue, !s.isEmpty else {
             error("flow-field", pointer, value == nil ? "missing required string" : "must be a non-empty string")
@@ -224,6 +261,7 @@ private struct FlowValidator {
                 }
             }
             out.append(.init(name: name, url: url, sha256: sha))
+            references.fonts.append((out[out.count - 1], pointer))
         }
         return out
     }
@@ -258,14 +296,19 @@ private struct FlowValidator {
                 if type == "image" {
                     allImages.append(src)
                     if firstScreen { firstScreenImages.append(src) }
+                    references.images.append((src, pointer + "/src"))
                 }
             } else {
                 error("flow-media-src", pointer + "/src", "\(type) needs an absolute http(s) src")
             }
         }
+        if let text = comp["text"], text.stringValue == nil {
+            error("flow-field-type", pointer + "/text", "text must be a string, found \(text.typeName)")
+        }
         if let font = comp["font"] {
             if let name = font.stringValue {
                 usedFonts.append((name, pointer + "/font"))
+                if references.fontUses[name] == nil { references.fontUses[name] = pointer + "/font" }
             } else {
                 error("flow-font-undeclared", pointer + "/font", "font must be a string naming a declared font")
             }

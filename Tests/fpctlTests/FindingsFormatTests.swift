@@ -498,7 +498,7 @@ struct FindingsFormatTests {
         let blocks = doc.components(separatedBy: "```yaml\n").dropFirst().compactMap {
             $0.components(separatedBy: "```").first
         }
-        #expect(blocks.count == 3)
+        #expect(blocks.count == 4)
         let workflow = try String(
             contentsOf: Paths.packageRoot.appendingPathComponent("deploy/github-actions/bundle-check.yml"),
             encoding: .utf8)

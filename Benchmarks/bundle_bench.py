@@ -17,7 +17,10 @@ The sources are written before the larger one is generated, so they are older
 than FileStamp's racy window when built, as a CI checkout is; a source written
 in the last two seconds is hashed a second time while it is written.
 
-Usage: Benchmarks/bundle_bench.py [--runs 5] [--keep] [--dynamic | --fpctl PATH]   (run from anywhere)
+Usage: Benchmarks/bundle_bench.py [--runs 5] [--keep] [--dynamic | --fpctl PATH] [--against OTHER]
+(run from anywhere). --against OTHER also measures `bundle validate` of the
+bundle and of its source (`--source`) by another fpctl (say, main's, before a
+change) in the same turns, and prints this one's time as a ratio of that one's.
 By default it measures the binary Scripts/install.sh installs: a release build
 with the Swift runtime linked in (.build-static), which starts ~4 ms sooner and
 validates ~20% faster than the everyday `swift build -c release` one, linked
@@ -132,6 +135,7 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--fpctl", help="the fpctl binary to measure (default: the static release build of this tree)")
     ap.add_argument("--dynamic", action="store_true", help="measure `swift build -c release`'s binary instead")
+    ap.add_argument("--against", help="another fpctl whose validate (bundle and --source) is measured in the same turns")
     args = ap.parse_args()
 
     fpctl = release_fpctl(args.fpctl, static=not args.dynamic)
@@ -156,6 +160,14 @@ def main():
         ([fpctl, "bundle", "validate", str(bundle)], False, None),
         (f"bsdtar -xOf {bundle} | openssl dgst -sha256", True, None),
         ([fpctl, "bundle", "validate", str(bundle), "--format", "sarif"], False, None))
+    against = None
+    if args.against:
+        against = paired_medians(
+            args.runs,
+            ([fpctl, "bundle", "validate", str(bundle)], False, None),
+            ([args.against, "bundle", "validate", str(bundle)], False, None),
+            ([fpctl, "bundle", "validate", "--source", str(src)], False, None),
+            ([args.against, "bundle", "validate", "--source", str(src)], False, None))
     page = WORK / "preview.html"
     preview, ref_preview = paired_medians(
         args.runs,
@@ -181,6 +193,11 @@ def main():
     print(f"preview   fpctl {preview:.3f}s (goal < 2 s)  bsdtar|base64 {ref_preview:.3f}s  ratio "
           f"{preview / ref_preview:.3f}x; page {mb(page.stat().st_size)} = {page.stat().st_size / assets:.3f}x "
           f"the {mb(assets)} of media and fonts (goal <= 1.4x)")
+    if against:
+        bundle_this, bundle_other, source_this, source_other = against
+        print(f"against   {args.against}")
+        print(f"  bundle  this {bundle_this:.3f}s  other {bundle_other:.3f}s  ratio {bundle_this / bundle_other:.3f}x")
+        print(f"  source  this {source_this:.3f}s  other {source_other:.3f}s  ratio {source_this / source_other:.3f}x")
     if not args.keep:
         shutil.rmtree(WORK)
 

@@ -592,6 +592,75 @@ struct FindingsFormatTests {
         #expect(junit.contains(#"<testsuites name="fpctl bundle validate" tests="11" failures="3">"#), "\(junit)")
     }
 
+    @Test("five kinds of mistakes across two flows and bundle.json: each reported once, at its value, in every format")
+    func fiveKindsEverywhere() throws {
+        let dir = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: dir.file("src"))
+        func edit(_ file: String, _ edits: [(String, String)]) throws -> String {
+            var text = try String(contentsOfFile: dir.file("src/\(file)"), encoding: .utf8)
+            for (old, new) in edits {
+                let range = try #require(text.range(of: old, options: .regularExpression), "\(old) in \(file)")
+                text.replaceSubrange(range, with: new)
+            }
+            try text.write(toFile: dir.file("src/\(file)"), atomically: true, encoding: .utf8)
+            return text
+        }
+        let hash = #",\n  "content_hash": "sha256:[0-9a-f]{64}""#
+        let onboarding = try edit(
+            "flows/onboarding.json",
+            [
+                (#""screen": "sync""#, #""screen": "nowhere""#), (#""text": "Welcome to Demo""#, #""text": 42"#),
+                (hash, ""),
+            ])
+        // The second screen takes the first one's id; the navigate to it follows, so the id is the one mistake.
+        let paywall = try edit(
+            "flows/paywall.json",
+            [(#""id": "plans""#, #""id": "offer""#), (#""screen": "plans""#, #""screen": "offer""#), (hash, "")])
+        let manifest = try edit(
+            "bundle.json",
+            [
+                (#""app_id": "demo","#, #""app_id": "demo", "created_at": "yesterday","#),
+                (#"\n    "https://cdn.example.com/fonts/DejaVuSans-Bold.ttf": "assets/DejaVuSans-Bold.ttf""#, ""),
+                (#""assets/badge.png","#, #""assets/badge.png""#),
+            ])
+        let second = position(of: #""id": "offer""#, in: paywall, occurrence: 2)
+        let secondID = (line: second.line, column: second.column + #""id": "#.count)
+        let expected: [(rule: String, file: String, at: (line: Int, column: Int))] = [
+            ("flow-navigate", "flows/onboarding.json", position(of: #""nowhere""#, in: onboarding)),
+            ("flow-field-type", "flows/onboarding.json", position(of: "42", in: onboarding)),
+            // The second screen with the id, not the first.
+            ("flow-duplicate-screen", "flows/paywall.json", secondID),
+            // The font without a local copy, at the first component naming it.
+            ("source-missing-asset", "flows/onboarding.json", position(of: #""DejaVuSans-Bold""#, in: onboarding)),
+            ("source-field", "bundle.json", position(of: #""yesterday""#, in: manifest)),
+        ]
+        let text = try fpctl(["bundle", "validate", "--source", "src"], currentDirectory: dir.path)
+        #expect(text.status == 65)
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == expected.count, "\(lines)")
+        for e in expected {
+            #expect(
+                lines.contains { $0.hasPrefix("src/\(e.file):\(e.at.line):\(e.at.column): error: \(e.rule): ") },
+                "\(e.rule) at \(e.file):\(e.at.line):\(e.at.column): \(lines)")
+        }
+        let github = try fpctl(
+            ["bundle", "validate", "--source", "src", "--format", "github"], currentDirectory: dir.path)
+        for e in expected {
+            #expect(
+                github.stdout.contains(
+                    "::error file=src/\(e.file),line=\(e.at.line),col=\(e.at.column),title=\(e.rule)::"),
+                "\(e.rule): \(github.stdout)")
+        }
+        let sarif = try Self.results(
+            try Self.json(
+                try fpctl(["bundle", "validate", "--source", "src", "--format", "sarif"], currentDirectory: dir.path)
+                    .stdout))
+        #expect(sarif.count == expected.count)
+        let junit = try fpctl(
+            ["bundle", "validate", "--source", "src", "--format", "junit"], currentDirectory: dir.path)
+        #expect(junit.stdout.components(separatedBy: "<failure ").count - 1 == expected.count, "\(junit.stdout)")
+    }
+
     @Test("docs/ci.md's console example is what the two commands print, line for line, with their status")
     func ciDocsExample() throws {
         let doc = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/ci.md"), encoding: .utf8)

@@ -84,7 +84,9 @@ public struct BundleSource: Sendable {
         }
         let assets = relativeMap("assets")
         if let positions { findings.locate(fileName, with: positions) }
-        if findings.hasErrors { return (nil, findings) }
+        // A wrong app_id or created_at leaves the flows and assets to check:
+        // every finding in one run. Without a placement there is nothing to check.
+        if placements.isEmpty { return (nil, findings) }
         return (
             BundleSource(
                 directory: directory, appID: appID, createdAt: createdAt,

@@ -91,7 +91,9 @@ struct FindingsFormatTests {
             #expect(rule["helpUri"] as? String == "man:fpctl-bundle(5)#RULES")
         }
         let results = try Self.results(sarif)
-        #expect(results.count == 4)
+        // The three mistakes, the unknown type, and the rule the ftp:// src kept from running.
+        #expect(results.count == 5)
+        #expect(results.contains { $0["ruleId"] as? String == "rule-not-run" && $0["level"] as? String == "warning" })
         for result in results {
             #expect(result["ruleId"] is String && result["level"] is String)
             #expect((result["message"] as? [String: Any])?["text"] is String)
@@ -136,9 +138,13 @@ struct FindingsFormatTests {
             lines.contains(
                 "::warning file=\(broken.flow),line=\(broken.confetti.line),col=\(broken.confetti.column),title=flow-component-type::unknown component type 'confetti'"
             ), "\(r.stdout)")
-        // The images only the invalid flow uses are not called unused.
-        #expect(!r.stdout.contains("source-unreferenced-asset"))
-        #expect(lines.last == "fpctl: 3 errors, 1 warning")
+        // The images only the invalid flow uses are not called unused: a note says the rule did not run, and why.
+        #expect(!r.stdout.contains("title=source-unreferenced-asset"))
+        #expect(
+            lines.contains(
+                "::warning file=src/bundle.json,line=7,col=13,title=rule-not-run::source-unreferenced-asset was not checked: what flows/onboarding.json references is not known (its JSON, a src or a font url is wrong); fix its errors and it runs"
+            ), "\(r.stdout)")
+        #expect(lines.last == "fpctl: 3 errors, 2 warnings")
         let table = try String(contentsOfFile: summary, encoding: .utf8)
         #expect(table.contains("| `flow-navigate` | \(broken.flow) | 1 | 0 |"), "\(table)")
         #expect(table.hasPrefix("### fpctl bundle build\n"))
@@ -150,8 +156,8 @@ struct FindingsFormatTests {
         let r = try broken.fpctl("bundle", "validate", "--source", "src", "--format", "gitlab")
         #expect(r.status == 65)
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
-        #expect(entries.count == 4)
-        #expect(entries.count { $0["severity"] as? String == "minor" } == 1)
+        #expect(entries.count == 5)
+        #expect(entries.count { $0["severity"] as? String == "minor" } == 2)
         for e in entries {
             #expect(e["description"] is String && e["check_name"] is String)
             #expect(["info", "minor", "major", "critical", "blocker"].contains(e["severity"] as? String ?? ""))
@@ -202,9 +208,10 @@ struct FindingsFormatTests {
         #expect(names.contains("\(broken.flow)/flow-component-type at /screens/0/components/2/type"), "\(names)")
         // The ftp:// src may have meant an asset: none is called unused beside it.
         #expect(!names.contains { $0.contains("source-unreferenced-asset") }, "\(names)")
+        #expect(names.contains("src/bundle.json/rule-not-run at /assets"), "\(names)")
         // A passing case for every file checked without a finding.
-        #expect(names.contains("src/flows/paywall.json/no findings") && names.contains("src/bundle.json/no findings"))
-        #expect(cases.count == 4 + 8, "\(names)")
+        #expect(names.contains("src/flows/paywall.json/no findings") && !names.contains("src/bundle.json/no findings"))
+        #expect(cases.count == 5 + 7, "\(names)")
         // The same source gives the same cases again.
         let again = try broken.fpctl("bundle", "validate", "--source", "src", "--format", "junit")
         #expect(again.stdout == r.stdout)
@@ -322,10 +329,11 @@ struct FindingsFormatTests {
         #expect(lines.count { $0.hasPrefix("::error ") } == 10)
         #expect(lines.count { $0.hasPrefix("::warning ") } <= 10)
         #expect(lines.count { $0.contains(": flow-media-src: ") } == 30_000 - 10)
+        let warnings = total - 30_000
         #expect(
             lines.last?.hasPrefix(
-                "fpctl: 30000 errors, \(total - 30_000) warnings; the first 10 of each kind are annotations")
-                == true, "\(lines.last ?? "")")
+                "fpctl: 30000 errors, \(warnings) warning\(warnings == 1 ? "" : "s"); the first 10 of each kind are annotations"
+            ) == true, "\(lines.last ?? "")")
     }
 
     @Test("a hostile bundle gives schema-valid SARIF in which every result has a location")
@@ -453,7 +461,7 @@ struct FindingsFormatTests {
         try Self.checkSARIF(broken.dir.file("fpctl.sarif"))
         #expect(
             try Self.results(try Self.json(String(contentsOfFile: broken.dir.file("fpctl.sarif"), encoding: .utf8)))
-                .count == 4)
+                .count == 5)
         #expect(!FileManager.default.fileExists(atPath: broken.dir.file("app.fpbundle")))
     }
 
@@ -659,6 +667,39 @@ struct FindingsFormatTests {
         let junit = try fpctl(
             ["bundle", "validate", "--source", "src", "--format", "junit"], currentDirectory: dir.path)
         #expect(junit.stdout.components(separatedBy: "<failure ").count - 1 == expected.count, "\(junit.stdout)")
+    }
+
+    @Test("a rule that cannot run says so and why, once: no placement to read, or a flow whose references are unknown")
+    func rulesNotRun() throws {
+        let dir = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: dir.file("src"))
+        let manifest = dir.file("src/bundle.json")
+        let original = try String(contentsOfFile: manifest, encoding: .utf8)
+        let placements = try #require(original.range(of: #""placements": \{[^}]*\}"#, options: .regularExpression))
+        try original.replacingCharacters(in: placements, with: #""placements": {}"#).write(
+            toFile: manifest, atomically: true, encoding: .utf8)
+        let none = try fpctl(["bundle", "validate", "--source", "src"], currentDirectory: dir.path)
+        #expect(none.status == 65)
+        #expect(
+            none.stdout.split(separator: "\n").map(String.init) == [
+                "src/bundle.json:3:17: error: source-field: a bundle needs at least one placement",
+                "src/bundle.json: warning: rule-not-run: no flow, image or font was checked: bundle.json names no placement to read them from; fix its errors and they are",
+            ], "\(none.stdout)")
+
+        // A flow that is not JSON: what it references is unknown, so no asset is called unused.
+        try original.write(toFile: manifest, atomically: true, encoding: .utf8)
+        try "{ not json".write(toFile: dir.file("src/flows/paywall.json"), atomically: true, encoding: .utf8)
+        let unread = try fpctl(["bundle", "validate", "--source", "src"], currentDirectory: dir.path)
+        #expect(unread.status == 65)
+        let lines = unread.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count { $0.contains(": rule-not-run: ") } == 1, "\(lines)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix(
+                    "src/bundle.json:7:13: warning: rule-not-run: source-unreferenced-asset was not checked: what flows/paywall.json references"
+                )
+            }, "\(lines)")
+        #expect(!lines.contains { $0.contains(": source-unreferenced-asset: ") }, "\(lines)")
     }
 
     @Test("docs/ci.md's console example is what the two commands print, line for line, with their status")

@@ -75,8 +75,15 @@ public enum BundleBuilder {
     public static func check(sourceDirectory: String, options: Options = .init()) throws -> SourceCheck {
         let (loaded, sourceFindings) = try BundleSource.load(sourceDirectory)
         guard let source = loaded else {
+            // Without bundle.json's placements there is nothing else to read: say so once.
+            var findings = sourceFindings
+            findings.append(
+                .warning(
+                    "rule-not-run", BundleSource.fileName,
+                    "no flow, image or font was checked: bundle.json names no placement to read them from; "
+                        + "fix its errors and they are"))
             return SourceCheck(
-                directory: sourceDirectory, findings: sourceFindings, checkedFiles: [BundleSource.fileName], plan: nil)
+                directory: sourceDirectory, findings: findings, checkedFiles: [BundleSource.fileName], plan: nil)
         }
         var plan = BundlePlan(source: source, findings: sourceFindings)
         plan.addFlows()

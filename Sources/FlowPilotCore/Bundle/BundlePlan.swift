@@ -40,8 +40,9 @@ struct BundlePlan {
     /// Font name -> its declaration.
     private var fontUses: [String: FontUse] = [:]
     /// Flows whose references are not all known (not a JSON object, or a src
-    /// or font url that is no URL): no asset is called unused beside them.
-    private var unreadFlows = 0
+    /// or font url that is no URL): no asset is called unused beside them,
+    /// and a `rule-not-run` finding names them.
+    private var unreadFlows: [String] = []
     /// Archive path -> file: identical content shares one entry.
     private var assetFiles: [String: File] = [:]
 
@@ -127,13 +128,13 @@ struct BundlePlan {
         // What an invalid flow references is checked too: every finding of a
         // source in one run, not one flow's errors and then, fixed, its assets'.
         guard let references else {
-            unreadFlows += 1
+            unreadFlows.append(rel)
             return
         }
         // A src or font url that is not an absolute http(s) URL may have been
         // meant for an asset: with it, which assets are unused is not known.
         if flowFindings.contains(where: { $0.rule == "flow-media-src" || $0.rule == "flow-font-url" }) {
-            unreadFlows += 1
+            unreadFlows.append(rel)
         }
         for image in references.images where imageURLs[image.url] == nil { imageURLs[image.url] = (rel, image.pointer) }
         for (font, pointer) in references.fonts {
@@ -179,10 +180,19 @@ struct BundlePlan {
             fonts[name] = file.archivePath
         }
         // With a flow whose references are not all known, an asset only it
-        // meant to use would be called unused: noise beside its errors.
+        // meant to use would be called unused: noise beside its errors. The
+        // rule says so instead, once.
         let referenced = Set(imageURLs.keys).union(fontUses.values.map(\.url))
+        if !unreadFlows.isEmpty, !source.assets.isEmpty {
+            let flows = unreadFlows.count == 1 ? unreadFlows[0] : "\(unreadFlows[0]) and \(unreadFlows.count - 1) more"
+            findings.append(
+                .warning(
+                    "rule-not-run", "\(BundleSource.fileName)#/assets",
+                    "source-unreferenced-asset was not checked: what \(flows) references is not known "
+                        + "(its JSON, a src or a font url is wrong); fix its errors and it runs"))
+        }
         for (url, rel) in source.assets.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
-        where !referenced.contains(url) && unreadFlows == 0 {
+        where !referenced.contains(url) && unreadFlows.isEmpty {
             findings.append(
                 .warning("source-unreferenced-asset", rel, "\(url) is used by no flow; left out of the bundle"))
         }

@@ -63,6 +63,9 @@ public struct Rule: Sendable, Equatable {
         Rule(
             "source-unreferenced-asset", .warning, "an asset no flow uses",
             "It is left out of the bundle; remove it from bundle.json#/assets."),
+        Rule(
+            "rule-not-run", .warning, "a rule could not run, because of an error beside it",
+            "The finding names the rule and the error that stopped it; fix that error and the rule runs."),
         // A flow document (flow schema v1).
         Rule(
             "flow-json", "a flow is not valid JSON",

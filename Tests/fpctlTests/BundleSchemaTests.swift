@@ -144,6 +144,74 @@ struct BundleSchemaTests {
         }
     }
 
+    @Test(
+        "fpctl and the schema agree on every flow of the fuzz corpus's hostile bundles, rules a schema cannot state aside"
+    )
+    func hostileCorpusAgreement() throws {
+        // Each distinct flow in Fuzz/Corpus/bundle, as a placement of one source.
+        let dir = try TemporaryDirectory()
+        let script = #"""
+            import glob, hashlib, json, os, sys, zipfile
+            out, seen = sys.argv[2], {}
+            os.makedirs(out + "/flows")
+            for path in sorted(glob.glob(sys.argv[1] + "/*.fpbundle")):
+                try:
+                    archive = zipfile.ZipFile(path)
+                    names = [n for n in archive.namelist() if n.startswith("flows/") and n.endswith(".json")]
+                    for name in names:
+                        data = archive.read(name)
+                        key = hashlib.sha256(data).hexdigest()
+                        if key not in seen:
+                            seen[key] = "flows/f%d.json" % len(seen)
+                            open(out + "/" + seen[key], "wb").write(data)
+                except Exception:
+                    continue
+            json.dump({"app_id": "corpus", "placements": {v[6:-5]: v for v in seen.values()}}, open(out + "/bundle.json", "w"))
+            print(len(seen))
+            """#
+        let corpus = Paths.packageRoot.appendingPathComponent("Fuzz/Corpus/bundle").path
+        let made = try run(try tool("python3"), ["-c", script, corpus, dir.file("src")])
+        #expect(made.status == 0, "\(made.stderr)")
+        let count = Int(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(count >= 7, "\(count) flows in the corpus")
+        let files = (0..<count).map { "flows/f\($0).json" }
+
+        let validated = try fpctl(
+            ["bundle", "validate", "--source", "src", "--format", "json"], currentDirectory: dir.path)
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(validated.stdout.utf8)) as? [String: Any])
+        let findings = try #require(((document["files"] as? [[String: Any]])?.first)?["findings"] as? [[String: Any]])
+        // What a schema cannot say: references across the document (a navigate's target, a declared
+        // font's name, unique screen ids), the content hash's value, and the source's files.
+        func schemaCanSay(_ f: [String: Any]) -> Bool {
+            let (rule, message) = (f["rule"] as? String ?? "", f["message"] as? String ?? "")
+            if rule.hasPrefix("source-") || rule == "rule-not-run" { return false }
+            if ["flow-navigate", "flow-duplicate-screen"].contains(rule) { return false }
+            if rule == "flow-content-hash" { return message.contains("must be a string") }
+            if rule == "flow-font-undeclared" { return message.hasPrefix("font must be a string") }
+            return true
+        }
+        let fpctlRefused = Set(
+            findings.filter { $0["severity"] as? String == "error" && schemaCanSay($0) }.compactMap {
+                ($0["path"] as? String)?.split(separator: "#").first.map(String.init)
+            })
+        let checked = try checkJSONSchema(
+            ["-o", "json", "--schemafile", "\(Self.schemas)/flow.schema.json"] + files.map { dir.file("src/\($0)") })
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(checked.stdout.utf8)) as? [String: Any])
+        let refusedFiles =
+            (report["errors"] as? [[String: Any]] ?? []).compactMap { $0["filename"] as? String }
+            + (report["parse_errors"] as? [[String: Any]] ?? []).compactMap { $0["filename"] as? String }
+        let schemaRefused = Set(refusedFiles.map { String($0.dropFirst(dir.file("src/").count)) })
+        for file in files {
+            let (byFpctl, bySchema) = (fpctlRefused.contains(file), schemaRefused.contains(file))
+            #expect(
+                byFpctl == bySchema,
+                "\(file): fpctl \(byFpctl ? "refuses" : "accepts"), the schema \(bySchema ? "refuses" : "accepts")")
+        }
+        // The corpus holds both kinds: flows both accept and flows both refuse.
+        #expect(!schemaRefused.isEmpty && schemaRefused.count < files.count, "\(schemaRefused.sorted())")
+    }
+
     /// Every value of `json`, by its path: a pointer and the value.
     static func values(_ json: Any, _ pointer: String = "") -> [(String, Any)] {
         var out: [(String, Any)] = [(pointer, json)]

@@ -145,6 +145,62 @@ struct BundleSchemaTests {
     }
 
     @Test(
+        "each field of bundle.json, given a value of the wrong type, is refused by both the schema and bundle validate")
+    func everyManifestFieldInBoth() throws {
+        let demo = Paths.sample("demo")
+        let original = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(demo)/bundle.json")))
+                as? [String: Any])
+        var full = original
+        full["created_at"] = "2026-01-01T00:00:00Z"
+        let url = "https://cdn.example.com/demo/logo.png"
+        let mutations: [(String, (inout [String: Any]) -> Void)] = [
+            ("/app_id", { $0["app_id"] = 42 }),
+            ("/created_at", { $0["created_at"] = 42 }),
+            ("/placements", { $0["placements"] = "flows/onboarding.json" }),
+            ("/assets", { $0["assets"] = ["not an object"] }),
+            (
+                "/placements/onboarding",
+                { m in
+                    var placements = m["placements"] as? [String: Any] ?? [:]
+                    placements["onboarding"] = 42
+                    m["placements"] = placements
+                }
+            ),
+            (
+                "/assets/\(url)",
+                { m in
+                    var assets = m["assets"] as? [String: Any] ?? [:]
+                    assets[url] = ["assets/logo.png"]
+                    m["assets"] = assets
+                }
+            ),
+        ]
+        let dir = try TemporaryDirectory()
+        // The full manifest first: both accept it.
+        for (i, (pointer, mutate)) in ([("", { (_: inout [String: Any]) in })] + mutations).enumerated() {
+            let source = dir.file("s\(i)")
+            try FileManager.default.copyItem(atPath: demo, toPath: source)
+            var manifest = full
+            mutate(&manifest)
+            try JSONSerialization.data(withJSONObject: manifest).write(
+                to: URL(fileURLWithPath: "\(source)/bundle.json"))
+            let validated = try fpctl(["bundle", "validate", "--source", source])
+            let checked = try checkJSONSchema([
+                "--schemafile", "\(Self.schemas)/bundle.schema.json", "\(source)/bundle.json",
+            ])
+            if pointer.isEmpty {
+                #expect(validated.status == 0 && checked.status == 0, "\(validated.stdout)\(checked.stdout)")
+            } else {
+                #expect(
+                    validated.status == 65 && validated.stdout.contains("bundle.json"),
+                    "bundle validate accepts a wrong type at \(pointer): \(validated.stdout)")
+                #expect(checked.status == 1, "the schema accepts a wrong type at \(pointer)")
+            }
+        }
+    }
+
+    @Test(
         "fpctl and the schema agree on every flow of the fuzz corpus's hostile bundles, rules a schema cannot state aside"
     )
     func hostileCorpusAgreement() throws {

@@ -702,6 +702,28 @@ struct FindingsFormatTests {
         #expect(!lines.contains { $0.contains(": source-unreferenced-asset: ") }, "\(lines)")
     }
 
+    @Test("a bundle whose structure or manifest is broken says which checks did not run")
+    func bundleRulesNotRun() throws {
+        let corpus = Paths.packageRoot.appendingPathComponent("Fuzz/Corpus/bundle").path
+        let truncated = try fpctl("bundle", "validate", "\(corpus)/truncated-50.fpbundle")
+        #expect(truncated.status == 65)
+        #expect(truncated.stdout.contains(": zip-truncated: "))
+        #expect(
+            truncated.stdout.contains(
+                "truncated-50.fpbundle: warning: rule-not-run: -: no entry was read (manifest, flows, media, fonts, signature)"
+            ), "\(truncated.stdout)")
+        let manifest = try fpctl("bundle", "validate", "\(corpus)/manifest-not-json.fpbundle")
+        #expect(manifest.status == 65)
+        #expect(manifest.stdout.contains(": manifest-json: "))
+        #expect(
+            manifest.stdout.contains(
+                "manifest-not-json.fpbundle: warning: rule-not-run: manifest.json: the flows, media and fonts were not checked"
+            ), "\(manifest.stdout)")
+        // A bundle whose every entry was read has no such finding.
+        let tampered = try fpctl("bundle", "validate", "\(corpus)/manifest-hash-mismatch.fpbundle")
+        #expect(tampered.status == 65 && !tampered.stdout.contains("rule-not-run"), "\(tampered.stdout)")
+    }
+
     @Test("docs/ci.md's console example is what the two commands print, line for line, with their status")
     func ciDocsExample() throws {
         let doc = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/ci.md"), encoding: .utf8)

@@ -78,7 +78,15 @@ public enum BundleValidator {
         var report = BundleReport(file: path, digest: nil, manifest: nil, findings: [], entries: [])
         let (directory, structural) = ZipDirectory.read(file, policy: BundleLimits.zipPolicy)
         report.findings = structural
-        guard let directory, !structural.hasErrors else { return report }
+        guard let directory, !structural.hasErrors else {
+            // Entries found by a broken directory could be anything: none is read.
+            report.findings.append(
+                .warning(
+                    "rule-not-run", "-",
+                    "no entry was read (manifest, flows, media, fonts, signature): the zip structure is broken; "
+                        + "build the bundle again"))
+            return report
+        }
         var pass = ContentPass(directory: directory, options: options)
         pass.run(path: path)
         report.findings += pass.findings
@@ -152,7 +160,14 @@ private struct ContentPass {
         record(first, size: size, sha256: Digest.sha256Hex(body))
         manifestBytes = body
         readManifest(body, names: names)
-        guard let manifest else { return }
+        guard let manifest else {
+            findings.append(
+                .warning(
+                    "rule-not-run", "\(BundleManifest.path)",
+                    "the flows, media and fonts were not checked: manifest.json, which says what they are, "
+                        + "could not be read; build the bundle again"))
+            return
+        }
 
         let rest = Array(directory.entries.dropFirst())
         let groups = Self.balanced(rest, ways: min(2, max(1, ProcessInfo.processInfo.activeProcessorCount)))

@@ -62,6 +62,13 @@ if [ "${FPCTL_BUILD_CACHE:-1}" != 0 ] && [ -z "${FPCTL_STABLE_CHECKOUT:-}" ] && 
     for build in .build .build-static Fuzz/.build; do
         if [ -L "$build" ] && [[ "$(readlink "$build")" == "$cache/builds/"* ]]; then rm "$build"; fi
     done
+    # Nothing in the checkout may point into the cache any more (a link a later
+    # change adds and forgets to remove would break the next plain build here).
+    left=$(find . -path ./.git -prune -o -type l -lname "$cache/*" -print)
+    if [ -n "$left" ]; then
+        echo "test.sh: links into the build cache left in the checkout: $left" >&2
+        status=1
+    fi
     exit "$status"
 fi
 

@@ -19,8 +19,8 @@ public struct FindingsReport: Sendable {
         public let path: String
         public let kind: Kind
         public let findings: [Finding]
-        /// The JUnit test cases: every file checked (a source's files, a
-        /// bundle's entries) or placement compared, whether or not it has findings.
+        /// What was checked: a source's files, a bundle's entries, or the
+        /// placements compared; JUnit gives each one without a finding a passing case.
         public let cases: [String]
         /// Why the target could not be checked at all, when it could not.
         public let error: String?
@@ -28,7 +28,8 @@ public struct FindingsReport: Sendable {
         /// to `path` (`BundleBuilder.SourceCheck.presentFiles`); a finding
         /// about another file is placed at bundle.json. The report reads no file.
         public let files: Set<String>
-        /// The test case a finding belongs to; nil: its file's, else its rule group's.
+        /// Which of `cases` a finding is about (a placement, for diff); nil:
+        /// its file, when that is one of them.
         let caseOf: (@Sendable (Finding) -> String)?
 
         public init(

@@ -246,7 +246,7 @@ public enum DiffLocations: Sendable {
         {
             out.append(age)
         }
-        if case .source(let source) = self { locate(&out, in: source) }
+        if case .source(let source) = self { source.locate(&out) }
         return out
     }
 
@@ -266,9 +266,6 @@ public enum DiffLocations: Sendable {
         }
     }
 
-    private func locate(_ findings: inout [Finding], in source: BundleSource) {
-        source.locate(&findings)
-    }
 }
 
 /// Writes a bundle source directory file by file, rewriting only what changed

@@ -131,11 +131,7 @@ struct BundlePlan {
             unreadFlows.append(rel)
             return
         }
-        // A src or font url that is not an absolute http(s) URL may have been
-        // meant for an asset: with it, which assets are unused is not known.
-        if flowFindings.contains(where: { $0.rule == "flow-media-src" || $0.rule == "flow-font-url" }) {
-            unreadFlows.append(rel)
-        }
+        if !references.complete { unreadFlows.append(rel) }
         for image in references.images where imageURLs[image.url] == nil { imageURLs[image.url] = (rel, image.pointer) }
         for (font, pointer) in references.fonts {
             if let other = fontUses[font.name], other.url != font.url {

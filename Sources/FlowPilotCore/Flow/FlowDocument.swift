@@ -88,6 +88,9 @@ extension FlowDocument {
 /// declares with the pointer of its declaration, and the first component
 /// naming each font.
 struct FlowReferences: Sendable {
+    /// False when a src or font url is no URL: it may have been meant for
+    /// an asset, so which assets the flow uses is not all known.
+    var complete = true
     var images: [(url: String, pointer: String)] = []
     var fonts: [(font: FlowDocument.FontReference, pointer: String)] = []
     /// Font name -> the pointer of the first component's `font` naming it.
@@ -249,6 +252,7 @@ private struct FlowValidator {
             else {
                 if f["url"]?.stringValue.map(isAbsoluteHTTP) != true {
                     error("flow-font-url", pointer + "/url", "a font needs an absolute http(s) url")
+                    references.complete = false
                 }
                 continue
             }
@@ -300,6 +304,7 @@ private struct FlowValidator {
                 }
             } else {
                 error("flow-media-src", pointer + "/src", "\(type) needs an absolute http(s) src")
+                references.complete = false
             }
         }
         if let text = comp["text"], text.stringValue == nil {

@@ -69,8 +69,8 @@ final class LiveResolver: Sendable {
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         // One log per request: the batch's for every key it would carry, else one a key.
         let batch = keys.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
-        let shared = AttemptLog()
-        let (running, claims) = pool.values(for: keys.map { ($0, batch ? shared : AttemptLog()) })
+        let shared = batch ? AttemptLog() : nil
+        let (running, claims) = pool.values(for: keys.map { ($0, shared ?? AttemptLog()) })
         if batch && claims.count >= 2 {
             // Unstructured on purpose: one batch request shared by every caller of its keys, landing
             // in the cache after a caller's timeout, so no caller's task may own it.

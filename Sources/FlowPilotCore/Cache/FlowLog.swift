@@ -1,0 +1,331 @@
+import Foundation
+import Synchronization
+
+/// The flows of a format-2 cache (docs/cache-format.md, "Format 2"): each
+/// distinct flow's bytes stored once in `objects/<sha256>`, and small records
+/// in append-only segments `log/` pointing at them, one record an entry.
+/// An entry costs its record (about 200 bytes) and an index slot, not a
+/// directory, a file and their blocks.
+///
+/// Reading needs no lock and no index of the whole cache: a lookup lists
+/// `log/`, probes each sealed segment's index for the key, scans the
+/// segments still being written, and takes the newest record of the key
+/// whose flow reads back whole.
+public final class FlowLog: Sendable {
+    public let root: String
+    var logDir: String { "\(root)/log" }
+    var objectsDir: String { "\(root)/objects" }
+
+    public init(root: String) { self.root = root }
+
+    // MARK: Segments
+
+    struct Segment: Sendable {
+        let name: String
+        let path: String
+        /// The index's path, when the segment is sealed.
+        let index: String?
+    }
+
+    /// The segments in `log/`, by name (oldest writer first).
+    func segments() -> [Segment] {
+        let names = (DirectoryWalker.list(logDir, stat: false) ?? []).map(\.name)
+        let indexes = Set(names.filter { $0.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) })
+        return names.filter { $0.hasSuffix(LogSegment.suffix) && !$0.hasPrefix(".") }.sorted().map { name in
+            let index = name + LogSegment.indexSuffix
+            return Segment(
+                name: name, path: "\(logDir)/\(name)", index: indexes.contains(index) ? "\(logDir)/\(index)" : nil)
+        }
+    }
+
+    /// A segment that went away between the listing and its reading: a
+    /// compaction copied it and removed it. The lookup lists again.
+    struct Vanished: Error {}
+
+    /// Every record of `key` in the cache, in no particular order. Reads, per
+    /// sealed segment, its index's fanout and one slice of keys and the
+    /// records they lead to; per segment still being written, all of it.
+    func records(of key: LogKey) -> [LogRecord] {
+        for _ in 0..<8 {
+            do { return try records(of: key, in: segments()) } catch {}
+        }
+        return (try? records(of: key, in: segments())) ?? []
+    }
+
+    /// As `records(of:)` from a listing made earlier; throws `Vanished` when a segment it names is gone.
+    func records(of key: LogKey, in segments: [Segment]) throws -> [LogRecord] {
+        var found: [LogRecord] = []
+        for segment in segments {
+            let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                if errno == ENOENT { throw Vanished() }
+                continue
+            }
+            defer { close(fd) }
+            var scanFrom = LogSegment.magic.count
+            if let indexPath = segment.index {
+                let indexFD = open(indexPath, O_RDONLY | O_CLOEXEC)
+                if indexFD < 0 && errno == ENOENT { throw Vanished() }
+                if indexFD >= 0 {
+                    defer { close(indexFD) }
+                    if let probe = SegmentIndex.probe(indexFD, prefix: key.prefix) {
+                        for offset in probe.offsets {
+                            if let record = Self.record(fd, at: Int(offset)), key.matches(record) {
+                                found.append(record)
+                            }
+                        }
+                        scanFrom = Int(probe.covered)
+                    }
+                }
+            }
+            // The part no index covers: a segment being written (or whose writer died before sealing it).
+            guard let tail = Self.read(fd, from: scanFrom) else { continue }
+            tail.withUnsafeBytes { bytes in
+                for (_, record) in LogSegment.records(in: bytes, from: 0).records where key.matches(record) {
+                    found.append(record)
+                }
+            }
+        }
+        return found
+    }
+
+    /// The record at `offset`, read with one `pread` (two for a long one).
+    private static func record(_ fd: Int32, at offset: Int) -> LogRecord? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = SegmentIndex.readUpTo(fd, &buffer, at: offset)
+        guard n >= LogRecord.headerSize else { return nil }
+        let length = buffer.withUnsafeBytes { Int(LogRecord.load($0, 0, 4)) }
+        if length + LogRecord.headerSize > n {
+            guard length <= LogRecord.maxBodySize else { return nil }
+            buffer = [UInt8](repeating: 0, count: length + LogRecord.headerSize)
+            guard SegmentIndex.readFully(fd, &buffer, at: offset) else { return nil }
+        } else {
+            buffer.removeLast(buffer.count - n)
+        }
+        return buffer.withUnsafeBytes { bytes in
+            if case .record(let record, _) = LogRecord.decode(bytes, at: 0) { return record }
+            return nil
+        }
+    }
+
+    /// The bytes of `fd` from `offset` to its end (empty at the end), nil
+    /// when it cannot be read.
+    private static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        let size = Int(info.st_size)
+        guard size > offset else { return [] }
+        var buffer = [UInt8](repeating: 0, count: size - offset)
+        let done = SegmentIndex.readUpTo(fd, &buffer, at: offset)
+        return Array(buffer.prefix(done))
+    }
+
+    /// The newest record of an entry's key whose flow reads back whole and
+    /// matches its digest, with the flow's bytes: a record whose object is
+    /// missing or damaged (a power cut between the two, a disk's error) is
+    /// passed over for the older one, never served.
+    func newestEntry(placement: String, fingerprint: String) -> (LogRecord, Data)? {
+        let candidates = records(of: .entry(placement: placement, fingerprint: fingerprint))
+            .sorted { $0.isNewer(than: $1) }
+        for record in candidates {
+            if let bytes = readObject(record.flowSHA256) { return (record, bytes) }
+        }
+        return nil
+    }
+
+    /// The placement's newest alias record.
+    func newestAlias(placement: String) -> LogRecord? {
+        records(of: .alias(placement: placement)).max { $1.isNewer(than: $0) }
+    }
+
+    /// Every record of every segment, segment by segment (`cache info`,
+    /// `list`, `verify`, compaction), with each segment's problem (a torn or
+    /// corrupt record, after which nothing in it is read).
+    func scan(_ body: (Segment, Int, LogRecord) -> Void) -> [(Segment, String)] {
+        var problems: [(Segment, String)] = []
+        for segment in segments() {
+            let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard let bytes = Self.read(fd, from: 0) else { continue }
+            bytes.withUnsafeBytes { raw in
+                guard LogSegment.hasMagic(raw) else {
+                    problems.append((segment, "not a segment (no header)"))
+                    return
+                }
+                let (records, _, problem) = LogSegment.records(in: raw)
+                for (offset, record) in records { body(segment, offset, record) }
+                if let problem { problems.append((segment, problem)) }
+            }
+        }
+        return problems
+    }
+
+    // MARK: Objects
+
+    func objectPath(_ sha256: String) -> String { "\(objectsDir)/\(sha256)" }
+
+    /// A flow's bytes if they are there whole: their SHA-256 is their name.
+    func readObject(_ sha256: String) -> Data? {
+        guard let data = FileManager.default.contents(atPath: objectPath(sha256)),
+            Digest.sha256Hex(data) == sha256
+        else { return nil }
+        return data
+    }
+
+    /// Stores a flow's bytes under their SHA-256, unless they are there
+    /// already (written by any writer: the same name is the same bytes).
+    /// Published as every file is, synced before it has its name.
+    func storeObject(_ data: Data, sha256: String) throws {
+        if access(objectPath(sha256), F_OK) == 0 { return }
+        do {
+            try AtomicFile.publish(data, directory: objectsDir, name: sha256, noReplace: true)
+        } catch is AtomicFile.NameTaken {
+            // Another writer's copy of the same bytes.
+        }
+    }
+
+    // MARK: Writing
+
+    /// One process's writing: its own segments, appended to in order. Every
+    /// call holds the cache's shared lock (the caller's) and is serialized here.
+    final class Writer: Sendable {
+        let log: FlowLog
+        let writerID: String
+        private let state = Mutex<State>(State())
+
+        private struct State: ~Copyable {
+            var segment: SegmentWriter?
+            var sequence = 0
+        }
+
+        init(log: FlowLog, writerID: String = LogSegment.newWriterID()) {
+            (self.log, self.writerID) = (log, writerID)
+        }
+
+        /// Appends `records` and makes them durable; their objects must be
+        /// stored already. A segment that a compaction removed, or that is
+        /// full, is sealed (if still there) and followed by a new one.
+        func append(_ records: [LogRecord]) throws {
+            guard !records.isEmpty else { return }
+            var encoded: [UInt8] = []
+            encoded.reserveCapacity(records.count * 256)
+            var keys: [(prefix: UInt64, relativeOffset: Int)] = []
+            keys.reserveCapacity(records.count)
+            for record in records {
+                keys.append((record.key.prefix, encoded.count))
+                record.encode(into: &encoded)
+            }
+            try state.withLock { state in
+                let segment = try current(&state)
+                try segment.append(encoded, keys: keys)
+                FaultHook.reach("log-appended")
+                try segment.sync(directory: log.logDir)
+                FaultHook.reach("log-synced")
+                if segment.isFull {
+                    try segment.seal(directory: log.logDir)
+                    state.segment = nil
+                }
+            }
+        }
+
+        private func current(_ state: inout State) throws -> SegmentWriter {
+            if let segment = state.segment, segment.stillPublished { return segment }
+            try AtomicFile.makeDirectory(log.logDir)
+            state.sequence += 1
+            let segment = try SegmentWriter(
+                directory: log.logDir, name: "\(writerID)-\(state.sequence)\(LogSegment.suffix)")
+            state.segment = segment
+            return segment
+        }
+
+        /// Seals the segment being written (a writer's last act): readers then probe its index.
+        func close() throws {
+            try state.withLock { state in
+                if let segment = state.segment, segment.stillPublished, segment.length > LogSegment.magic.count {
+                    try segment.seal(directory: log.logDir)
+                }
+                state.segment = nil
+            }
+        }
+    }
+
+    // MARK: Compaction
+
+    /// What a compaction kept and removed.
+    public struct Compaction: Sendable {
+        public var segmentsRead = 0
+        public var recordsKept = 0
+        public var recordsDropped = 0
+        public var objectsRemoved = 0
+    }
+
+    /// Rewrites every segment into new, sealed ones holding the newest
+    /// record of each key that `keep` keeps and whose object is there (an
+    /// alias: whose entry is kept), then removes the old segments and the
+    /// objects no kept record points at. The caller holds the exclusive lock.
+    /// A kill at any step leaves every record it kept in some segment: the
+    /// new segments are durable before any old one goes, and until then a
+    /// reader finds each record twice, which is harmless.
+    func compact(keeping keep: (LogRecord) -> Bool) throws -> Compaction {
+        var newest: [LogKey: LogRecord] = [:]
+        var result = Compaction()
+        let old = segments()
+        var read = 0
+        _ = scan { _, _, record in
+            read += 1
+            let key = record.key
+            if let known = newest[key], !record.isNewer(than: known) { return }
+            newest[key] = record
+        }
+        result.segmentsRead = old.count
+        var present: [String: Bool] = [:]
+        var kept: [LogRecord] = []
+        for record in newest.values where record.kind == .entry && keep(record) {
+            let there = present[record.flowSHA256] ?? (access(objectPath(record.flowSHA256), F_OK) == 0)
+            present[record.flowSHA256] = there
+            if there { kept.append(record) }
+        }
+        let keptKeys = Set(kept.map { LogKey.entry(placement: $0.placement, fingerprint: $0.fingerprint) })
+        for record in newest.values where record.kind == .alias && keep(record) {
+            if keptKeys.contains(.entry(placement: record.placement, fingerprint: record.fingerprint)) {
+                kept.append(record)
+            }
+        }
+        kept.sort { $1.isNewer(than: $0) }
+        (result.recordsKept, result.recordsDropped) = (kept.count, read - kept.count)
+        // New segments of about the roll size each, durable and sealed before any old one goes.
+        try AtomicFile.makeDirectory(logDir)
+        let writerID = LogSegment.newWriterID()
+        var made: Set<String> = []
+        var start = 0
+        while start < kept.count {
+            let name = "\(writerID)-\(made.count + 1)\(LogSegment.suffix)"
+            let segment = try SegmentWriter(directory: logDir, name: name)
+            made.insert(segment.name)
+            var encoded: [UInt8] = []
+            var keys: [(prefix: UInt64, relativeOffset: Int)] = []
+            while start < kept.count && encoded.count < LogSegment.rollBytes {
+                keys.append((kept[start].key.prefix, encoded.count))
+                kept[start].encode(into: &encoded)
+                start += 1
+            }
+            try segment.append(encoded, keys: keys)
+            try segment.sync(directory: logDir)
+            try segment.seal(directory: logDir)
+        }
+        FaultHook.reach("compact-written")
+        for segment in old where !made.contains(segment.name) {
+            if let index = segment.index { unlink(index) }
+            unlink(segment.path)
+        }
+        try AtomicFile.syncDirectory(logDir)
+        // Objects no kept record points at.
+        let wanted = Set(kept.filter { $0.kind == .entry }.map(\.flowSHA256))
+        for item in DirectoryWalker.list(objectsDir, stat: false) ?? []
+        where !item.name.hasPrefix(".") && !wanted.contains(item.name) {
+            if unlink("\(objectsDir)/\(item.name)") == 0 { result.objectsRemoved += 1 }
+        }
+        return result
+    }
+}

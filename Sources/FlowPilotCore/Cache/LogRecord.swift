@@ -1,0 +1,310 @@
+import Crypto
+import Foundation
+
+/// One record of a format-2 cache's log (docs/cache-format.md, "Format 2"):
+/// a flow entry's metadata, pointing at its flow's bytes in `objects/` by
+/// their SHA-256, or a placement's last-known-good alias pointing at a key.
+///
+/// On disk a record is `u32 length, u32 CRC-32 of the body, body`, little
+/// endian, the body:
+///
+///     u8 kind (1 entry, 2 alias)   u8 tier (0 cache ... 3 bundled_default)
+///     i64 resolved_at, milliseconds since 1970   u64 unique (orders records of one millisecond)
+///     u32 ttl seconds   32 bytes fingerprint (the identity's SHA-256)
+///     entry only: 32 bytes flow SHA-256, u32 flow size, content hash (below)
+///     strings, each a LEB128 length and UTF-8: placement, user id; entry only: flow id, version
+///
+/// The content hash is a byte saying its form (0 none, 1 `sha256:` and 32
+/// bytes, 2 a string as above). Nothing is shortened or hashed: a field of
+/// any length the backend sends is kept whole.
+public struct LogRecord: Sendable, Equatable {
+    public enum Kind: UInt8, Sendable {
+        case entry = 1
+        case alias = 2
+    }
+
+    public var kind: Kind
+    public var tier: Tier
+    public var resolvedAtMillis: Int64
+    public var unique: UInt64
+    public var ttlSeconds: UInt32
+    /// Lowercase hex, 64 digits.
+    public var fingerprint: String
+    public var placement: String
+    public var userID: String
+    // Entry only (empty, zero or nil in an alias).
+    /// Lowercase hex SHA-256 of the flow's canonical JSON: its name in `objects/`.
+    public var flowSHA256: String
+    public var flowSize: UInt32
+    public var contentHash: String?
+    public var flowID: String
+    public var version: String
+
+    public init(
+        kind: Kind, tier: Tier, resolvedAtMillis: Int64, unique: UInt64, ttlSeconds: UInt32, fingerprint: String,
+        placement: String, userID: String, flowSHA256: String = "", flowSize: UInt32 = 0, contentHash: String? = nil,
+        flowID: String = "", version: String = ""
+    ) {
+        (self.kind, self.tier, self.resolvedAtMillis, self.unique) = (kind, tier, resolvedAtMillis, unique)
+        (self.ttlSeconds, self.fingerprint, self.placement, self.userID) = (ttlSeconds, fingerprint, placement, userID)
+        (self.flowSHA256, self.flowSize, self.contentHash) = (flowSHA256, flowSize, contentHash)
+        (self.flowID, self.version) = (flowID, version)
+    }
+
+    /// The key a record is found by: an entry's (placement, fingerprint), an
+    /// alias's placement. The first 8 bytes of `SHA-256(kind, placement, 0,
+    /// fingerprint)` (an alias: `SHA-256(kind, placement)`), big endian, are
+    /// what a segment's index sorts.
+    public var key: LogKey {
+        kind == .entry ? .entry(placement: placement, fingerprint: fingerprint) : .alias(placement: placement)
+    }
+
+    /// Newer records sort after older ones: by time, then `unique`.
+    public func isNewer(than other: LogRecord) -> Bool {
+        (resolvedAtMillis, unique) > (other.resolvedAtMillis, other.unique)
+    }
+
+    public var resolvedAt: Date { Date(timeIntervalSince1970: Double(resolvedAtMillis) / 1000) }
+
+    static let headerSize = 8
+    /// Bodies larger than this are not records (a length read from garbage).
+    static let maxBodySize = 1 << 20
+    static let minimumBodySize = 1 + 1 + 8 + 8 + 4 + 32 + 2
+
+    /// Appends the record, header and body, to `out`.
+    func encode(into out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
+        out.append(kind.rawValue)
+        out.append(UInt8(tier.number))
+        Self.append(UInt64(bitPattern: resolvedAtMillis), 8, to: &out)
+        Self.append(unique, 8, to: &out)
+        Self.append(UInt64(ttlSeconds), 4, to: &out)
+        Self.appendHex(fingerprint, to: &out)
+        if kind == .entry {
+            Self.appendHex(flowSHA256, to: &out)
+            Self.append(UInt64(flowSize), 4, to: &out)
+            if let contentHash {
+                if contentHash.hasPrefix("sha256:"), let raw = Self.rawHex(contentHash.dropFirst(7)) {
+                    out.append(1)
+                    out.append(contentsOf: raw)
+                } else {
+                    out.append(2)
+                    Self.appendString(contentHash, to: &out)
+                }
+            } else {
+                out.append(0)
+            }
+        }
+        Self.appendString(placement, to: &out)
+        Self.appendString(userID, to: &out)
+        if kind == .entry {
+            Self.appendString(flowID, to: &out)
+            Self.appendString(version, to: &out)
+        }
+        let bodyCount = out.count - start - Self.headerSize
+        let crc = out.withUnsafeBytes { Self.crc(UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }
+        Self.store(UInt64(bodyCount), 4, at: start, in: &out)
+        Self.store(UInt64(crc), 4, at: start + 4, in: &out)
+    }
+
+    /// What `decode` found at an offset.
+    enum Decoded {
+        /// A whole record and the offset after it.
+        case record(LogRecord, next: Int)
+        /// The bytes end inside a record: a write cut short (a killed writer),
+        /// or a writer appending right now.
+        case torn
+        /// A length out of range, a CRC that does not match, or a body that
+        /// does not parse: nothing after it in the segment is trusted.
+        case corrupt(String)
+    }
+
+    /// The record at `offset` of `bytes`.
+    static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Decoded {
+        guard bytes.count - offset >= headerSize else { return .torn }
+        let length = Int(load(bytes, offset, 4))
+        let crc = UInt32(load(bytes, offset + 4, 4))
+        guard length >= minimumBodySize, length <= maxBodySize else {
+            // A zero length is where a file system extended the file and the bytes never came.
+            return .corrupt(length == 0 ? "zeroed bytes" : "a record length of \(length)")
+        }
+        let bodyStart = offset + headerSize
+        guard bytes.count - bodyStart >= length else { return .torn }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + length)])
+        guard Self.crc(body) == crc else { return .corrupt("CRC mismatch") }
+        guard let record = parseBody(body) else { return .corrupt("a body that does not parse") }
+        return .record(record, next: bodyStart + length)
+    }
+
+    private static func parseBody(_ body: UnsafeRawBufferPointer) -> LogRecord? {
+        var reader = Reader(bytes: body)
+        guard let kindByte = reader.byte(), let kind = Kind(rawValue: kindByte), let tierByte = reader.byte(),
+            let tier = Tier.allCases.first(where: { $0.number == Int(tierByte) }),
+            let resolved = reader.integer(8), let unique = reader.integer(8), let ttl = reader.integer(4),
+            let fingerprint = reader.hex(32)
+        else { return nil }
+        var record = LogRecord(
+            kind: kind, tier: tier, resolvedAtMillis: Int64(bitPattern: resolved), unique: unique,
+            ttlSeconds: UInt32(ttl), fingerprint: fingerprint, placement: "", userID: "")
+        if kind == .entry {
+            guard let sha = reader.hex(32), let size = reader.integer(4), let form = reader.byte() else { return nil }
+            (record.flowSHA256, record.flowSize) = (sha, UInt32(size))
+            switch form {
+            case 0: record.contentHash = nil
+            case 1:
+                guard let raw = reader.hex(32) else { return nil }
+                record.contentHash = "sha256:" + raw
+            case 2:
+                guard let text = reader.string() else { return nil }
+                record.contentHash = text
+            default: return nil
+            }
+        }
+        guard let placement = reader.string(), let user = reader.string() else { return nil }
+        (record.placement, record.userID) = (placement, user)
+        if kind == .entry {
+            guard let flowID = reader.string(), let version = reader.string() else { return nil }
+            (record.flowID, record.version) = (flowID, version)
+        }
+        return reader.atEnd ? record : nil
+    }
+
+    static func crc(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc = CRC32()
+        crc.update(bytes)
+        return crc.value
+    }
+
+    static func load(_ bytes: UnsafeRawBufferPointer, _ offset: Int, _ width: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in stride(from: width - 1, through: 0, by: -1) { value = value << 8 | UInt64(bytes[offset + index]) }
+        return value
+    }
+
+    static func append(_ value: UInt64, _ width: Int, to out: inout [UInt8]) {
+        for index in 0..<width { out.append(UInt8(truncatingIfNeeded: value >> (8 * index))) }
+    }
+
+    static func store(_ value: UInt64, _ width: Int, at offset: Int, in out: inout [UInt8]) {
+        for index in 0..<width { out[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * index)) }
+    }
+
+    private static func appendString(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            var length = UInt64(utf8.count)
+            repeat {
+                let low = UInt8(length & 0x7F)
+                length >>= 7
+                out.append(length == 0 ? low : low | 0x80)
+            } while length != 0
+            out.append(contentsOf: utf8)
+        }
+    }
+
+    /// 64 hex digits as 32 bytes; anything else (it never is: fingerprints and
+    /// flow digests are made here) as zeros, which no reader takes for a match.
+    private static func appendHex(_ hex: String, to out: inout [UInt8]) {
+        out.append(contentsOf: rawHex(Substring(hex)) ?? [UInt8](repeating: 0, count: 32))
+    }
+
+    static func rawHex(_ hex: Substring) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(32)
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x61...0x66: digit - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// Reads a body front to back; nil past its end.
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        var atEnd: Bool { offset == bytes.count }
+
+        mutating func byte() -> UInt8? {
+            guard offset < bytes.count else { return nil }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+
+        mutating func integer(_ width: Int) -> UInt64? {
+            guard bytes.count - offset >= width else { return nil }
+            defer { offset += width }
+            return LogRecord.load(bytes, offset, width)
+        }
+
+        mutating func hex(_ count: Int) -> String? {
+            guard bytes.count - offset >= count else { return nil }
+            defer { offset += count }
+            return Digest.hex(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+        }
+
+        mutating func string() -> String? {
+            var length: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                guard let byte = byte(), shift < 35 else { return nil }
+                length |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { break }
+                shift += 7
+            }
+            guard length <= UInt64(bytes.count - offset) else { return nil }
+            let end = offset + Int(length)
+            defer { offset = end }
+            return String(validating: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), as: UTF8.self)
+        }
+    }
+}
+
+/// What a lookup finds records by: an entry's (placement, fingerprint) or a
+/// placement's alias, as the 8-byte prefix of its SHA-256 that segment
+/// indexes sort, and the whole of it to tell a record of the key from one
+/// whose prefix only collides.
+public struct LogKey: Sendable, Hashable {
+    public let prefix: UInt64
+    let kind: LogRecord.Kind
+    let placement: String
+    let fingerprint: String
+
+    public static func entry(placement: String, fingerprint: String) -> LogKey {
+        LogKey(kind: .entry, placement: placement, fingerprint: fingerprint)
+    }
+
+    public static func alias(placement: String) -> LogKey {
+        LogKey(kind: .alias, placement: placement, fingerprint: "")
+    }
+
+    private init(kind: LogRecord.Kind, placement: String, fingerprint: String) {
+        (self.kind, self.placement, self.fingerprint) = (kind, placement, fingerprint)
+        var hasher = SHA256()
+        hasher.update(data: [kind.rawValue])
+        hasher.update(data: Array(placement.utf8))
+        if kind == .entry {
+            hasher.update(data: [0])
+            hasher.update(data: Array(fingerprint.utf8))
+        }
+        prefix = hasher.finalize().withUnsafeBytes { digest in
+            digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        }
+    }
+
+    /// Whether `record` is of this key (not only of its prefix).
+    func matches(_ record: LogRecord) -> Bool {
+        record.kind == kind && record.placement == placement && (kind == .alias || record.fingerprint == fingerprint)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+
+@testable import FlowPilotCore
+
+/// Cache format 2's log and objects (`FlowLog`), on a real directory: what a
+/// lookup finds after writes, rolls, kills, damage and compactions.
+@Suite("format-2 log", .serialized)
+final class FlowLogTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("flowlog-\(UUID().uuidString)").path
+
+    init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+    deinit {
+        try? FileManager.default.removeItem(atPath: root)
+        LogSegment.rollBytes = 1 << 20
+    }
+
+    static let flow = Data(#"{"id":"flow_paywall","screens":[]}"#.utf8)
+    static let flowSHA = Digest.sha256Hex(flow)
+
+    static func fingerprint(_ user: String) -> String { Digest.sha256Hex(Data(user.utf8)) }
+
+    static func entry(
+        _ user: String, placement: String = "paywall", at millis: Int64 = 1_700_000_000_000, unique: UInt64 = 1,
+        sha: String = flowSHA, version: String = "v1"
+    ) -> LogRecord {
+        LogRecord(
+            kind: .entry, tier: .network, resolvedAtMillis: millis, unique: unique, ttlSeconds: 300,
+            fingerprint: fingerprint(user), placement: placement, userID: user, flowSHA256: sha,
+            flowSize: UInt32(flow.count), contentHash: "sha256:" + String(repeating: "ab", count: 32),
+            flowID: "flow_paywall", version: version)
+    }
+
+    @Test("a record reads back as written, fields of any length whole")
+    func roundTrip() throws {
+        let long = String(repeating: "ü", count: 5000)
+        var records = [Self.entry("alice"), Self.entry(long, placement: long, version: long)]
+        records[1].contentHash = "md5:not-a-sha"
+        records.append(
+            LogRecord(
+                kind: .alias, tier: .network, resolvedAtMillis: 5, unique: 9, ttlSeconds: 0,
+                fingerprint: Self.fingerprint("bob"), placement: "paywall", userID: "bob"))
+        var bytes: [UInt8] = LogSegment.magic
+        for record in records { record.encode(into: &bytes) }
+        let decoded = bytes.withUnsafeBytes { LogSegment.records(in: $0) }
+        #expect(decoded.problem == nil)
+        #expect(decoded.records.map(\.record) == records)
+        // About 200 bytes an entry with the usual fields: the cost format 2 promises.
+        var one: [UInt8] = []
+        Self.entry("user-000123").encode(into: &one)
+        #expect(one.count < 200, "an entry's record is \(one.count) bytes")
+    }
+
+    @Test("a torn or damaged record ends what is read of its segment, never read as a record")
+    func tornAndCorrupt() {
+        var bytes: [UInt8] = LogSegment.magic
+        Self.entry("alice").encode(into: &bytes)
+        let whole = bytes.count
+        Self.entry("bob").encode(into: &bytes)
+        for cut in (whole + 1)..<bytes.count {
+            let read = Array(bytes.prefix(cut)).withUnsafeBytes { LogSegment.records(in: $0) }
+            #expect(read.records.map(\.record.userID) == ["alice"], "cut at \(cut)")
+            #expect(read.problem != nil)
+        }
+        for flip in whole..<bytes.count {
+            var damaged = bytes
+            damaged[flip] ^= 0x40
+            let read = damaged.withUnsafeBytes { LogSegment.records(in: $0) }
+            #expect(read.records.map(\.record.userID) == ["alice"], "byte \(flip) flipped")
+        }
+        // Zeroes where a file system extended the file and the bytes never came.
+        let zeroed = bytes.prefix(whole) + [UInt8](repeating: 0, count: 300)
+        let read = Array(zeroed).withUnsafeBytes { LogSegment.records(in: $0) }
+        #expect(read.records.count == 1 && read.problem?.contains("zeroed") == true)
+    }
+
+    @Test("the newest record of a key wins, whatever writer wrote it and in what order")
+    func newestWins() throws {
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let first = FlowLog.Writer(log: log)
+        let second = FlowLog.Writer(log: log)
+        try second.append([Self.entry("alice", at: 2000, version: "new")])
+        try first.append([Self.entry("alice", at: 1000, version: "old"), Self.entry("bob", at: 1000)])
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "new")
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("bob")) != nil)
+        #expect(log.newestEntry(placement: "onboarding", fingerprint: Self.fingerprint("bob")) == nil)
+        // Same millisecond: the unique part orders them.
+        try first.append([Self.entry("alice", at: 2000, unique: 7, version: "newer")])
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "newer")
+    }
+
+    @Test("a lookup reads sealed segments through their indexes and unsealed ones whole, finding every key")
+    func rollsAndIndexes() throws {
+        LogSegment.rollBytes = 4096
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let writer = FlowLog.Writer(log: log)
+        for batch in 0..<20 {
+            try writer.append((0..<10).map { Self.entry("user-\(batch * 10 + $0)") })
+        }
+        let segments = log.segments()
+        #expect(segments.count > 5)
+        #expect(segments.dropLast().allSatisfy { $0.index != nil }, "every full segment is sealed")
+        #expect(segments.last?.index == nil, "the one being written is not")
+        for user in 0..<200 {
+            let found = log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("user-\(user)")))
+            #expect(found.count == 1, "user-\(user)")
+        }
+        try writer.close()
+        #expect(log.segments().allSatisfy { $0.index != nil })
+        #expect(log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("user-199"))).count == 1)
+        // A damaged index costs its records (a miss), never a wrong answer.
+        let index = try #require(log.segments().first?.index)
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: index)))
+        #expect(SegmentIndex.check(bytes) != nil)
+        for i in SegmentIndex.headerSize..<(SegmentIndex.headerSize + SegmentIndex.fanoutSize) { bytes[i] = 0xFF }
+        try Data(bytes).write(to: URL(fileURLWithPath: index))
+        #expect(SegmentIndex.check(bytes) == nil, "verify sees the damage")
+        for user in 0..<200 {
+            for record in log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("user-\(user)"))) {
+                #expect(record.userID == "user-\(user)")
+            }
+        }
+    }
+
+    @Test("a record whose flow is missing or damaged is passed over for the older one")
+    func missingObject() throws {
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let other = Data(#"{"id":"flow_paywall","screens":[{}]}"#.utf8)
+        let otherSHA = Digest.sha256Hex(other)
+        let writer = FlowLog.Writer(log: log)
+        try writer.append([Self.entry("alice", at: 1000, version: "old")])
+        try writer.append([Self.entry("alice", at: 2000, sha: otherSHA, version: "new")])
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "old")
+        try Data("garbage".utf8).write(to: URL(fileURLWithPath: log.objectPath(otherSHA)))
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "old")
+        try FileManager.default.removeItem(atPath: log.objectPath(otherSHA))
+        try log.storeObject(other, sha256: otherSHA)
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "new")
+    }
+
+    @Test("compaction keeps the newest record of each kept key, drops the rest, and its writers start anew")
+    func compaction() throws {
+        LogSegment.rollBytes = 2048
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let unused = Data(#"{"id":"unused"}"#.utf8)
+        try log.storeObject(unused, sha256: Digest.sha256Hex(unused))
+        let writer = FlowLog.Writer(log: log)
+        for round in 0..<3 {
+            try writer.append((0..<30).map { Self.entry("user-\($0)", at: Int64(1000 + round)) })
+        }
+        try writer.append([
+            LogRecord(
+                kind: .alias, tier: .network, resolvedAtMillis: 1002, unique: 1, ttlSeconds: 0,
+                fingerprint: Self.fingerprint("user-3"), placement: "paywall", userID: "user-3"),
+            LogRecord(
+                kind: .alias, tier: .network, resolvedAtMillis: 1003, unique: 1, ttlSeconds: 0,
+                fingerprint: Self.fingerprint("user-4"), placement: "paywall", userID: "user-4"),
+        ])
+        let before = log.segments().count
+        // Clearing one identity: its entries, and the alias pointing at it.
+        let result = try log.compact { $0.userID != "user-4" }
+        #expect(result.segmentsRead == before)
+        #expect(result.recordsKept == 29 + 0)
+        #expect(result.objectsRemoved == 1)
+        #expect(log.segments().allSatisfy { $0.index != nil })
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-4")) == nil)
+        #expect(log.newestAlias(placement: "paywall") == nil, "the alias pointed at the cleared identity")
+        #expect(
+            log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-5"))?.0.resolvedAtMillis == 1002)
+        var total = 0
+        _ = log.scan { _, _, _ in total += 1 }
+        #expect(total == 29)
+        // The writer's segment went with the compaction: its next append starts a new one, not lost.
+        try writer.append([Self.entry("user-4", at: 5000)])
+        #expect(
+            log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-4"))?.0.resolvedAtMillis == 5000)
+    }
+
+    @Test("a lookup beside a compaction finds the key in the old segments or the new, never neither")
+    func lookupBesideCompaction() throws {
+        LogSegment.rollBytes = 1024
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let writer = FlowLog.Writer(log: log)
+        try writer.append((0..<100).map { Self.entry("user-\($0)") })
+        try writer.close()
+        // The reader lists the segments, then a compaction replaces every one of them, then the reader reads.
+        let stale = log.segments()
+        _ = try log.compact { _ in true }
+        #expect(Set(stale.map(\.name)).isDisjoint(with: log.segments().map(\.name)))
+        let key = LogKey.entry(placement: "paywall", fingerprint: Self.fingerprint("user-50"))
+        #expect(throws: FlowLog.Vanished.self) { try log.records(of: key, in: stale) }
+        for user in [0, 50, 99] {
+            #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-\(user)")) != nil)
+        }
+    }
+}

@@ -183,7 +183,7 @@ final class CacheStoreTests {
     func newerFormat() throws {
         let root = tempDir()
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let marker = Data(#"{"format":"fpcache","version":2}"#.utf8)
+        let marker = Data(#"{"format":"fpcache","version":3}"#.utf8)
         try marker.write(to: URL(fileURLWithPath: "\(root)/fpcache.json"))
         #expect(throws: FPError.self) { try CacheStore(root: root, create: true) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(root)/fpcache.json")) == marker)

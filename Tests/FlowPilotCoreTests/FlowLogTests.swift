@@ -162,7 +162,7 @@ final class FlowLogTests {
         ])
         let before = log.segments().count
         // Clearing one identity: its entries, and the alias pointing at it.
-        let result = try log.compact { $0.userID != "user-4" }
+        let result = try log.compact { record, _ in record.userID != "user-4" }
         #expect(result.segmentsRead == before)
         #expect(result.recordsKept == 29 + 0)
         #expect(result.objectsRemoved == 1)
@@ -172,7 +172,7 @@ final class FlowLogTests {
         #expect(
             log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-5"))?.0.resolvedAtMillis == 1002)
         var total = 0
-        _ = log.scan { _, _, _ in total += 1 }
+        _ = log.scan { _, _, _, _ in total += 1 }
         #expect(total == 29)
         // The writer's segment went with the compaction: its next append starts a new one, not lost.
         try writer.append([Self.entry("user-4", at: 5000)])
@@ -190,7 +190,7 @@ final class FlowLogTests {
         try writer.close()
         // The reader lists the segments, then a compaction replaces every one of them, then the reader reads.
         let stale = log.segments()
-        _ = try log.compact { _ in true }
+        _ = try log.compact { _, _ in true }
         #expect(Set(stale.map(\.name)).isDisjoint(with: log.segments().map(\.name)))
         let key = LogKey.entry(placement: "paywall", fingerprint: Self.fingerprint("user-50"))
         #expect(throws: FlowLog.Vanished.self) { try log.records(of: key, in: stale) }

@@ -16,7 +16,8 @@ struct ManPageTests {
         "fpctl-bundle-extract", "fpctl-bundle-keygen", "fpctl-bundle-sign", "fpctl-bundle-pull", "fpctl-bundle-diff",
         "fpctl-bundle-schema",
         "fpctl-warm", "fpctl-report", "fpctl-resolve", "fpctl-ready", "fpctl-cache", "fpctl-cache-info",
-        "fpctl-cache-list", "fpctl-cache-verify", "fpctl-cache-prune", "fpctl-cache-put", "fpctl-cache-clear",
+        "fpctl-cache-list", "fpctl-cache-verify", "fpctl-cache-prune", "fpctl-cache-put", "fpctl-cache-migrate",
+        "fpctl-cache-clear",
         "fpctl-serve",
     ]
 

@@ -41,6 +41,7 @@ public struct CachePutInput {
         }
         try outstanding.wait()
         try pointAliases()
+        store.finishWriting()
         return count
     }
 

@@ -9,9 +9,13 @@ public struct CacheScan: Sendable {
         public let target: String
         public let path: String
         public let size: Int64
+        /// A record of a format-2 cache's log (`path` is `<cache>/log/<segment>#<offset>`).
+        var inLog = false
 
         /// Its placement's directory name (`CacheNames.placement`: a long placement's hash).
-        var placementDirectory: String { PathName.lastComponent(of: PathName.parent(of: path)) }
+        var placementDirectory: String {
+            inLog ? CacheNames.placement(placement) : PathName.lastComponent(of: PathName.parent(of: path))
+        }
         /// `<placement dir>/<fingerprint>~<user>`: the key directory it points at (`CachedFlow.directoryKey`).
         var directoryKey: String { placementDirectory + "/" + target }
     }
@@ -38,6 +42,18 @@ public struct CacheScan: Sendable {
     /// Key directories with no entry in them: what a write that failed
     /// (a full disk) leaves; `prune` and `verify --repair` remove them.
     public var emptyKeys: [String] = []
+    /// Format 2: the segments and their indexes, the flows' objects, and
+    /// what is wrong in a segment (a torn or corrupt record, after which
+    /// nothing of it is read) or an index (damaged: lookups scan instead).
+    public var segments: [File] = []
+    public var objects: [File] = []
+    public var logProblems: [(path: String, message: String)] = []
+    /// `log/` and `objects/` in a format-1 cache (a migration's, killed or
+    /// in progress), `flows/` and `aliases/` in a format-2 one (what a
+    /// migration had yet to remove). Not findings; `prune` removes the latter.
+    public var migrationLeftovers: [String] = []
+    /// Whether the cache was read as format 2.
+    public var logged = false
 
     /// Adds what another part of the walk found, after what this one holds.
     mutating func merge(_ other: CacheScan) {
@@ -51,6 +67,10 @@ public struct CacheScan: Sendable {
         temporaries += other.temporaries
         foreign += other.foreign
         emptyKeys += other.emptyKeys
+        segments += other.segments
+        objects += other.objects
+        logProblems += other.logProblems
+        migrationLeftovers += other.migrationLeftovers
     }
 
     public var flowBytes: Int64 { flows.reduce(0) { $0 + $1.size } }
@@ -59,8 +79,16 @@ public struct CacheScan: Sendable {
 }
 
 extension CacheStore {
+    /// One walk of the cache. A store opened as format 1 whose cache was
+    /// migrated meanwhile walks it again as format 2.
     public func scan() -> CacheScan {
+        let scan = scan(log: usesLog)
+        return !usesLog && currentVersion() >= 2 ? self.scan(log: true) : scan
+    }
+
+    private func scan(log usesLog: Bool) -> CacheScan {
         var scan = CacheScan()
+        scan.logged = usesLog
         for item in DirectoryWalker.list(root) ?? [] {
             // A writer's named temporary (no O_TMPFILE): the marker being made.
             if Self.classify(root, item, scan: &scan) { continue }
@@ -68,8 +96,13 @@ extension CacheStore {
             if item.isDirectory && Self.fileSystemNames.contains(item.name) { continue }
             switch item.name {
             case Self.markerName, ".lock": continue
-            case "flows": scanFlows(into: &scan)
-            case "aliases": scanAliases(into: &scan)
+            case "flows" where !usesLog: scanFlows(into: &scan)
+            case "aliases" where !usesLog: scanAliases(into: &scan)
+            case "log" where usesLog: scanLog(into: &scan)
+            case "objects" where usesLog: scanObjects(into: &scan)
+            // The other format's: a migration's work in progress (format 1), or what it left to remove (2).
+            case "flows", "aliases", "log", "objects":
+                scan.migrationLeftovers.append("\(root)/\(item.name)")
             case "images": scanImageDirs(into: &scan)
             case "fonts": scan.fonts = scanFlat(fontsDir, scan: &scan)
             case "icons": scan.icons = scanFlat(iconsDir, scan: &scan)
@@ -236,12 +269,16 @@ extension CacheScan {
     }
 
     /// The flow entries of one placement and user id (nil: any) and, when
-    /// given, of one freshness at `now`; by placement, then oldest first.
+    /// given, of one freshness at `now`; by placement, then oldest first (then
+    /// by fingerprint: the same order in either format, on any file system).
     public func flows(placement: String?, userID: String?, freshness: Freshness?, at now: Date) -> [CachedFlow] {
         flows
             .filter { placement == nil || $0.placement == placement }
             .filter { userID == nil || $0.userID == userID }
             .filter { freshness == nil || $0.isFresh(at: now) == (freshness == .fresh) }
-            .sorted { ($0.placement, $0.resolvedAt) < ($1.placement, $1.resolvedAt) }
+            .sorted {
+                ($0.placement, $0.resolvedAt, $0.fingerprint, $0.userID ?? "")
+                    < ($1.placement, $1.resolvedAt, $1.fingerprint, $1.userID ?? "")
+            }
     }
 }

@@ -12,15 +12,20 @@ public struct CachedFlow: Sendable {
     public let resolvedAt: Date
     public let ttlSeconds: Int
     public let size: Int64
+    /// Format 1: the entry's file. Format 2: `<cache>/log/<segment>#<offset>`, where its record is.
     public let path: String
+    /// Whether the entry is a record of a format-2 cache's log, not a file of its own.
+    var inLog = false
 
-    /// The key directory's name, `<fingerprint>~<user>`.
+    /// The key directory's name, `<fingerprint>~<user>` (in format 2, the name it would have).
     public var keyName: String {
-        PathName.parent(of: path).split(separator: "/").last.map(String.init) ?? ""
+        if inLog { return "\(fingerprint)~\(CacheNames.bounded(userID ?? "", max: CacheStore.maxNameField))" }
+        return PathName.parent(of: path).split(separator: "/").last.map(String.init) ?? ""
     }
 
     /// `<placement dir>/<fingerprint>~<user>`, as the path names them: what an alias points at.
     var directoryKey: String {
+        if inLog { return CacheNames.placement(placement) + "/" + keyName }
         let keyDir = PathName.parent(of: path)
         return PathName.lastComponent(of: PathName.parent(of: keyDir)) + "/" + PathName.lastComponent(of: keyDir)
     }
@@ -29,7 +34,7 @@ public struct CachedFlow: Sendable {
     /// entry's JSON holds the value. The same entry with the values read
     /// from it, or unchanged when nothing was hashed or the file cannot be read.
     func withFullValues() -> CachedFlow {
-        guard placement.hasPrefix("#") || userID == nil || flowID.hasPrefix("#") || version.hasPrefix("#"),
+        guard !inLog, placement.hasPrefix("#") || userID == nil || flowID.hasPrefix("#") || version.hasPrefix("#"),
             let data = FileManager.default.contents(atPath: path), let json = try? JSONValue.parse(data),
             let fullPlacement = json["placement"]?.stringValue, let fullUser = json["user_id"]?.stringValue,
             let fullFlowID = json["flow_id"]?.stringValue, let fullVersion = json["version"]?.stringValue,
@@ -78,6 +83,13 @@ extension CacheStore {
         placement: String, identity: Identity, document: FlowDocument,
         ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
     ) throws -> CachedFlow {
+        if writesLog {
+            let logged = loggedEntry(
+                placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+                resolvedAt: resolvedAt)
+            try storeLogged(logged, pointAlias: pointAlias)
+            return logged.entry
+        }
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -101,6 +113,13 @@ extension CacheStore {
         placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
         resolvedAt: Date = Date(), commit: GroupCommit, waiter: any CommitWaiter
     ) throws -> CachedFlow {
+        if writesLog {
+            let logged = loggedEntry(
+                placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+                resolvedAt: resolvedAt)
+            try enqueueLogged(logged, waiter: waiter)
+            return logged.entry
+        }
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -149,6 +168,21 @@ extension CacheStore {
         resolvedAt: Date = Date(), commit: GroupCommit
     ) async -> StagedFlows {
         guard !flows.isEmpty else { return StagedFlows(done: []) }
+        if writesLog {
+            let logged = flows.map {
+                loggedEntry(
+                    placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
+                    tier: tier, resolvedAt: resolvedAt)
+            }
+            let staged = StagedFlows(logged.map(\.entry))
+            await withCheckedContinuation { (written: CheckedContinuation<Void, Never>) in
+                BlockingIO.submit {
+                    self.stageLogged(logged, to: staged)
+                    written.resume()
+                }
+            }
+            return staged
+        }
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
@@ -270,6 +304,7 @@ extension CacheStore {
     /// Points the placement's last-known-good alias at `entry` (a name that sorts
     /// after every older one, so the newest resolve wins).
     public func pointAlias(to entry: CachedFlow) throws {
+        if writesLog { return try pointLoggedAlias(to: entry, ifPresent: false) }
         try withLock(exclusive: false) { try publishAlias(to: entry) }
     }
 
@@ -277,6 +312,7 @@ extension CacheStore {
     /// removed it since it was written (a writer that points aliases after a
     /// group of entries, not with each).
     public func pointAliasIfPresent(to entry: CachedFlow) throws {
+        if writesLog { return try pointLoggedAlias(to: entry, ifPresent: true) }
         try withLock(exclusive: false) {
             if access(entry.path, F_OK) == 0 { try publishAlias(to: entry) }
         }
@@ -319,14 +355,20 @@ extension CacheStore {
     /// The newest entry for exactly this (placement, fingerprint), fresh or stale,
     /// read and checked. A corrupt or unreadable entry is a miss.
     public func lookupFlow(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)? {
+        if usesLog { return lookupLogged(placement: placement, fingerprint: identity.fingerprint) }
         let dir = "\(placementDir(placement))/\(keyDirName(fingerprint: identity.fingerprint, userID: identity.userID))"
-        return newestEntry(placement: placement, keyDir: dir)
+        if let found = newestEntry(placement: placement, keyDir: dir) { return found }
+        // Opened as format 1 and migrated since: the entry is in the log now.
+        return currentVersion() >= 2 ? lookupLogged(placement: placement, fingerprint: identity.fingerprint) : nil
     }
 
     /// The placement's last-known-good flow for any identity (Tier 2 after an
     /// identity change), or nil when the alias is missing or dangling.
     public func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
-        guard let alias = Self.published("\(aliasesDir)/\(CacheNames.placement(placement))").last else { return nil }
+        if usesLog { return lookupLoggedAlias(placement: placement) }
+        guard let alias = Self.published("\(aliasesDir)/\(CacheNames.placement(placement))").last else {
+            return currentVersion() >= 2 ? lookupLoggedAlias(placement: placement) : nil
+        }
         let parts = alias.name.split(separator: "~", maxSplits: 2)
         guard parts.count == 3 else { return nil }
         return newestEntry(placement: placement, keyDir: "\(placementDir(placement))/\(parts[2])")
@@ -427,7 +469,7 @@ public final class StagedFlows: Sendable {
 
     /// Flow `index` is durable (nil) or failed; the last one releases the
     /// shared lock the batch held, then gives the results.
-    fileprivate func finish(_ index: Int, _ error: (any Error)?, lock: CacheStore.Lock?) {
+    func finish(_ index: Int, _ error: (any Error)?, lock: CacheStore.Lock?) {
         let finished = state.withLock { state -> [Result<CachedFlow, any Error>]? in
             if let error { state.results[index] = .failure(error) }
             state.left -= 1

@@ -63,7 +63,16 @@ extension CacheStore {
         let (findings, broken) = inspectAll(now: now ?? Date())
         var notRemoved: [String: String] = [:]
         if repair && !broken.isEmpty {
-            for path in broken {
+            // Format 2: records and segments are repaired by one compaction, which copies every
+            // record but those named (and a segment's torn or corrupt bytes); files are unlinked.
+            let logged = broken.filter(isLogged)
+            if !logged.isEmpty {
+                let dropped = Set(logged)
+                do { _ = try log.compact { _, path in !dropped.contains(path) } } catch {
+                    for path in logged { notRemoved[relative(path)] = "\(error)" }
+                }
+            }
+            for path in broken where !isLogged(path) {
                 if unlink(path) == 0 || errno == ENOENT { continue }
                 // A foreign directory goes whole: it is what the finding names.
                 if errno == EISDIR, (try? FileManager.default.removeItem(atPath: path)) != nil { continue }
@@ -85,7 +94,7 @@ extension CacheStore {
         }
         var liveKeys = Set<String>()
         for entry in scan.flows {
-            if let (_, _, problem) = Self.inspectEntry(entry), let problem {
+            if let problem = entry.inLog ? inspectLogged(entry) : Self.inspectEntry(entry)?.2 {
                 bad("cache-corrupt-entry", entry.path, problem)
             } else if entry.isFromFuture(at: now) {
                 bad(
@@ -128,6 +137,15 @@ extension CacheStore {
             bad("cache-temp-debris", temp.path, "temporary file of a writer that is gone")
         }
         for file in scan.foreign { bad("cache-foreign-file", file.path, "not part of the cache layout") }
+        // Format 2: segments with a torn or corrupt record (a writer killed mid-append, a disk's
+        // error) or a damaged index, and flows whose bytes do not match their name.
+        for (path, problem) in scan.logProblems { bad("cache-corrupt-segment", path, problem) }
+        for object in scan.objects {
+            let name = PathName.lastComponent(of: object.path)
+            if log.readObject(name) == nil {
+                bad("cache-corrupt-entry", object.path, "flow bytes do not match the SHA-256 in their name")
+            }
+        }
         return (findings, broken)
     }
 
@@ -147,6 +165,14 @@ extension CacheStore {
         if flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK { return true }
         let started = fields.count >= 3 ? UInt64(fields[1]) : nil
         return Platform.processRunning(pid, startedAt: started)
+    }
+
+    /// A record's path (`<cache>/log/<segment>#<offset>`) or a segment's or
+    /// its index's: what a compaction repairs, not an unlink.
+    func isLogged(_ path: String) -> Bool {
+        path.hasPrefix(log.logDir + "/")
+            && (path.contains("#") || path.hasSuffix(LogSegment.suffix)
+                || path.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix))
     }
 
     func relative(_ path: String) -> String {
@@ -169,9 +195,9 @@ extension CacheStore {
         try withLock(exclusive: true) {
             let dirs: [String] =
                 switch scope {
-                case .flows: [flowsDir, aliasesDir, fontsDir, iconsDir]
+                case .flows: [flowsDir, aliasesDir, log.logDir, log.objectsDir, fontsDir, iconsDir]
                 case .images: [imagesDir, iconsDir]
-                case .all: [flowsDir, aliasesDir, fontsDir, iconsDir, imagesDir]
+                case .all: [flowsDir, aliasesDir, log.logDir, log.objectsDir, fontsDir, iconsDir, imagesDir]
                 }
             var result = ClearResult()
             for dir in dirs { Self.empty(dir, into: &result, relativeTo: root) }

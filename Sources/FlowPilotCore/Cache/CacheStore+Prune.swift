@@ -33,7 +33,15 @@ extension CacheStore {
             if o.images { selection.addImages() }
             if o.unreferenced { selection.addUnreferenced() }
             if o.dryRun { return RemovalResult(removed: selection.removals, failed: []) }
-            return self.delete(selection.removals)
+            guard scan.logged else { return self.delete(selection.removals) }
+            if !scan.migrationLeftovers.isEmpty { self.removeFormatOneTrees() }
+            let (records, files) = (
+                selection.removals.filter { self.isLogged("\(self.root)/\($0.path)") },
+                selection.removals.filter { !self.isLogged("\(self.root)/\($0.path)") }
+            )
+            let logged = self.deleteLogged(records, scan: scan)
+            let unlinked = self.delete(files)
+            return RemovalResult(removed: logged.removed + unlinked.removed, failed: logged.failed + unlinked.failed)
         }
         return o.dryRun ? work() : try withLock(exclusive: true, work)
     }
@@ -93,6 +101,9 @@ private struct PruneSelection {
 
     /// Superseded copies, and url files whose image was never written.
     mutating func addDebris() {
+        if scan.logged {
+            for tree in scan.migrationLeftovers { remove(.directory, tree, 0, "format 1's, left by a migration") }
+        }
         for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
         for dir in scan.emptyKeys { remove(.directory, dir, 0, "key directory with no entry") }
         let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
@@ -111,7 +122,9 @@ private struct PruneSelection {
         let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
         for entry in scan.flows {
             let age = entry.age(at: now)
-            if let user = options.userID, let userSuffix, entry.path.contains(userSuffix) {
+            if let user = options.userID,
+                entry.inLog ? entry.userID == user : userSuffix.map(entry.path.contains) == true
+            {
                 remove(.flow, entry.path, entry.size, "identity \(user)")
             } else if options.olderThan != nil, entry.isFromFuture(at: now) {
                 // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
@@ -154,7 +167,8 @@ private struct PruneSelection {
         var images = Set<String>()
         var fonts = Set<String>()
         for entry in scan.flows where !gone.contains(entry.path) {
-            guard let (doc, _) = CacheStore.readEntry(entry) else { continue }
+            let document = entry.inLog ? store.loggedDocument(entry) : CacheStore.readEntry(entry)?.0
+            guard let doc = document else { continue }
             images.formUnion(doc.allImages.map(CacheStore.urlHash))
             fonts.formUnion(doc.fonts.compactMap(\.sha256))
         }

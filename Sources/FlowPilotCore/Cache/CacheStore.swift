@@ -10,8 +10,14 @@ import Synchronization
 /// killed), older ones, which readers ignore and `prune` removes.
 public final class CacheStore: Sendable {
     public static let format = "fpcache"
-    public static let formatVersion = 1
+    /// The newest format this fpctl reads and writes.
+    public static let formatVersion = 2
     public static let markerName = "fpcache.json"
+
+    /// The format a new cache is made in: 1 (a file per entry) or 2 (a log of
+    /// records and content-addressed flows), `FPCTL_CACHE_FORMAT` when set.
+    public static let newCacheVersion: Int =
+        ProcessInfo.processInfo.environment["FPCTL_CACHE_FORMAT"].flatMap(Int.init).map { min(max($0, 1), 2) } ?? 1
 
     public struct Budgets: Sendable {
         public var imageDiskBytes: Int64 = 200 << 20
@@ -22,6 +28,17 @@ public final class CacheStore: Sendable {
 
     public let root: String
     public let budgets: Budgets
+    /// The directory's format version, from its marker.
+    public let version: Int
+    /// Format 2's flows, and this process's writing of them.
+    let log: FlowLog
+    let logWriter: FlowLog.Writer
+    /// Objects this process stored or found, so an entry of a known flow costs no `access`.
+    let knownObjects = Mutex<Set<String>>([])
+    /// Opened as format 1, and found since to be format 2 (`currentVersion`): a migration ran.
+    let migratedSinceOpen = Atomic<Bool>(false)
+    /// When `currentVersion` last read the marker.
+    let versionChecked = Mutex<ContinuousClock.Instant?>(nil)
     let imageMemory = ImageMemoryCache()
     /// The image bytes on disk as last measured, plus this process's writes
     /// since (`enforceImageBudget`).
@@ -76,7 +93,9 @@ public final class CacheStore: Sendable {
         } else if !isDir.boolValue {
             throw FPError.invalid([.error("cache-format", root, "not a directory")])
         }
-        try Self.openOrInitialize(root: root, create: create, beforeListing: Self.initializationHook)
+        version = try Self.openOrInitialize(root: root, create: create, beforeListing: Self.initializationHook)
+        log = FlowLog(root: root)
+        logWriter = FlowLog.Writer(log: log)
     }
 
     /// Set by tests only: runs between finding no marker and listing the
@@ -97,9 +116,9 @@ public final class CacheStore: Sendable {
     /// process's is there, which it then waits to see (`markerWait`). Names the
     /// file system makes at a volume's root (`lost+found`) count as nothing;
     /// any other name is refused at once.
-    private static func openOrInitialize(root: String, create: Bool, beforeListing: (() -> Void)?) throws {
+    private static func openOrInitialize(root: String, create: Bool, beforeListing: (() -> Void)?) throws -> Int {
         let marker = "\(root)/\(markerName)"
-        if try checkMarker(marker, root: root) { return }
+        if let version = try checkMarker(marker, root: root) { return version }
         beforeListing?()
         // A directory that cannot be listed is not taken for an empty one.
         guard let listing = opendir(root) else {
@@ -111,7 +130,7 @@ public final class CacheStore: Sendable {
             .filter { !$0.hasPrefix(AtomicFile.tempPrefix) && !fileSystemNames.contains($0) }
         if contents.contains(where: { !layoutNames.contains($0) }) {
             // Another process may have published the marker since it was looked for.
-            if try checkMarker(marker, root: root) { return }
+            if let version = try checkMarker(marker, root: root) { return version }
             throw FPError.invalid([
                 .error("cache-format", root, "not an fpctl cache (no \(markerName)); refusing to touch it")
             ])
@@ -119,16 +138,17 @@ public final class CacheStore: Sendable {
         guard create else {
             // Another process's cache, whose marker this client may not show yet.
             if contents.isEmpty { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
-            if try waitForMarker(marker, root: root) { return }
+            if let version = try waitForMarker(marker, root: root) { return version }
             throw FPError.inputMissing("\(root): no \(markerName) beside the cache's folders, not a cache yet")
         }
-        let body = CanonicalJSON.prettyData(
-            .object(["format": .string(format), "version": .number(Double(formatVersion))]))
+        let body = markerBody(version: newCacheVersion)
         do {
             try AtomicFile.publish(body, directory: root, name: markerName, noReplace: true, faults: "init-marker")
         } catch let taken as AtomicFile.NameTaken {
             // Another process published it first: what it wrote must be a marker this fpctl reads.
-            if try checkMarker(marker, root: root) || waitForMarker(marker, root: root) { return }
+            if let version = try checkMarker(marker, root: root) ?? waitForMarker(marker, root: root) {
+                return version
+            }
             // Still empty: a claim whose writer died before its rename. Every writer writes these
             // same bytes, so this one takes the name over.
             guard let info = try? FileManager.default.attributesOfItem(atPath: marker),
@@ -137,9 +157,15 @@ public final class CacheStore: Sendable {
             try AtomicFile.publish(body, directory: root, name: markerName)
         } catch {
             // A read-only or full volume: said at once (unless the marker came meanwhile).
-            if try checkMarker(marker, root: root) { return }
+            if let version = try checkMarker(marker, root: root) { return version }
             throw error
         }
+        return newCacheVersion
+    }
+
+    /// The marker's bytes for a format version.
+    static func markerBody(version: Int) -> Data {
+        CanonicalJSON.prettyData(.object(["format": .string(format), "version": .number(Double(version))]))
     }
 
     /// Names a file system makes at the root of a new volume: `mkfs.ext4`'s
@@ -147,7 +173,9 @@ public final class CacheStore: Sendable {
     static let fileSystemNames: Set<String> = ["lost+found"]
 
     /// The names a cache's root holds besides the marker.
-    static let layoutNames: Set<String> = [markerName, ".lock", "flows", "aliases", "images", "fonts", "icons"]
+    static let layoutNames: Set<String> = [
+        markerName, ".lock", "flows", "aliases", "images", "fonts", "icons", "log", "objects",
+    ]
 
     /// How long a process that knows the marker exists (its own publish
     /// found the name taken, or the directory holds only the cache's
@@ -157,24 +185,24 @@ public final class CacheStore: Sendable {
     nonisolated(unsafe) static var markerWait: TimeInterval = 60
 
     /// Looks for the marker again, backing off from 10 ms to 1 s, until
-    /// `markerWait` has passed; whether it was found.
-    private static func waitForMarker(_ marker: String, root: String) throws -> Bool {
+    /// `markerWait` has passed; its version once found.
+    private static func waitForMarker(_ marker: String, root: String) throws -> Int? {
         let deadline = Date() + markerWait
         var pause: useconds_t = 10_000
         while Date() < deadline {
-            if try checkMarker(marker, root: root) { return true }
+            if let version = try checkMarker(marker, root: root) { return version }
             usleep(pause)
             pause = min(pause * 2, 1_000_000)
         }
         return try checkMarker(marker, root: root)
     }
 
-    /// Whether the marker is there; throws when it is there but is not one
-    /// this fpctl reads.
-    private static func checkMarker(_ marker: String, root: String) throws -> Bool {
+    /// The marker's version when it is there; throws when it is there but
+    /// is not one this fpctl reads.
+    private static func checkMarker(_ marker: String, root: String) throws -> Int? {
         // Empty: another process's claim of the name where there are no hard links, its marker
         // about to be renamed over it (Platform.publishNoReplace).
-        guard let data = FileManager.default.contents(atPath: marker), !data.isEmpty else { return false }
+        guard let data = FileManager.default.contents(atPath: marker), !data.isEmpty else { return nil }
         guard let json = try? JSONValue.parse(data), json["format"]?.stringValue == format,
             let version = json["version"]?.numberValue
         else {
@@ -188,7 +216,10 @@ public final class CacheStore: Sendable {
                 )
             ])
         }
-        return true
+        guard version >= 1, version == version.rounded() else {
+            throw FPError.invalid([.error("cache-format", marker, "not an fpctl cache marker")])
+        }
+        return Int(version)
     }
 
     // MARK: Locking
@@ -211,12 +242,17 @@ public final class CacheStore: Sendable {
     final class Lock: Sendable {
         private let descriptor: Int32
 
-        init(path: String, exclusive: Bool, checked: Bool = true) throws {
+        /// `waiting: false` fails at once (`FPError.unavailable`) when another process holds a conflicting lock.
+        init(path: String, exclusive: Bool, checked: Bool = true, waiting: Bool = true) throws {
             // Read-only is enough for flock(2), so any uid that can read the
             // file can lock it; made with the umask's mode when missing.
             descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
             guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
-            while flock(descriptor, exclusive ? LOCK_EX : LOCK_SH) != 0 {
+            while flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | (waiting ? 0 : LOCK_NB)) != 0 {
+                if !waiting && errno == EWOULDBLOCK {
+                    close(descriptor)
+                    throw FPError.unavailable("\(path): held by another process")
+                }
                 guard errno == EINTR else {
                     let reason = Errno.describe(errno)
                     close(descriptor)

@@ -42,19 +42,36 @@ public final class FlowLog: Sendable {
     /// compaction copied it and removed it. The lookup lists again.
     struct Vanished: Error {}
 
-    /// Every record of `key` in the cache, in no particular order. Reads, per
-    /// sealed segment, its index's fanout and one slice of keys and the
-    /// records they lead to; per segment still being written, all of it.
-    func records(of key: LogKey) -> [LogRecord] {
-        for _ in 0..<8 {
-            do { return try records(of: key, in: segments()) } catch {}
-        }
-        return (try? records(of: key, in: segments())) ?? []
+    /// A record and where it is: its segment's name and its offset there.
+    struct Located: Sendable {
+        let record: LogRecord
+        let segment: String
+        let offset: Int
     }
 
+    /// Every record of `key` in the cache, newest first. Reads, per sealed
+    /// segment, its index's fanout and one slice of keys and the records
+    /// they lead to; per segment still being written, all of it.
+    func located(of key: LogKey) -> [Located] {
+        var found: [Located] = []
+        for attempt in 0..<8 {
+            do {
+                found = try records(of: key, in: segments())
+                break
+            } catch {
+                // A compaction replaced a segment between the listing and its reading: list again.
+                if attempt == 7 { found = [] }
+            }
+        }
+        return found.sorted { $0.record.isNewer(than: $1.record) }
+    }
+
+    /// Every record of `key`, newest first.
+    func records(of key: LogKey) -> [LogRecord] { located(of: key).map(\.record) }
+
     /// As `records(of:)` from a listing made earlier; throws `Vanished` when a segment it names is gone.
-    func records(of key: LogKey, in segments: [Segment]) throws -> [LogRecord] {
-        var found: [LogRecord] = []
+    func records(of key: LogKey, in segments: [Segment]) throws -> [Located] {
+        var found: [Located] = []
         for segment in segments {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
@@ -71,7 +88,7 @@ public final class FlowLog: Sendable {
                     if let probe = SegmentIndex.probe(indexFD, prefix: key.prefix) {
                         for offset in probe.offsets {
                             if let record = Self.record(fd, at: Int(offset)), key.matches(record) {
-                                found.append(record)
+                                found.append(Located(record: record, segment: segment.name, offset: Int(offset)))
                             }
                         }
                         scanFrom = Int(probe.covered)
@@ -81,12 +98,24 @@ public final class FlowLog: Sendable {
             // The part no index covers: a segment being written (or whose writer died before sealing it).
             guard let tail = Self.read(fd, from: scanFrom) else { continue }
             tail.withUnsafeBytes { bytes in
-                for (_, record) in LogSegment.records(in: bytes, from: 0).records where key.matches(record) {
-                    found.append(record)
+                let tail = LogSegment.records(in: bytes, from: 0, fingerprint: key.rawFingerprint)
+                for (offset, record) in tail.records where key.matches(record) {
+                    found.append(Located(record: record, segment: segment.name, offset: scanFrom + offset))
                 }
             }
         }
         return found
+    }
+
+    /// The record a path names (`<segment path>#<offset>`), if it is there whole.
+    func record(at path: String) -> LogRecord? {
+        guard let hash = path.lastIndex(of: "#"), let offset = Int(path[path.index(after: hash)...]) else {
+            return nil
+        }
+        let fd = open(String(path[..<hash]), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return Self.record(fd, at: offset)
     }
 
     /// The record at `offset`, read with one `pread` (two for a long one).
@@ -125,9 +154,7 @@ public final class FlowLog: Sendable {
     /// missing or damaged (a power cut between the two, a disk's error) is
     /// passed over for the older one, never served.
     func newestEntry(placement: String, fingerprint: String) -> (LogRecord, Data)? {
-        let candidates = records(of: .entry(placement: placement, fingerprint: fingerprint))
-            .sorted { $0.isNewer(than: $1) }
-        for record in candidates {
+        for record in records(of: .entry(placement: placement, fingerprint: fingerprint)) {
             if let bytes = readObject(record.flowSHA256) { return (record, bytes) }
         }
         return nil
@@ -135,13 +162,14 @@ public final class FlowLog: Sendable {
 
     /// The placement's newest alias record.
     func newestAlias(placement: String) -> LogRecord? {
-        records(of: .alias(placement: placement)).max { $1.isNewer(than: $0) }
+        records(of: .alias(placement: placement)).first
     }
 
     /// Every record of every segment, segment by segment (`cache info`,
-    /// `list`, `verify`, compaction), with each segment's problem (a torn or
-    /// corrupt record, after which nothing in it is read).
-    func scan(_ body: (Segment, Int, LogRecord) -> Void) -> [(Segment, String)] {
+    /// `list`, `verify`, compaction), with its offset and length, and each
+    /// segment's problem (a torn or corrupt record, after which nothing in
+    /// it is read).
+    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(Segment, String)] {
         var problems: [(Segment, String)] = []
         for segment in segments() {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
@@ -153,8 +181,11 @@ public final class FlowLog: Sendable {
                     problems.append((segment, "not a segment (no header)"))
                     return
                 }
-                let (records, _, problem) = LogSegment.records(in: raw)
-                for (offset, record) in records { body(segment, offset, record) }
+                let (records, end, problem) = LogSegment.records(in: raw)
+                for (index, (offset, record)) in records.enumerated() {
+                    let next = index + 1 < records.count ? records[index + 1].offset : end
+                    body(segment, offset, next - offset, record)
+                }
                 if let problem { problems.append((segment, problem)) }
             }
         }
@@ -188,26 +219,37 @@ public final class FlowLog: Sendable {
     // MARK: Writing
 
     /// One process's writing: its own segments, appended to in order. Every
-    /// call holds the cache's shared lock (the caller's) and is serialized here.
+    /// call is made holding the cache's shared lock (the caller's) and is
+    /// serialized here.
+    ///
+    /// Group commit: records queued with `enqueue` by many callers are
+    /// appended together, in one `pwrite`, and made durable by one
+    /// `fdatasync` of the segment; each caller is then told. There is no
+    /// timer: a commit starts as soon as the previous one ends, so a group
+    /// is whatever was queued meanwhile.
     final class Writer: Sendable {
         let log: FlowLog
         let writerID: String
         private let state = Mutex<State>(State())
+        private let queue = Mutex<Queue>(Queue())
 
         private struct State: ~Copyable {
             var segment: SegmentWriter?
             var sequence = 0
         }
 
+        private struct Queue {
+            var waiting: [(encoded: [UInt8], keys: [(prefix: UInt64, relativeOffset: Int)], done: Done)] = []
+            var committing = false
+        }
+
+        typealias Done = @Sendable ((any Error)?) -> Void
+
         init(log: FlowLog, writerID: String = LogSegment.newWriterID()) {
             (self.log, self.writerID) = (log, writerID)
         }
 
-        /// Appends `records` and makes them durable; their objects must be
-        /// stored already. A segment that a compaction removed, or that is
-        /// full, is sealed (if still there) and followed by a new one.
-        func append(_ records: [LogRecord]) throws {
-            guard !records.isEmpty else { return }
+        static func encode(_ records: [LogRecord]) -> ([UInt8], [(prefix: UInt64, relativeOffset: Int)]) {
             var encoded: [UInt8] = []
             encoded.reserveCapacity(records.count * 256)
             var keys: [(prefix: UInt64, relativeOffset: Int)] = []
@@ -216,15 +258,69 @@ public final class FlowLog: Sendable {
                 keys.append((record.key.prefix, encoded.count))
                 record.encode(into: &encoded)
             }
+            return (encoded, keys)
+        }
+
+        /// Appends `records` and makes them durable before returning; their
+        /// objects must be stored already.
+        func append(_ records: [LogRecord]) throws {
+            guard !records.isEmpty else { return }
+            let (encoded, keys) = Self.encode(records)
+            try write(encoded, keys: keys)
+        }
+
+        /// Queues `records` for the next group commit; `done` is told once
+        /// they are durable (nil) or could not be made so, on the committer's thread.
+        func enqueue(_ records: [LogRecord], done: @escaping Done) {
+            let (encoded, keys) = Self.encode(records)
+            let start = queue.withLock { queue -> Bool in
+                queue.waiting.append((encoded, keys, done))
+                defer { queue.committing = true }
+                return !queue.committing
+            }
+            if start { BlockingIO.submit { self.commitLoop() } }
+        }
+
+        private func commitLoop() {
+            while true {
+                let group = queue.withLock { queue in
+                    defer { queue.waiting.removeAll(keepingCapacity: true) }
+                    if queue.waiting.isEmpty { queue.committing = false }
+                    return queue.waiting
+                }
+                if group.isEmpty { return }
+                var encoded: [UInt8] = []
+                var keys: [(prefix: UInt64, relativeOffset: Int)] = []
+                for item in group {
+                    keys += item.keys.map { ($0.prefix, $0.relativeOffset + encoded.count) }
+                    encoded += item.encoded
+                }
+                var failure: (any Error)?
+                do { try write(encoded, keys: keys) } catch { failure = error }
+                for item in group { item.done(failure) }
+            }
+        }
+
+        /// One append and one sync of the current segment; a segment that a
+        /// compaction removed is followed by a new one, and one that is full
+        /// is sealed after.
+        private func write(_ encoded: [UInt8], keys: [(prefix: UInt64, relativeOffset: Int)]) throws {
             try state.withLock { state in
                 let segment = try current(&state)
-                try segment.append(encoded, keys: keys)
-                FaultHook.reach("log-appended")
-                try segment.sync(directory: log.logDir)
-                FaultHook.reach("log-synced")
-                if segment.isFull {
-                    try segment.seal(directory: log.logDir)
+                do {
+                    try segment.append(encoded, keys: keys)
+                    FaultHook.reach("log-appended")
+                    try segment.sync(directory: log.logDir)
+                    FaultHook.reach("log-synced")
+                    if segment.isFull {
+                        try segment.seal(directory: log.logDir)
+                        state.segment = nil
+                    }
+                } catch {
+                    // After a failed write or sync what the file holds is not known: the next
+                    // records go to a new segment, never after bytes that may be torn.
                     state.segment = nil
+                    throw error
                 }
             }
         }
@@ -258,62 +354,102 @@ public final class FlowLog: Sendable {
         public var recordsKept = 0
         public var recordsDropped = 0
         public var objectsRemoved = 0
+        /// The objects removed, with their sizes.
+        public var removedObjects: [(name: String, size: Int64)] = []
     }
 
-    /// Rewrites every segment into new, sealed ones holding the newest
-    /// record of each key that `keep` keeps and whose object is there (an
-    /// alias: whose entry is kept), then removes the old segments and the
-    /// objects no kept record points at. The caller holds the exclusive lock.
+    /// Rewrites every segment into new, sealed ones holding, of each key,
+    /// the newest entry record that `keep` keeps and whose object is there,
+    /// and of each placement the newest alias if `keep` keeps it and the
+    /// entry it points at is kept; then removes the old segments and the
+    /// objects no kept record points at. `keep` is given each record and its
+    /// path (`<segment path>#<offset>`). The caller holds the exclusive lock.
     /// A kill at any step leaves every record it kept in some segment: the
     /// new segments are durable before any old one goes, and until then a
     /// reader finds each record twice, which is harmless.
-    func compact(keeping keep: (LogRecord) -> Bool) throws -> Compaction {
-        var newest: [LogKey: LogRecord] = [:]
-        var result = Compaction()
-        let old = segments()
-        var read = 0
-        _ = scan { _, _, record in
-            read += 1
-            let key = record.key
-            if let known = newest[key], !record.isNewer(than: known) { return }
-            newest[key] = record
-        }
-        result.segmentsRead = old.count
-        var present: [String: Bool] = [:]
-        var kept: [LogRecord] = []
-        for record in newest.values where record.kind == .entry && keep(record) {
-            let there = present[record.flowSHA256] ?? (access(objectPath(record.flowSHA256), F_OK) == 0)
-            present[record.flowSHA256] = there
-            if there { kept.append(record) }
-        }
-        let keptKeys = Set(kept.map { LogKey.entry(placement: $0.placement, fingerprint: $0.fingerprint) })
-        for record in newest.values where record.kind == .alias && keep(record) {
-            if keptKeys.contains(.entry(placement: record.placement, fingerprint: record.fingerprint)) {
-                kept.append(record)
-            }
-        }
-        kept.sort { $1.isNewer(than: $0) }
-        (result.recordsKept, result.recordsDropped) = (kept.count, read - kept.count)
-        // New segments of about the roll size each, durable and sealed before any old one goes.
+    /// Writes `records` into new segments of about the roll size each, each
+    /// synced and sealed before this returns; their names.
+    @discardableResult
+    func writeSealed(_ records: [LogRecord]) throws -> Set<String> {
         try AtomicFile.makeDirectory(logDir)
         let writerID = LogSegment.newWriterID()
         var made: Set<String> = []
         var start = 0
-        while start < kept.count {
+        while start < records.count {
             let name = "\(writerID)-\(made.count + 1)\(LogSegment.suffix)"
             let segment = try SegmentWriter(directory: logDir, name: name)
             made.insert(segment.name)
             var encoded: [UInt8] = []
             var keys: [(prefix: UInt64, relativeOffset: Int)] = []
-            while start < kept.count && encoded.count < LogSegment.rollBytes {
-                keys.append((kept[start].key.prefix, encoded.count))
-                kept[start].encode(into: &encoded)
+            while start < records.count && encoded.count < LogSegment.rollBytes {
+                keys.append((records[start].key.prefix, encoded.count))
+                records[start].encode(into: &encoded)
                 start += 1
             }
             try segment.append(encoded, keys: keys)
             try segment.sync(directory: logDir)
             try segment.seal(directory: logDir)
         }
+        return made
+    }
+
+    /// Copies every record of `segments` (the small ones: a short run's, a
+    /// killed writer's) into new sealed segments and removes them, so that a
+    /// lookup opens few files. Nothing is dropped. The caller holds the
+    /// exclusive lock, so none of them is being appended to.
+    func merge(_ segments: [Segment]) throws {
+        var records: [LogRecord] = []
+        for segment in segments {
+            let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard let bytes = Self.read(fd, from: 0) else { continue }
+            bytes.withUnsafeBytes { raw in
+                guard LogSegment.hasMagic(raw) else { return }
+                records += LogSegment.records(in: raw).records.map(\.record)
+            }
+        }
+        let made = try writeSealed(records.sorted { $1.isNewer(than: $0) })
+        for segment in segments where !made.contains(segment.name) {
+            if let index = segment.index { unlink(index) }
+            unlink(segment.path)
+        }
+        try AtomicFile.syncDirectory(logDir)
+    }
+
+    func compact(keeping keep: (LogRecord, String) -> Bool) throws -> Compaction {
+        var entries: [LogKey: LogRecord] = [:]
+        var aliases: [LogKey: (record: LogRecord, kept: Bool)] = [:]
+        var result = Compaction()
+        let old = segments()
+        var read = 0
+        var present: [String: Bool] = [:]
+        _ = scan { segment, offset, _, record in
+            read += 1
+            let key = record.key
+            switch record.kind {
+            case .entry:
+                if let known = entries[key], !record.isNewer(than: known) { return }
+                guard keep(record, "\(segment.path)#\(offset)") else { return }
+                let there = present[record.flowSHA256] ?? (access(objectPath(record.flowSHA256), F_OK) == 0)
+                present[record.flowSHA256] = there
+                if there { entries[key] = record }
+            case .alias:
+                if let known = aliases[key], !record.isNewer(than: known.record) { return }
+                aliases[key] = (record, keep(record, "\(segment.path)#\(offset)"))
+            }
+        }
+        result.segmentsRead = old.count
+        var kept = Array(entries.values)
+        for (record, wanted) in aliases.values where wanted {
+            if entries[.entry(placement: record.placement, fingerprint: record.fingerprint)] != nil {
+                kept.append(record)
+            }
+        }
+        kept.sort { $1.isNewer(than: $0) }
+        (result.recordsKept, result.recordsDropped) = (kept.count, read - kept.count)
+        // New segments of about the roll size each, durable and sealed before any old one goes.
+        let made = try writeSealed(kept)
         FaultHook.reach("compact-written")
         for segment in old where !made.contains(segment.name) {
             if let index = segment.index { unlink(index) }
@@ -322,9 +458,12 @@ public final class FlowLog: Sendable {
         try AtomicFile.syncDirectory(logDir)
         // Objects no kept record points at.
         let wanted = Set(kept.filter { $0.kind == .entry }.map(\.flowSHA256))
-        for item in DirectoryWalker.list(objectsDir, stat: false) ?? []
+        for item in DirectoryWalker.list(objectsDir) ?? []
         where !item.name.hasPrefix(".") && !wanted.contains(item.name) {
-            if unlink("\(objectsDir)/\(item.name)") == 0 { result.objectsRemoved += 1 }
+            if unlink("\(objectsDir)/\(item.name)") == 0 {
+                result.objectsRemoved += 1
+                result.removedObjects.append((item.name, item.size))
+            }
         }
         return result
     }

@@ -118,10 +118,16 @@ public struct LogRecord: Sendable, Equatable {
         /// A length out of range, a CRC that does not match, or a body that
         /// does not parse: nothing after it in the segment is trusted.
         case corrupt(String)
+        /// A whole record of another identity than the one asked for, not parsed.
+        case skipped(next: Int)
     }
 
-    /// The record at `offset` of `bytes`.
-    static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Decoded {
+    /// Where a body's fingerprint starts: after the kind, tier, time, unique and TTL.
+    static let fingerprintOffset = 1 + 1 + 8 + 8 + 4
+
+    /// The record at `offset` of `bytes`; with `fingerprint`, a record of
+    /// another identity is only checked (length, CRC) and skipped.
+    static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int, fingerprint: [UInt8]? = nil) -> Decoded {
         guard bytes.count - offset >= headerSize else { return .torn }
         let length = Int(load(bytes, offset, 4))
         let crc = UInt32(load(bytes, offset + 4, 4))
@@ -133,6 +139,11 @@ public struct LogRecord: Sendable, Equatable {
         guard bytes.count - bodyStart >= length else { return .torn }
         let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + length)])
         guard Self.crc(body) == crc else { return .corrupt("CRC mismatch") }
+        if let fingerprint, fingerprint.count == 32,
+            !zip(fingerprint, body[fingerprintOffset..<(fingerprintOffset + 32)]).allSatisfy({ $0 == $1 })
+        {
+            return .skipped(next: bodyStart + length)
+        }
         guard let record = parseBody(body) else { return .corrupt("a body that does not parse") }
         return .record(record, next: bodyStart + length)
     }
@@ -302,6 +313,9 @@ public struct LogKey: Sendable, Hashable {
             digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
     }
+
+    /// The fingerprint's 32 bytes: what a scan compares before parsing a record.
+    var rawFingerprint: [UInt8]? { kind == .entry ? LogRecord.rawHex(Substring(fingerprint)) : nil }
 
     /// Whether `record` is of this key (not only of its prefix).
     func matches(_ record: LogRecord) -> Bool {

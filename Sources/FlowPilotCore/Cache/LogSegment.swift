@@ -10,7 +10,7 @@ enum LogSegment {
     static let suffix = ".seg"
     static let indexSuffix = ".idx"
     /// A writer starts a new segment once its current one holds this much.
-    nonisolated(unsafe) static var rollBytes = 1 << 20
+    nonisolated(unsafe) static var rollBytes = 4 << 20
 
     /// `<14-digit milliseconds>-<16 hex digits>`: the time a writer started
     /// and a random number, unique among writers on every node.
@@ -23,13 +23,18 @@ enum LogSegment {
 
     /// Every record of a segment's bytes from `offset` on, and how it ended:
     /// at the end of the bytes, in a torn record, or at a corrupt one.
-    static func records(in bytes: UnsafeRawBufferPointer, from offset: Int = magic.count)
-        -> (records: [(offset: Int, record: LogRecord)], end: Int, problem: String?)
-    {
+    /// With `fingerprint` (32 bytes), only the records of that identity are
+    /// parsed (a lookup's scan of a segment no index covers), the others
+    /// skipped after their length and CRC are checked.
+    static func records(
+        in bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil
+    ) -> (records: [(offset: Int, record: LogRecord)], end: Int, problem: String?) {
         var found: [(offset: Int, record: LogRecord)] = []
         var offset = offset
         while offset < bytes.count {
-            switch LogRecord.decode(bytes, at: offset) {
+            switch LogRecord.decode(bytes, at: offset, fingerprint: fingerprint) {
+            case .skipped(let next):
+                offset = next
             case .record(let record, let next):
                 found.append((offset, record))
                 offset = next

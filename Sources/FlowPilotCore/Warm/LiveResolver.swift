@@ -186,6 +186,7 @@ final class LiveResolver: Sendable {
         }
         counts.pending = late.count - counts.landed - counts.failed - counts.noFlow
         aliases.flush()
+        store.finishWriting()
         return counts
     }
 

@@ -206,6 +206,9 @@ public final class Warmer: Sendable {
         return await live.waitForLate(until: deadline)
     }
 
+    /// Seals what this process wrote to a format-2 cache (`CacheStore.finishWriting`): a run's last act.
+    public func finishWriting() { store.finishWriting() }
+
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
     public var requests: RequestCounts { live.client.requests }
     /// The run's request pacing: its rate limit and the time requests waited for it.

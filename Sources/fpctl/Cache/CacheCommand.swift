@@ -13,6 +13,7 @@ struct CacheCommand: ParsableCommand {
             """,
         subcommands: [
             CacheInfo.self, CacheList.self, CacheVerify.self, CachePrune.self, CacheClear.self, CachePut.self,
+            CacheMigrate.self,
         ]
     )
 }
@@ -30,6 +31,14 @@ struct CacheDirOption: ParsableArguments {
 
     func open(create: Bool = false) throws -> CacheStore {
         try CacheStore(root: try path(), create: create)
+    }
+
+    /// Opens the cache for a writer of many entries (`warm`, `cache put`):
+    /// where new caches are format 2 (`FPCTL_CACHE_FORMAT=2`), a format-1
+    /// cache is migrated first (docs/cache-format.md, "Migrating from format
+    /// 1"), or, where its locks do nothing, written as format 1 with a warning.
+    func openMigrating() throws -> CacheStore {
+        try CacheStore.opening(root: try path(), create: true, migrate: true, warning: Console.warn)
     }
 }
 

@@ -8,7 +8,8 @@ struct CacheInfo: ParsableCommand {
         commandName: "info",
         abstract: "Show entry counts, bytes against budgets, and a per-placement summary",
         discussion: """
-            Reads only the directory listing, never the entries themselves.
+            Reads the directory listing and, in a format-2 cache, the log's records;
+            never the flows themselves.
             """
     )
 

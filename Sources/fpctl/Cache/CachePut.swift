@@ -25,7 +25,7 @@ struct CachePut: ParsableCommand {
         // The input first: a path that cannot be read must not leave a new, empty cache behind.
         let handle =
             input == "-" ? FileHandle.standardInput : try InputFile.handle(input, "put input", kind: .stream)
-        let store = try cache.open(create: true)
+        let store = try cache.openMigrating()
         var put = CachePutInput(store: store)
         put.now = try Now.pinned()
         let count = try put.write(handle, name: input)

@@ -36,6 +36,7 @@ struct Resolve: AsyncParsableCommand {
         let file = try output.map { try AtomicFile.Output(destination: $0, overwrite: overwrite) }
         let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
         let resolution = await warmer.resolve(placement, for: identity)
+        warmer.finishWriting()
         var trace = ResolveTrace(resolution, identity: identity)
         trace.noBundleGiven = "no --bundle given"
         Console.out(try trace.rendered(as: format))
@@ -70,7 +71,9 @@ struct Ready: AsyncParsableCommand {
 
     func run() async throws {
         let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
-        switch await warmer.readiness(placement, for: identity) {
+        let readiness = await warmer.readiness(placement, for: identity)
+        warmer.finishWriting()
+        switch readiness {
         case .ready:
             Console.out("ready\n")
         case .readyUnstored(let reason):

@@ -220,7 +220,7 @@ struct Warm: AsyncParsableCommand {
         let client = try limits.client(for: backend.remote.backend(retries: backend.retries, rate: rate))
         var configuration = try backend.configuration(media: media)
         limits.configure(&configuration)
-        let store = try backend.cache.open(create: true)
+        let store = try backend.cache.openMigrating()
         let bundle = try backend.loadBundle()
         let single = try backend.identity()
         // Last, once everything else is checked: the attempt's file is created here.

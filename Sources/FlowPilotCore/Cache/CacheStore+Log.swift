@@ -1,0 +1,288 @@
+import Foundation
+import Synchronization
+
+/// Flow entries in a format-2 cache (`FlowLog`; docs/cache-format.md,
+/// "Format 2"): what `storeFlow`, `stage`, `lookupFlow`, `lookupAlias` and
+/// `pointAlias` do there. Images, fonts and icons are stored as in format 1.
+extension CacheStore {
+    /// Whether this cache keeps its flows in a log (format 2).
+    var usesLog: Bool { version >= 2 }
+
+    /// Whether a write goes to the log: the cache is format 2, or was
+    /// migrated since it was opened as format 1.
+    var writesLog: Bool { usesLog || currentVersion() >= 2 }
+
+    /// Record uniques: one process's increase by one from a random start
+    /// below 2^63, so a writer's later record of a key in the same
+    /// millisecond wins, and two writers' are as unlikely to meet as two
+    /// random numbers.
+    static let recordUniques = Atomic<UInt64>(UInt64.random(in: 0..<(1 << 63)))
+
+    /// An entry's record and its flow's bytes (the object).
+    struct LoggedEntry {
+        let record: LogRecord
+        let object: Data
+        let entry: CachedFlow
+    }
+
+    func loggedEntry(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
+    ) -> LoggedEntry {
+        let flow = document.canonical
+        let record = LogRecord(
+            kind: .entry, tier: tier, resolvedAtMillis: Self.millis(resolvedAt),
+            unique: Self.recordUniques.add(1, ordering: .relaxed).newValue,
+            ttlSeconds: UInt32(clamping: max(0, ttlSeconds)), fingerprint: identity.fingerprint,
+            placement: placement, userID: identity.userID, flowSHA256: flow.sha256,
+            flowSize: UInt32(clamping: flow.data.count), contentHash: document.contentHash, flowID: document.id,
+            version: document.version)
+        return LoggedEntry(record: record, object: flow.data, entry: cachedFlow(record, path: log.logDir))
+    }
+
+    static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// What a record is as a `CachedFlow`; `path` is where it was read
+    /// (`log/<segment>#<offset>`), or the log directory for one being written.
+    func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow {
+        CachedFlow(
+            placement: record.placement, fingerprint: record.fingerprint, userID: record.userID,
+            flowID: record.flowID, version: record.version, resolvedAt: record.resolvedAt,
+            ttlSeconds: Int(record.ttlSeconds), size: Int64(record.flowSize), path: path, inLog: true)
+    }
+
+    /// Stores the flows' bytes not yet known to be there. The caller holds
+    /// the shared lock until the records pointing at them are durable, so no
+    /// compaction removes an object between the two.
+    func storeObjects(_ entries: [LoggedEntry]) throws {
+        for entry in entries {
+            let sha = entry.record.flowSHA256
+            if knownObjects.withLock({ $0.contains(sha) }) { continue }
+            try log.storeObject(entry.object, sha256: sha)
+            knownObjects.withLock { known in
+                if known.count >= 4096 { known.removeAll() }
+                known.insert(sha)
+            }
+        }
+    }
+
+    /// One entry (and its alias) written and durable, under the shared lock.
+    func storeLogged(_ entry: LoggedEntry, pointAlias: Bool) throws {
+        try withLock(exclusive: false) {
+            try storeObjects([entry])
+            var records = [entry.record]
+            if pointAlias { records.append(aliasRecord(to: entry.record)) }
+            try logWriter.append(records)
+        }
+    }
+
+    /// `stage` in a format-2 cache: the objects stored and the records queued
+    /// for the writer's group commit, the shared lock held until it is done.
+    func stageLogged(_ entries: [LoggedEntry], to staged: StagedFlows) {
+        let lock: Lock
+        do { lock = try Lock(path: lockPath, exclusive: false) } catch {
+            for index in entries.indices { staged.finish(index, error, lock: nil) }
+            return
+        }
+        do { try storeObjects(entries) } catch {
+            for index in entries.indices { staged.finish(index, error, lock: lock) }
+            return
+        }
+        logWriter.enqueue(entries.map(\.record)) { error in
+            for index in entries.indices { staged.finish(index, error, lock: lock) }
+        }
+    }
+
+    /// One entry queued for the group commit, its waiter told once it is durable.
+    func enqueueLogged(_ entry: LoggedEntry, waiter: any CommitWaiter) throws {
+        let lock = try Lock(path: lockPath, exclusive: false)
+        do { try storeObjects([entry]) } catch {
+            lock.release()
+            throw error
+        }
+        logWriter.enqueue([entry.record]) { error in
+            lock.release()
+            waiter.committed(error)
+        }
+    }
+
+    /// A placement's alias pointing at an entry's key.
+    func aliasRecord(to record: LogRecord) -> LogRecord {
+        LogRecord(
+            kind: .alias, tier: record.tier, resolvedAtMillis: record.resolvedAtMillis,
+            unique: Self.recordUniques.add(1, ordering: .relaxed).newValue, ttlSeconds: 0,
+            fingerprint: record.fingerprint, placement: record.placement, userID: record.userID)
+    }
+
+    func pointLoggedAlias(to entry: CachedFlow, ifPresent: Bool) throws {
+        try withLock(exclusive: false) {
+            if ifPresent,
+                log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint)).isEmpty
+            {
+                return
+            }
+            let alias = LogRecord(
+                kind: .alias, tier: .network, resolvedAtMillis: Self.millis(entry.resolvedAt),
+                unique: Self.recordUniques.add(1, ordering: .relaxed).newValue, ttlSeconds: 0,
+                fingerprint: entry.fingerprint, placement: entry.placement, userID: entry.userID ?? "")
+            try logWriter.append([alias])
+        }
+    }
+
+    /// The newest entry of a key whose flow reads back whole and validates.
+    func lookupLogged(placement: String, fingerprint: String) -> (CachedFlow, FlowDocument)? {
+        for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
+            guard let bytes = log.readObject(located.record.flowSHA256) else { continue }
+            let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
+            let (doc, _) = FlowDocument.validate(data: bytes, location: path)
+            guard let doc, doc.id == located.record.flowID else { continue }
+            return (cachedFlow(located.record, path: path), doc)
+        }
+        return nil
+    }
+
+    func lookupLoggedAlias(placement: String) -> (CachedFlow, FlowDocument)? {
+        guard let alias = log.newestAlias(placement: placement) else { return nil }
+        return lookupLogged(placement: placement, fingerprint: alias.fingerprint)
+    }
+}
+
+extension CacheStore {
+    /// `log/`: every record read once; the newest entry of each key is a
+    /// flow, the newest alias of each placement an alias, the rest
+    /// superseded (what the next compaction drops). A record's path is
+    /// `<cache>/log/<segment>#<offset>`.
+    func scanLog(into scan: inout CacheScan) {
+        var newest: [LogKey: (record: LogRecord, path: String, size: Int)] = [:]
+        let problems = log.scan { segment, offset, length, record in
+            let path = "\(segment.path)#\(offset)"
+            let key = record.key
+            if let known = newest[key] {
+                if record.isNewer(than: known.record) {
+                    scan.superseded.append(
+                        .init(path: known.path, size: Int64(known.size), mtime: known.record.resolvedAt))
+                    newest[key] = (record, path, length)
+                } else {
+                    scan.superseded.append(.init(path: path, size: Int64(length), mtime: record.resolvedAt))
+                }
+            } else {
+                newest[key] = (record, path, length)
+            }
+        }
+        for (record, path, size) in newest.values.sorted(by: { $0.path < $1.path }) {
+            switch record.kind {
+            case .entry: scan.flows.append(cachedFlow(record, path: path))
+            case .alias:
+                scan.aliases.append(
+                    .init(
+                        placement: record.placement,
+                        target: "\(record.fingerprint)~\(CacheNames.bounded(record.userID, max: Self.maxNameField))",
+                        path: path, size: Int64(size), inLog: true))
+            }
+        }
+        scan.logProblems += problems.map { ($0.0.path, $0.1) }
+        for item in DirectoryWalker.list(log.logDir) ?? [] {
+            let file = CacheScan.File(path: "\(log.logDir)/\(item.name)", size: item.size, mtime: item.mtime)
+            if item.name.hasPrefix(AtomicFile.tempPrefix) {
+                scan.temporaries.append(file)
+            } else if item.name.hasSuffix(LogSegment.suffix) && !item.isDirectory {
+                scan.segments.append(file)
+            } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
+                scan.segments.append(file)
+                let covered = FileManager.default.contents(atPath: file.path).flatMap { SegmentIndex.check(Array($0)) }
+                if covered == nil { scan.logProblems.append((file.path, "index damaged (lookups scan its segment)")) }
+            } else {
+                scan.foreign.append(file)
+            }
+        }
+    }
+
+    /// `objects/`: a file per distinct flow, named by its SHA-256.
+    func scanObjects(into scan: inout CacheScan) {
+        for item in DirectoryWalker.list(log.objectsDir) ?? [] {
+            let file = CacheScan.File(path: "\(log.objectsDir)/\(item.name)", size: item.size, mtime: item.mtime)
+            if item.name.hasPrefix(AtomicFile.tempPrefix) {
+                scan.temporaries.append(file)
+            } else if item.name.utf8.count == 64, LogRecord.rawHex(Substring(item.name)) != nil, !item.isDirectory {
+                scan.objects.append(file)
+            } else {
+                scan.foreign.append(file)
+            }
+        }
+    }
+}
+
+extension CacheStore {
+    /// What is wrong with a format-2 entry (`cache verify`): its flow's
+    /// bytes missing, not matching their digest, not a valid flow, or not
+    /// the flow the record names; nil when it reads back whole.
+    func inspectLogged(_ entry: CachedFlow) -> String? {
+        guard let record = log.record(at: entry.path) else { return "record unreadable" }
+        if record.flowSHA256 == Self.missingObject {
+            return "unreadable in format 1, carried over as a miss by the migration"
+        }
+        guard let bytes = log.readObject(record.flowSHA256) else {
+            return access(log.objectPath(record.flowSHA256), F_OK) == 0
+                ? "flow bytes do not match flow_sha256" : "flow bytes missing (objects/\(record.flowSHA256))"
+        }
+        let (doc, findings) = FlowDocument.validate(data: bytes, location: entry.path)
+        guard let doc else { return "flow fails validation: \(findings.first?.line ?? "")" }
+        guard doc.id == record.flowID else { return "metadata disagrees with the flow (flow id \(doc.id))" }
+        return nil
+    }
+
+    /// `prune`'s removals in a format-2 cache: files unlinked as in format
+    /// 1, records dropped by one compaction (which also drops superseded
+    /// records and torn bytes, and removes the objects no kept entry points
+    /// at, listed as removed too). The caller holds the exclusive lock.
+    func deleteLogged(_ removals: [Removal], scan: CacheScan) -> (removed: [Removal], failed: [RemovalResult.Failure]) {
+        let records = removals.filter { isLogged("\(root)/\($0.path)") }
+        guard !records.isEmpty || !scan.logProblems.isEmpty else { return ([], []) }
+        let dropped = Set(records.map { "\(root)/\($0.path)" })
+        do {
+            let result = try log.compact { _, path in !dropped.contains(path) }
+            let objects = result.removedObjects.map {
+                Removal(
+                    kind: .orphan, path: relative(log.objectPath($0.name)), bytes: $0.size,
+                    reason: "flow no entry points at")
+            }
+            return (records + objects, [])
+        } catch {
+            return ([], records.map { .init(removal: $0, reason: "\(error)") })
+        }
+    }
+}
+
+extension CacheStore {
+    /// A format-2 entry's flow, if it reads back whole (`prune --unreferenced`).
+    func loggedDocument(_ entry: CachedFlow) -> FlowDocument? {
+        guard let record = log.record(at: entry.path), let bytes = log.readObject(record.flowSHA256) else {
+            return nil
+        }
+        return FlowDocument.validate(data: bytes, location: entry.path).0
+    }
+}
+
+extension CacheStore {
+    /// More small segments than this, and a finishing writer merges them.
+    static let crowdedSegments = 16
+
+    /// A writer's last act (`warm`, `cache put`, `resolve`, `ready`): its
+    /// segment sealed, so lookups probe its index; then, if `log/` holds more
+    /// than `crowdedSegments` small segments (short runs', killed writers'),
+    /// they are merged into one, if the exclusive lock can be had at once
+    /// (no writer writing: otherwise a later finisher does it). Failures
+    /// cost nothing but speed and are not reported.
+    public func finishWriting() {
+        guard writesLog else { return }
+        try? logWriter.close()
+        let small = log.segments().filter { segment in
+            var info = stat()
+            return stat(segment.path, &info) == 0 && Int(info.st_size) < LogSegment.rollBytes / 2
+        }
+        guard small.count > Self.crowdedSegments,
+            let lock = try? Lock(path: lockPath, exclusive: true, waiting: false)
+        else { return }
+        defer { lock.release() }
+        try? log.merge(log.segments().filter { segment in small.contains { $0.name == segment.name } })
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Synchronization
+
+/// Moving a format-1 cache to format 2 (docs/cache-format.md, "Migrating
+/// from format 1"), under the exclusive lock, crash-safe at every step:
+///
+/// 1. whatever `log/` and `objects/` a killed migration left is removed
+///    (in a format-1 cache only a migration writes there);
+/// 2. each key's newest readable entry becomes an object (its flow, once per
+///    distinct flow) and a record, each placement's newest alias a record;
+///    the segments are written, synced and sealed;
+/// 3. the marker is replaced by version 2's (a temporary synced, renamed
+///    over it, the directory synced): the one instant the cache changes
+///    format;
+/// 4. `flows/` and `aliases/` are removed.
+///
+/// Killed before 3, the cache is format 1 as it was (its readers never look
+/// at `log/` or `objects/`) and the next migration starts again; killed
+/// after, it is format 2, and what is left of `flows/` and `aliases/` is
+/// removed by the next migration, `prune` or `verify --repair`. Readers
+/// that opened the cache as format 1 and miss after the switch look again
+/// in the log; writers that did take the shared lock, which the migration
+/// waits for, and write to the log once the marker says 2.
+extension CacheStore {
+    /// What a migration did.
+    public struct Migration: Sendable {
+        /// The format before (2 when there was nothing to do).
+        public var from: Int
+        public var entries = 0
+        public var aliases = 0
+        public var objects = 0
+        /// Entries that were unreadable, corrupt or not a valid flow (a miss
+        /// before): carried over as records whose flow is missing, still a
+        /// miss and a `verify` finding, as before.
+        public var unreadable: [String] = []
+        public var seconds: Double = 0
+    }
+
+    /// Whether a migration to format 2 would do anything: the marker says 1,
+    /// or a migration's switch was made and `flows/` or `aliases/` are still there.
+    public var needsMigration: Bool {
+        currentVersion() < 2 || access(flowsDir, F_OK) == 0 || access(aliasesDir, F_OK) == 0
+    }
+
+    /// The version the marker says now: another process may have migrated
+    /// the cache since this store was opened. Read at most once a second
+    /// (a format-1 store's writes and misses ask), and never again once 2.
+    func currentVersion() -> Int {
+        if version >= 2 || migratedSinceOpen.load(ordering: .relaxed) { return 2 }
+        let due = versionChecked.withLock { last -> Bool in
+            if let last, ContinuousClock.now - last < .seconds(1) { return false }
+            last = .now
+            return true
+        }
+        guard due, let data = FileManager.default.contents(atPath: "\(root)/\(Self.markerName)"),
+            let json = try? JSONValue.parse(data), let number = json["version"]?.numberValue, number >= 2
+        else { return version }
+        migratedSinceOpen.store(true, ordering: .relaxed)
+        return 2
+    }
+
+    /// Migrates this cache to format 2 (see above), under the exclusive
+    /// lock. The store itself keeps the version it was opened with: open
+    /// the cache again to work on it as format 2 (`CacheStore.opening`).
+    public func migrate() throws -> Migration {
+        let started = ContinuousClock.now
+        var result = try withLock(exclusive: true) { () throws -> Migration in
+            if currentVersion() >= 2 {
+                removeFormatOneTrees()
+                return Migration(from: 2)
+            }
+            return try migrateLocked()
+        }
+        let elapsed = ContinuousClock.now - started
+        result.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return result
+    }
+
+    private func migrateLocked() throws -> Migration {
+        var result = Migration(from: 1)
+        // 1. A killed migration's work.
+        for directory in [log.logDir, log.objectsDir] where access(directory, F_OK) == 0 {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        // 2. Records and objects.
+        let scan = scan()
+        let read = Parallel.mapSlices(scan.flows, minimumPerSlice: 256) { slice in
+            slice.map { entry -> (CachedFlow, LoggedEntry?) in (entry, Self.migrated(entry)) }
+        }.flatMap { $0 }
+        var entries: [LoggedEntry] = []
+        var byKey: [String: LogRecord] = [:]
+        var records: [LogRecord] = []
+        for (entry, migrated) in read {
+            guard let migrated else {
+                // Carried over as what it was, a miss that is listed and a `verify` finding: a
+                // record whose flow is not there (an object name no flow has).
+                result.unreadable.append(relative(entry.path))
+                records.append(Self.unreadableRecord(entry))
+                continue
+            }
+            entries.append(migrated)
+            byKey[entry.directoryKey] = migrated.record
+        }
+        records += entries.map(\.record)
+        for alias in scan.aliases {
+            guard let target = byKey[alias.directoryKey] else { continue }
+            let stamp = PathName.lastComponent(of: alias.path).prefix(while: { $0 != "~" })
+            var record = aliasRecord(to: target)
+            if let millis = Int64(stamp) { record.resolvedAtMillis = millis }
+            records.append(record)
+            result.aliases += 1
+        }
+        result.entries = entries.count
+        var stored = Set<String>()
+        for entry in entries where stored.insert(entry.record.flowSHA256).inserted {
+            try log.storeObject(entry.object, sha256: entry.record.flowSHA256)
+        }
+        result.objects = stored.count
+        FaultHook.reach("migrate-objects")
+        try log.writeSealed(records.sorted { $1.isNewer(than: $0) })
+        FaultHook.reach("migrate-written")
+        // 3. The switch.
+        try AtomicFile.write(Self.markerBody(version: 2), to: "\(root)/\(Self.markerName)", overwrite: true)
+        migratedSinceOpen.store(true, ordering: .relaxed)
+        FaultHook.reach("migrate-switched")
+        // 4. Format 1's trees.
+        removeFormatOneTrees()
+        return result
+    }
+
+    /// `flows/` and `aliases/`, after the switch.
+    func removeFormatOneTrees() {
+        for directory in [flowsDir, aliasesDir] where access(directory, F_OK) == 0 {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try? AtomicFile.syncDirectory(root)
+    }
+
+    /// A format-1 entry as format 2's record and object; nil when it does
+    /// not read back whole (a miss before, left out).
+    private static func migrated(_ entry: CachedFlow) -> LoggedEntry? {
+        guard let data = FileManager.default.contents(atPath: entry.path),
+            case (let doc?, _, nil) = inspectEntry(entry, data: data), let json = try? JSONValue.parse(data),
+            let user = json["user_id"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
+            let placement = json["placement"]?.stringValue
+        else { return nil }
+        let tier = json["tier"]?.stringValue.flatMap(Tier.init(rawValue:)) ?? .network
+        let flow = doc.canonical
+        let record = LogRecord(
+            kind: .entry, tier: tier, resolvedAtMillis: millis(entry.resolvedAt),
+            unique: recordUniques.add(1, ordering: .relaxed).newValue,
+            ttlSeconds: UInt32(clamping: max(0, entry.ttlSeconds)), fingerprint: fingerprint, placement: placement,
+            userID: user, flowSHA256: flow.sha256, flowSize: UInt32(clamping: flow.data.count),
+            contentHash: doc.contentHash, flowID: doc.id, version: doc.version)
+        var logged = CachedFlow(
+            placement: placement, fingerprint: fingerprint, userID: user, flowID: doc.id, version: doc.version,
+            resolvedAt: entry.resolvedAt, ttlSeconds: entry.ttlSeconds, size: Int64(flow.data.count), path: "")
+        logged.inLog = true
+        return LoggedEntry(record: record, object: flow.data, entry: logged)
+    }
+
+    /// No flow's SHA-256: what a carried-over unreadable entry points at.
+    static let missingObject = String(repeating: "0", count: 64)
+
+    /// An unreadable format-1 entry as a record, from what its name says.
+    private static func unreadableRecord(_ entry: CachedFlow) -> LogRecord {
+        LogRecord(
+            kind: .entry, tier: .network, resolvedAtMillis: millis(entry.resolvedAt),
+            unique: recordUniques.add(1, ordering: .relaxed).newValue,
+            ttlSeconds: UInt32(clamping: max(0, entry.ttlSeconds)), fingerprint: entry.fingerprint,
+            placement: entry.placement,
+            userID: entry.userID ?? entry.keyName.drop { $0 != "~" }.dropFirst().description,
+            flowSHA256: missingObject, flowID: entry.flowID, version: entry.version)
+    }
+
+    /// Opens a cache as `init` does and, with `migrate`, moves a format-1
+    /// cache to format 2 first when new caches are made in format 2 (what
+    /// `warm` and `cache put` do). Where the lock cannot keep others out (a
+    /// file system whose locks do nothing), the cache stays format 1 and is
+    /// written as such; `warning` is told why.
+    public static func opening(
+        root: String, create: Bool, migrate: Bool, budgets: Budgets = .init(), warning: (String) -> Void = { _ in }
+    ) throws -> CacheStore {
+        let store = try CacheStore(root: root, create: create, budgets: budgets)
+        guard migrate, newCacheVersion >= 2, store.needsMigration else { return store }
+        do {
+            _ = try store.migrate()
+        } catch let error as FPError {
+            warning("\(error.description); the cache stays format 1 and is written as such (docs/cache-format.md)")
+            return store
+        }
+        return try CacheStore(root: root, create: create, budgets: budgets)
+    }
+}

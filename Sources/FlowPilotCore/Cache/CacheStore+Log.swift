@@ -131,13 +131,27 @@ extension CacheStore {
     /// The newest entry of a key whose flow reads back whole and validates.
     func lookupLogged(placement: String, fingerprint: String) -> (CachedFlow, FlowDocument)? {
         for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
-            guard let bytes = log.readObject(located.record.flowSHA256) else { continue }
             let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
-            let (doc, _) = FlowDocument.validate(data: bytes, location: path)
-            guard let doc, doc.id == located.record.flowID else { continue }
+            guard let doc = objectDocument(located.record.flowSHA256, location: path),
+                doc.id == located.record.flowID
+            else { continue }
             return (cachedFlow(located.record, path: path), doc)
         }
         return nil
+    }
+
+    /// A flow object read, checked against its name and validated, once a
+    /// process per object (objects never change: the name is the bytes'
+    /// digest); nil when it is missing or damaged, which is asked again.
+    func objectDocument(_ sha256: String, location: String) -> FlowDocument? {
+        if let known = objectDocuments.withLock({ $0[sha256] }) { return known }
+        guard let bytes = log.readObject(sha256), let doc = FlowDocument.validate(data: bytes, location: location).0
+        else { return nil }
+        objectDocuments.withLock { documents in
+            if documents.count >= 256 { documents.removeAll() }
+            documents[sha256] = doc
+        }
+        return doc
     }
 
     func lookupLoggedAlias(placement: String) -> (CachedFlow, FlowDocument)? {

@@ -35,6 +35,8 @@ public final class CacheStore: Sendable {
     let logWriter: FlowLog.Writer
     /// Objects this process stored or found, so an entry of a known flow costs no `access`.
     let knownObjects = Mutex<Set<String>>([])
+    /// Flow objects read and validated (`objectDocument`).
+    let objectDocuments = Mutex<[String: FlowDocument]>([:])
     /// Opened as format 1, and found since to be format 2 (`currentVersion`): a migration ran.
     let migratedSinceOpen = Atomic<Bool>(false)
     /// When `currentVersion` last read the marker.

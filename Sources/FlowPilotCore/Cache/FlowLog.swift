@@ -16,7 +16,13 @@ public final class FlowLog: Sendable {
     var logDir: String { "\(root)/log" }
     var objectsDir: String { "\(root)/objects" }
 
-    public init(root: String) { self.root = root }
+    /// What this process knows of `log/` between lookups.
+    let view: LogView
+
+    public init(root: String) {
+        self.root = root
+        view = LogView(logDir: "\(root)/log")
+    }
 
     // MARK: Segments
 
@@ -49,21 +55,11 @@ public final class FlowLog: Sendable {
         let offset: Int
     }
 
-    /// Every record of `key` in the cache, newest first. Reads, per sealed
-    /// segment, its index's fanout and one slice of keys and the records
-    /// they lead to; per segment still being written, all of it.
+    /// Every record of `key` in the cache, newest first (`LogView`: each
+    /// sealed segment's index probed, each unsealed one's new bytes read
+    /// once and remembered).
     func located(of key: LogKey) -> [Located] {
-        var found: [Located] = []
-        for attempt in 0..<8 {
-            do {
-                found = try records(of: key, in: segments())
-                break
-            } catch {
-                // A compaction replaced a segment between the listing and its reading: list again.
-                if attempt == 7 { found = [] }
-            }
-        }
-        return found.sorted { $0.record.isNewer(than: $1.record) }
+        view.located(of: key).sorted { $0.record.isNewer(than: $1.record) }
     }
 
     /// Every record of `key`, newest first.
@@ -119,7 +115,7 @@ public final class FlowLog: Sendable {
     }
 
     /// The record at `offset`, read with one `pread` (two for a long one).
-    private static func record(_ fd: Int32, at offset: Int) -> LogRecord? {
+    static func record(_ fd: Int32, at offset: Int) -> LogRecord? {
         var buffer = [UInt8](repeating: 0, count: 512)
         let n = SegmentIndex.readUpTo(fd, &buffer, at: offset)
         guard n >= LogRecord.headerSize else { return nil }
@@ -139,7 +135,7 @@ public final class FlowLog: Sendable {
 
     /// The bytes of `fd` from `offset` to its end (empty at the end), nil
     /// when it cannot be read.
-    private static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
+    static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
         let size = Int(info.st_size)

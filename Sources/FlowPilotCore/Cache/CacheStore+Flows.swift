@@ -16,6 +16,8 @@ public struct CachedFlow: Sendable {
     public let path: String
     /// Whether the entry is a record of a format-2 cache's log, not a file of its own.
     var inLog = false
+    /// Format 2: the name of the flow's object (its SHA-256).
+    var flowSHA256: String?
 
     /// The key directory's name, `<fingerprint>~<user>` (in format 2, the name it would have).
     public var keyName: String {

@@ -47,7 +47,8 @@ extension CacheStore {
         CachedFlow(
             placement: record.placement, fingerprint: record.fingerprint, userID: record.userID,
             flowID: record.flowID, version: record.version, resolvedAt: record.resolvedAt,
-            ttlSeconds: Int(record.ttlSeconds), size: Int64(record.flowSize), path: path, inLog: true)
+            ttlSeconds: Int(record.ttlSeconds), size: Int64(record.flowSize), path: path, inLog: true,
+            flowSHA256: record.flowSHA256)
     }
 
     /// Stores the flows' bytes not yet known to be there. The caller holds
@@ -230,17 +231,15 @@ extension CacheStore {
     /// bytes missing, not matching their digest, not a valid flow, or not
     /// the flow the record names; nil when it reads back whole.
     func inspectLogged(_ entry: CachedFlow) -> String? {
-        guard let record = log.record(at: entry.path) else { return "record unreadable" }
-        if record.flowSHA256 == Self.missingObject {
-            return "unreadable in format 1, carried over as a miss by the migration"
+        guard let sha = entry.flowSHA256 else { return "record unreadable" }
+        if sha == Self.missingObject { return "unreadable in format 1, carried over as a miss by the migration" }
+        guard let doc = objectDocument(sha, location: entry.path) else {
+            guard access(log.objectPath(sha), F_OK) == 0 else { return "flow bytes missing (objects/\(sha))" }
+            guard let bytes = log.readObject(sha) else { return "flow bytes do not match flow_sha256" }
+            let (_, findings) = FlowDocument.validate(data: bytes, location: entry.path)
+            return "flow fails validation: \(findings.first?.line ?? "")"
         }
-        guard let bytes = log.readObject(record.flowSHA256) else {
-            return access(log.objectPath(record.flowSHA256), F_OK) == 0
-                ? "flow bytes do not match flow_sha256" : "flow bytes missing (objects/\(record.flowSHA256))"
-        }
-        let (doc, findings) = FlowDocument.validate(data: bytes, location: entry.path)
-        guard let doc else { return "flow fails validation: \(findings.first?.line ?? "")" }
-        guard doc.id == record.flowID else { return "metadata disagrees with the flow (flow id \(doc.id))" }
+        guard doc.id == entry.flowID else { return "metadata disagrees with the flow (flow id \(doc.id))" }
         return nil
     }
 
@@ -269,10 +268,7 @@ extension CacheStore {
 extension CacheStore {
     /// A format-2 entry's flow, if it reads back whole (`prune --unreferenced`).
     func loggedDocument(_ entry: CachedFlow) -> FlowDocument? {
-        guard let record = log.record(at: entry.path), let bytes = log.readObject(record.flowSHA256) else {
-            return nil
-        }
-        return FlowDocument.validate(data: bytes, location: entry.path).0
+        entry.flowSHA256.flatMap { objectDocument($0, location: entry.path) }
     }
 }
 

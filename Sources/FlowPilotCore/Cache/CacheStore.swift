@@ -80,7 +80,8 @@ public final class CacheStore: Sendable {
     /// Opens a cache directory. `create` makes a missing (or empty) one; otherwise
     /// a missing directory is `FPError.inputMissing` and a directory written by a
     /// newer format is refused, never rewritten.
-    public init(root: String, create: Bool = false, budgets: Budgets = .init()) throws {
+    /// `newFormat`: the format a new cache is made in (default `newCacheVersion`).
+    public init(root: String, create: Bool = false, budgets: Budgets = .init(), newFormat: Int? = nil) throws {
         self.root = root
         self.budgets = budgets
         var isDir: ObjCBool = false
@@ -95,7 +96,9 @@ public final class CacheStore: Sendable {
         } else if !isDir.boolValue {
             throw FPError.invalid([.error("cache-format", root, "not a directory")])
         }
-        version = try Self.openOrInitialize(root: root, create: create, beforeListing: Self.initializationHook)
+        version = try Self.openOrInitialize(
+            root: root, create: create, newVersion: newFormat ?? Self.newCacheVersion,
+            beforeListing: Self.initializationHook)
         log = FlowLog(root: root)
         logWriter = FlowLog.Writer(log: log)
     }
@@ -118,7 +121,9 @@ public final class CacheStore: Sendable {
     /// process's is there, which it then waits to see (`markerWait`). Names the
     /// file system makes at a volume's root (`lost+found`) count as nothing;
     /// any other name is refused at once.
-    private static func openOrInitialize(root: String, create: Bool, beforeListing: (() -> Void)?) throws -> Int {
+    private static func openOrInitialize(
+        root: String, create: Bool, newVersion: Int, beforeListing: (() -> Void)?
+    ) throws -> Int {
         let marker = "\(root)/\(markerName)"
         if let version = try checkMarker(marker, root: root) { return version }
         beforeListing?()
@@ -143,7 +148,7 @@ public final class CacheStore: Sendable {
             if let version = try waitForMarker(marker, root: root) { return version }
             throw FPError.inputMissing("\(root): no \(markerName) beside the cache's folders, not a cache yet")
         }
-        let body = markerBody(version: newCacheVersion)
+        let body = markerBody(version: newVersion)
         do {
             try AtomicFile.publish(body, directory: root, name: markerName, noReplace: true, faults: "init-marker")
         } catch let taken as AtomicFile.NameTaken {
@@ -162,7 +167,7 @@ public final class CacheStore: Sendable {
             if let version = try checkMarker(marker, root: root) { return version }
             throw error
         }
-        return newCacheVersion
+        return newVersion
     }
 
     /// The marker's bytes for a format version.

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+
+@testable import FlowPilotCore
+
+/// The cache's promises (docs/cache-format.md) kept by a format-2 store:
+/// tiers and aliases, clearing by identity, pruning by age, corrupt data a
+/// miss and a finding that `--repair` removes, writers beside a compaction,
+/// and what an entry costs.
+@Suite("format-2 cache store")
+final class Format2StoreTests {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fmt2-\(UUID().uuidString)").path
+
+    deinit { try? FileManager.default.removeItem(atPath: scratch) }
+
+    func store() throws -> CacheStore {
+        try CacheStore(root: "\(scratch)/\(UUID().uuidString)", create: true, newFormat: 2)
+    }
+
+    static func flow(_ id: String, version: String = "v1") -> FlowDocument {
+        let json: JSONValue = .object([
+            "schema_version": .number(1), "id": .string(id), "version": .string(version),
+            "screens": .array([.object(["id": .string("s"), "components": .array([])])]),
+        ])
+        return FlowDocument.validate(json, location: "test").0!
+    }
+
+    let alice = Identity(userID: "alice", attributes: ["plan": .string("free")])
+    let bob = Identity(userID: "bob")
+
+    @Test("an entry is found by its identity only; the alias serves the placement's newest after an identity change")
+    func tiersAndAlias() throws {
+        let store = try store()
+        #expect(store.version == 2)
+        try store.storeFlow(
+            placement: "paywall", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "paywall", identity: bob, document: Self.flow("b"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date() + 1)
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "a")
+        #expect(store.lookupFlow(placement: "paywall", identity: Identity(userID: "alice")) == nil, "other attributes")
+        #expect(store.lookupFlow(placement: "onboarding", identity: alice) == nil)
+        #expect(store.lookupAlias(placement: "paywall")?.1.id == "b", "the newest resolve for any identity")
+        let entries = try FileManager.default.contentsOfDirectory(atPath: store.root).sorted()
+        #expect(entries == [".lock", "fpcache.json", "log", "objects"])
+    }
+
+    @Test("the later write of a key wins, whichever writer makes it, and a reader sees it at once")
+    func laterWriteWins() throws {
+        let first = try store()
+        let second = try CacheStore(root: first.root)
+        let now = Date()
+        try first.storeFlow(
+            placement: "p", identity: alice, document: Self.flow("x", version: "old"), ttlSeconds: 300, tier: .network,
+            resolvedAt: now)
+        #expect(second.lookupFlow(placement: "p", identity: alice)?.1.version == "old")
+        try second.storeFlow(
+            placement: "p", identity: alice, document: Self.flow("x", version: "new"), ttlSeconds: 300, tier: .network,
+            resolvedAt: now + 0.5)
+        try first.storeFlow(
+            placement: "p", identity: alice, document: Self.flow("x", version: "late-but-older"), ttlSeconds: 300,
+            tier: .network, resolvedAt: now + 0.2)
+        for reader in [first, second, try CacheStore(root: first.root)] {
+            #expect(reader.lookupFlow(placement: "p", identity: alice)?.1.version == "new")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: first.root + "/log").count == 2, "a segment each")
+    }
+
+    @Test("prune --user-id leaves no trace of that identity, and its alias goes with it; --older-than by age")
+    func pruneIdentityAndAge() throws {
+        let store = try store()
+        let old = Date() - 7200
+        try store.storeFlow(
+            placement: "p", identity: bob, document: Self.flow("b"), ttlSeconds: 60, tier: .network, resolvedAt: old)
+        try store.storeFlow(placement: "p", identity: alice, document: Self.flow("a"), ttlSeconds: 60, tier: .network)
+        #expect(store.lookupAlias(placement: "p")?.0.userID == "alice")
+        var options = CacheStore.PruneOptions()
+        options.userID = "alice"
+        let removed = try store.prune(options)
+        #expect(removed.removed.filter { $0.kind == .flow }.count == 1)
+        #expect(removed.removed.contains { $0.kind == .alias })
+        let after = try CacheStore(root: store.root)
+        #expect(after.lookupFlow(placement: "p", identity: alice) == nil)
+        #expect(after.lookupAlias(placement: "p") == nil, "the alias pointed at alice")
+        #expect(after.lookupFlow(placement: "p", identity: bob)?.1.id == "b")
+        #expect(!after.scan().flows.contains { $0.userID == "alice" })
+        options = CacheStore.PruneOptions()
+        options.olderThan = 3600
+        _ = try after.prune(options)
+        #expect(try CacheStore(root: store.root).scan().flows.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: store.root + "/objects").isEmpty,
+            "flows no entry points at go with the compaction")
+    }
+
+    @Test("a damaged flow or a torn record is a miss and a finding; --repair removes exactly those")
+    func corruptionIsAMissAndAFinding() throws {
+        let store = try store()
+        try store.storeFlow(placement: "p", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(placement: "q", identity: bob, document: Self.flow("g"), ttlSeconds: 300, tier: .network)
+        let object = try #require(store.scan().flows.first { $0.userID == "alice" }?.flowSHA256)
+        try Data("{\"garbage\":".utf8).write(to: URL(fileURLWithPath: "\(store.root)/objects/\(object)"))
+        let segment = try #require(store.log.segments().first)
+        let handle = try #require(FileHandle(forWritingAtPath: segment.path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([200, 0, 0, 0, 9, 9]))
+        try handle.close()
+        let reader = try CacheStore(root: store.root)
+        #expect(reader.lookupFlow(placement: "p", identity: alice) == nil, "never served")
+        #expect(reader.lookupFlow(placement: "q", identity: bob)?.1.id == "g")
+        let found = try reader.verify(repair: false)
+        let rules = Set(found.findings.map(\.rule))
+        // The alias pointed at the damaged entry: dangling, as in format 1.
+        #expect(
+            rules == ["cache-corrupt-entry", "cache-corrupt-segment", "cache-dangling-alias"],
+            "\(found.findings.map(\.line))")
+        let repaired = try reader.verify(repair: true)
+        #expect(repaired.notRemoved.isEmpty)
+        let clean = try CacheStore(root: store.root)
+        #expect(try clean.verify(repair: false).findings.isEmpty)
+        #expect(clean.lookupFlow(placement: "q", identity: bob)?.1.id == "g", "repair removed only what was broken")
+    }
+
+    @Test("a writer whose segment a compaction replaced goes on in a new one; nothing it wrote is lost")
+    func writerBesideCompaction() throws {
+        let writer = try store()
+        let pruner = try CacheStore(root: writer.root)
+        let users = (0..<50).map { Identity(userID: "u\($0)") }
+        for user in users[..<25] {
+            try writer.storeFlow(
+                placement: "p", identity: user, document: Self.flow("f"), ttlSeconds: 300, tier: .network)
+        }
+        let before = Set(writer.log.segments().map(\.name))
+        // A lookup lists the segments now, then the compaction replaces every one of them.
+        #expect(writer.lookupFlow(placement: "p", identity: users[0]) != nil)
+        _ = try pruner.prune(CacheStore.PruneOptions())
+        #expect(Set(writer.log.segments().map(\.name)).isDisjoint(with: before))
+        for user in users[25...] {
+            try writer.storeFlow(
+                placement: "p", identity: user, document: Self.flow("f"), ttlSeconds: 300, tier: .network)
+        }
+        for user in users {
+            #expect(writer.lookupFlow(placement: "p", identity: user) != nil, "\(user.userID)")
+            #expect(try CacheStore(root: writer.root).lookupFlow(placement: "p", identity: user) != nil)
+        }
+    }
+
+    @Test("10,000 entries of one flow cost their records, not a file each")
+    func entriesCostTheirBytes() async throws {
+        let store = try store()
+        let document = Self.flow("paywall")
+        let stages = (0..<5000).map { Identity(userID: "user-\($0)") }
+        for identity in stages {
+            let staged = await store.stage(
+                [("paywall", document, 300), ("onboarding", document, 300)], identity: identity, tier: .network,
+                commit: .shared)
+            for result in await staged.durable { _ = try result.get() }
+        }
+        store.finishWriting()
+        let names = try FileManager.default.subpathsOfDirectory(atPath: store.root)
+        #expect(names.count < 12, "files and directories: \(names)")
+        var bytes = 0
+        for name in names {
+            let info = try FileManager.default.attributesOfItem(atPath: "\(store.root)/\(name)")
+            bytes += (info[.size] as? Int) ?? 0
+        }
+        #expect(bytes < 10_000 * 210, "\(bytes) bytes for 10,000 entries")
+        #expect(store.scan().flows.count == 10_000)
+        #expect(store.lookupFlow(placement: "onboarding", identity: stages[4321])?.1.id == "paywall")
+    }
+
+    @Test("clear --flows empties log/ and objects/; the marker stays")
+    func clear() throws {
+        let store = try store()
+        try store.storeFlow(placement: "p", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network)
+        let result = try store.clear(.flows)
+        #expect(result.failed.isEmpty && result.files >= 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.root).sorted() == [".lock", "fpcache.json"])
+        let after = try CacheStore(root: store.root)
+        #expect(after.lookupFlow(placement: "p", identity: alice) == nil)
+        try after.storeFlow(placement: "p", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network)
+        #expect(after.lookupFlow(placement: "p", identity: alice) != nil)
+    }
+}

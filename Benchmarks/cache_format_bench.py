@@ -127,7 +127,7 @@ def main():
                     if fs == "ext4" and r == args.rounds - 1:
                         kept[fmt] = cache
                     else:
-                        shutil.rmtree(cache)
+                        subprocess.run(["rm", "-rf", str(cache)], check=True)
                     print(f"round {r + 1}: format {fmt} on {fs}: {rates[(fmt, fs)][-1]:,.0f} identities/s",
                           file=sys.stderr, flush=True)
         flows = distinct_flow_bytes(fpctl)

@@ -162,6 +162,9 @@ release_binary() {
 }
 powercut() {
     /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
+    # Cache format 2 (opt-in for now): warm and put cut the same ways.
+    /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS_2:-10}" --identities 300 \
+        --format 2 --skip-build
 }
 blockcut() {
     /usr/bin/python3 Tests/powercut/blockcut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_BLOCK_CUTS:-8}"

@@ -27,7 +27,7 @@ final class CacheStoreTests {
 
     @Test("a walk spread over the cores finds what one thread would: every key, older files, debris, images")
     func parallelScan() throws {
-        let store = try CacheStore(root: tempDir(), create: true)
+        let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)
         let fm = FileManager.default
         var expectedFlows = Set<String>()
         var expectedOlder = Set<String>()
@@ -97,7 +97,7 @@ final class CacheStoreTests {
 
     @Test("a grouped write leaves its key one file: a new key's, a rewritten key's, one left by a killed writer's")
     func groupedWriteLeavesOneFile() async throws {
-        let store = try CacheStore(root: tempDir(), create: true)
+        let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)
         let commit = GroupCommit(maxBatch: 64, syncThreads: 2)
         func files(_ entry: CachedFlow) throws -> [String] {
             try FileManager.default.contentsOfDirectory(atPath: PathName.parent(of: entry.path)).sorted()
@@ -155,7 +155,7 @@ final class CacheStoreTests {
     @Test("corrupt, truncated, empty and foreign files are misses, findings, and repaired away")
     func corruption() throws {
         let root = tempDir()
-        let store = try CacheStore(root: root, create: true)
+        let store = try CacheStore(root: root, create: true, newFormat: 1)
         let stored = try store.storeFlow(
             placement: "p", identity: alice, document: flow("f"), ttlSeconds: 60, tier: .network)
         let other = try store.storeFlow(

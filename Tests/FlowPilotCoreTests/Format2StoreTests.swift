@@ -110,15 +110,25 @@ final class Format2StoreTests {
         #expect(reader.lookupFlow(placement: "q", identity: bob)?.1.id == "g")
         let found = try reader.verify(repair: false)
         let rules = Set(found.findings.map(\.rule))
-        // The alias pointed at the damaged entry: dangling, as in format 1.
+        // The alias pointed at the damaged entry: dangling, as in format 1. The torn tail is a killed
+        // writer's debris.
         #expect(
-            rules == ["cache-corrupt-entry", "cache-corrupt-segment", "cache-dangling-alias"],
+            rules == ["cache-corrupt-entry", "cache-temp-debris", "cache-dangling-alias"],
             "\(found.findings.map(\.line))")
         let repaired = try reader.verify(repair: true)
         #expect(repaired.notRemoved.isEmpty)
         let clean = try CacheStore(root: store.root)
         #expect(try clean.verify(repair: false).findings.isEmpty)
         #expect(clean.lookupFlow(placement: "q", identity: bob)?.1.id == "g", "repair removed only what was broken")
+        // A flipped byte inside a record is damage, not debris: everything after it in the segment is lost.
+        let before = Set(clean.log.segments().map(\.name))
+        try clean.storeFlow(placement: "r", identity: alice, document: Self.flow("r"), ttlSeconds: 300, tier: .network)
+        let segment2 = try #require(clean.log.segments().first { !before.contains($0.name) })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: segment2.path))
+        bytes[LogSegment.magic.count + 20] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: segment2.path))
+        let damaged = try CacheStore(root: store.root).verify(repair: false)
+        #expect(damaged.findings.map(\.rule) == ["cache-corrupt-segment"])
     }
 
     @Test("a writer whose segment a compaction replaced goes on in a new one; nothing it wrote is lost")

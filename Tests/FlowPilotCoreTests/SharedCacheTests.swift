@@ -32,7 +32,7 @@ final class SharedCacheTests {
 
     @Test("a writer that finishes after a newer entry of its key leaves the newer one: the later entry wins")
     func laterEntryWins() throws {
-        let store = try CacheStore(root: tempDir(), create: true)
+        let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)
         let now = Date()
         for round in 0..<20 {
             let newer = now + Double(round) * 10
@@ -69,7 +69,7 @@ final class SharedCacheTests {
 
     @Test("an entry from a writer whose clock ran ahead is stale, and the next write replaces it")
     func futureEntry() throws {
-        let store = try CacheStore(root: tempDir(), create: true)
+        let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)
         let now = Date()
         let yearAhead = now + 365 * 86400
         try store.storeFlow(
@@ -122,21 +122,30 @@ final class SharedCacheTests {
         #expect(throws: FPError.self) { try CacheStore(root: foreign, create: true) }
     }
 
-    @Test("files and directories follow the umask: group-writable under 002")
-    func umask() throws {
+    @Test("files and directories follow the umask: group-writable under 002", arguments: [1, 2])
+    func umask(format: Int) throws {
         let root = tempDir()
         let old = Platform.creationMask
         let m = systemUmask(0o022)
         _ = systemUmask(m)
         #expect(old == m)
-        let store = try CacheStore(root: root, create: true)
+        let store = try CacheStore(root: root, create: true, newFormat: format)
         let entry = try store.storeFlow(
             placement: "p", identity: user, document: flow("f", version: "v"), ttlSeconds: 300, tier: .network)
+        // Format 1: the entry's file and key directory; format 2: its segment and log/, and its flow's object.
+        var files = [entry.path]
+        if format == 2 {
+            files = [
+                try #require(store.log.segments().first).path, "\(root)/objects/\(try #require(entry.flowSHA256))",
+            ]
+        }
         var info = stat()
-        #expect(stat(entry.path, &info) == 0)
-        #expect(info.st_mode & 0o777 == 0o666 & ~old)
-        #expect(stat(PathName.parent(of: entry.path), &info) == 0)
-        #expect(info.st_mode & 0o777 == 0o777 & ~old)
+        for file in files {
+            #expect(stat(file, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o666 & ~old, "\(file)")
+            #expect(stat(PathName.parent(of: file), &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o777 & ~old, "\(PathName.parent(of: file))")
+        }
         #expect(stat("\(root)/.lock", &info) == 0)
         #expect(info.st_mode & 0o777 == 0o666 & ~old)
     }

@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -147,16 +148,25 @@ def read(cache: Path):
     return records, problems
 
 
-def newer(a: dict, b: dict) -> bool:
+SKEW_MS = 60_000
+
+
+def wins(a: dict, b: dict, now_ms: int) -> bool:
+    """Whether a reader takes record a over b: the newer, but a record from the future
+    (more than the 60 s clock skew ahead of now) loses to any that is not."""
+    a_future, b_future = a["resolved_at_ms"] > now_ms + SKEW_MS, b["resolved_at_ms"] > now_ms + SKEW_MS
+    if a_future != b_future:
+        return b_future
     return (a["resolved_at_ms"], a["unique"]) > (b["resolved_at_ms"], b["unique"])
 
 
-def newest(records):
+def newest(records, now_ms=None):
     """The newest entry of each (placement, fingerprint) and alias of each placement."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     entries, aliases = {}, {}
     for r in records:
         table, k = (entries, (r["placement"], r["fingerprint"])) if r["kind"] == "entry" else (aliases, r["placement"])
-        if k not in table or newer(r, table[k]):
+        if k not in table or wins(r, table[k], now_ms):
             table[k] = r
     return entries, aliases
 

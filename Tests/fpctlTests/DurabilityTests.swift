@@ -60,6 +60,8 @@ struct DurabilityTests {
     /// file system honours it (the tests' ext4 or tmpfs), one fsync per file and
     /// directory elsewhere (`FPCTL_COMMIT=fsync` takes that path here).
     static let commits: [[String: String]] = [[:], ["FPCTL_COMMIT": "fsync"]]
+    // The cache tests here follow format 1's files, each published on its own; format 2's
+    // records are checked for durability by the power-cut campaigns (Tests/powercut).
 
     @Test(
         "cache put: every entry and the alias synced with its directory before 'wrote N entries', for 5 lines and for 200",
@@ -72,7 +74,7 @@ struct DurabilityTests {
         }.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
         let cache = tmp.file("cache")
         let trace = try SyscallTrace(
-            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment)
+            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment.formatOne)
         #expect(trace.result.status == 0, "\(trace.result.stderr)")
         #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
         let entries = trace.publishes(under: cache + "/flows/")
@@ -92,7 +94,7 @@ struct DurabilityTests {
             #"{"placement":"paywall","user_id":"m\#($0)","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
         }.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
         let many = try SyscallTrace(
-            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment)
+            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: environment.formatOne)
         #expect(many.result.status == 0, "\(many.result.stderr)")
         #expect(many.unsyncedPublishes(under: cache) == [])
         #expect(many.publishes(under: cache + "/flows/").count == 200)
@@ -112,7 +114,7 @@ struct DurabilityTests {
             [
                 "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
                 "--identities", ids, "--format", "json", "--metrics-file", metrics,
-            ], in: tmp, environment: environment)
+            ], in: tmp, environment: environment.formatOne)
         #expect(trace.result.status == 0, "\(trace.result.stderr)")
         #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
         #expect(trace.unsyncedPublishes(under: tmp.path) == [])
@@ -142,7 +144,7 @@ struct DurabilityTests {
                     "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id",
                     "demo", "--identities", ids, "--concurrency", "\(concurrency)", "--media", "none", "--format",
                     "json",
-                ], in: tmp, delaying: ["syncfs": .milliseconds(300)])
+                ], in: tmp, environment: [:].formatOne, delaying: ["syncfs": .milliseconds(300)])
         }
         let cache = tmp.file("slow-cache")
         let trace = try traced(concurrency: 2, cache: cache)
@@ -172,4 +174,9 @@ struct DurabilityTests {
         }
         #expect(oneRows == oneRows.sorted(), "rows in input order")
     }
+}
+
+extension [String: String] {
+    /// This environment, writing format-1 caches.
+    var formatOne: [String: String] { merging(["FPCTL_CACHE_FORMAT": "1"]) { $1 } }
 }

@@ -200,7 +200,12 @@ struct HardeningTests {
             #"{"placement":"paywall","user_id":"u\#($0)","ttl_seconds":60,"flow_file":"\#(flows)/paywall.json","resolved_at":"2026-01-01T00:00:00Z"}"#
         }
         try lines.joined(separator: "\n").write(toFile: tmp.file("in.jsonl"), atomically: true, encoding: .utf8)
-        #expect(try fpctl("cache", "put", "--cache-dir", cache, "--input", tmp.file("in.jsonl")).status == 0)
+        // Format 1, whose entries are files of their own (format 2's segments: HardeningTests.undeletableSegment).
+        #expect(
+            try fpctl(
+                ["cache", "put", "--cache-dir", cache, "--input", tmp.file("in.jsonl")],
+                environment: ["FPCTL_CACHE_FORMAT": "1"]
+            ).status == 0)
         let entries = try FileManager.default.subpathsOfDirectory(atPath: "\(cache)/flows").filter {
             $0.hasSuffix(".json")
         }
@@ -230,6 +235,33 @@ struct HardeningTests {
         let cleared = try fpctl("cache", "clear", "--cache-dir", cache, "--flows", "--force")
         #expect(cleared.status == 73 && cleared.stderr.contains("could not remove flows/"), "\(cleared.stderr)")
         #expect(cleared.stderr.contains("cleared flows: \(others.count) files"), "only what went: \(cleared.stderr)")
+    }
+
+    @Test("format 2: a segment prune cannot remove keeps its records, and prune says they were not removed (73)")
+    func undeletableSegment() throws {
+        let cache = tmp.file("cache2")
+        let flows = Paths.packageRoot.appendingPathComponent("bundles/demo/flows").path
+        let lines = (0..<3).map {
+            #"{"placement":"paywall","user_id":"u\#($0)","ttl_seconds":60,"flow_file":"\#(flows)/paywall.json"}"#
+        }
+        try lines.joined(separator: "\n").write(toFile: tmp.file("in2.jsonl"), atomically: true, encoding: .utf8)
+        #expect(
+            try fpctl(
+                ["cache", "put", "--cache-dir", cache, "--input", tmp.file("in2.jsonl")],
+                environment: ["FPCTL_CACHE_FORMAT": "2"]
+            ).status == 0)
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: "\(cache)/log").first { $0.hasSuffix(".seg") })
+        let stuck = "\(cache)/log/\(segment)"
+        try #require(try run(try tool("chattr"), ["+i", stuck]).status == 0, "chattr +i needs root and ext4")
+        defer { _ = try? run("/usr/bin/chattr", ["-i", stuck]) }
+        let pruned = try fpctl("cache", "prune", "--cache-dir", cache, "--user-id", "u1", "--format", "json")
+        #expect(pruned.status == 73, "\(pruned.stderr)")
+        #expect(pruned.stderr.contains("could not remove log/\(segment)#"), "\(pruned.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(pruned.stdout.utf8)) as? [String: Any]
+        #expect(((document?["failed"] as? [[String: Any]])?.first?["reason"] as? String)?.contains("EPERM") == true)
+        // The identity's entry is still read, and prune said so: nothing claimed that was not done.
+        #expect(try fpctl("cache", "list", "--cache-dir", cache, "--user-id", "u1").stdout.contains("u1"))
     }
 
     @Test("warnings say warning once; identities errors name the file")

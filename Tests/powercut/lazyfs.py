@@ -63,11 +63,25 @@ class LazyFS(Operations):
         self.syncs_since_arm = 0
         self.writes_since_sync = False
         self.killed_durable: set[str] | None = None  # files durable when the writer was killed
+        self.killed_contents: dict[str, bytes] = {}  # and their durable bytes
         self.killed_after_writes = False  # the kill came at the first sync after writes
 
     def arm_kill(self, nth_sync: int) -> None:
         with self._mutex:
             self.kill_at, self.syncs_since_arm, self.killed_durable = nth_sync, 0, None
+
+    def durable_contents(self) -> dict[str, bytes]:
+        """What `durable_files` names, with the bytes a power cut keeps of each."""
+        found: dict[str, bytes] = {}
+
+        def walk(node: Node, path: str) -> None:
+            for name, child in node.durable_entries.items():
+                if child.is_dir:
+                    walk(child, f"{path}/{name}")
+                elif child.durable is not None and len(child.durable) > 0:
+                    found[f"{path}/{name}"] = bytes(child.durable)
+        walk(self.root, "")
+        return found
 
     def durable_files(self) -> set[str]:
         """Paths of the files a power cut with no write-back luck keeps, with their synced bytes."""
@@ -93,6 +107,7 @@ class LazyFS(Operations):
             return
         self.kill_at = None
         self.killed_durable = self.durable_files()
+        self.killed_contents = self.durable_contents()
         self.killed_after_writes = after_writes
         os.kill(fusepy.fuse_get_context()[2], signal.SIGKILL)
         raise FuseOSError(errno.EIO)

@@ -26,7 +26,11 @@ Prints one line per command (cuts, outputs and entries checked, lost or
 damaged) and exits 1 if any reported output or entry was lost or damaged.
 Run as root (FUSE); needs python3-fusepy (Scripts/install-deps.sh powercut).
 
-Usage: Tests/powercut/powercut.py --fpctl .build/debug/fpctl [--cuts 10] [--seed N]
+Usage: Tests/powercut/powercut.py --fpctl .build/debug/fpctl [--cuts 10] [--seed N] [--format 1|2] [--skip-build]
+
+In a format-2 cache (--format 2) a row printed must name an entry whose record
+is in the durable bytes of a segment, read with Tests/format2/fpcache2.py
+(written from docs/cache-format.md), and whose flow's object was durable.
 """
 import argparse
 import json
@@ -41,6 +45,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format2"))
+import fpcache2  # noqa: E402
 from lazyfs import LazyFS, mount  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,9 +219,18 @@ class Campaign:
         present = listed(self.fpctl, cache)
         problems = [f"warm {trial}: reported entry {p}/{f[:8]} lost" for p, f in sorted(reported - present)]
         if durable is not None:
-            # /warm-N/flows/PLACEMENT/FINGERPRINT~USER/FILE, durable when the writer was killed
+            # Format 1: /warm-N/flows/PLACEMENT/FINGERPRINT~USER/FILE, durable when the writer was killed.
             at_kill = {(parts[3], parts[4].split("~")[0]) for parts in (path.split("/") for path in durable)
                        if len(parts) == 6 and parts[1] == cache.name and parts[2] == "flows"}
+            # Format 2: the entries in the segments' durable bytes whose flow was durable too, read by
+            # the reader written from docs/cache-format.md.
+            contents = self.mnt.fs.killed_contents
+            objects = {p.rsplit("/", 1)[1] for p in contents if p.startswith(f"/{cache.name}/objects/")}
+            for path, data in contents.items():
+                if path.startswith(f"/{cache.name}/log/") and path.endswith(".seg"):
+                    records, _ = fpcache2.records_in(data)
+                    at_kill |= {(r["placement"], r["fingerprint"]) for r in records
+                                if r["kind"] == "entry" and r["flow_sha256"] in objects}
             problems += [f"warm {trial}: row printed for {p}/{f[:8]}, not durable when the writer was killed"
                          for p, f in sorted(reported - at_kill)]
         problems += [f"warm {trial}: {f}" for f in verify_findings(self.fpctl, cache)]
@@ -262,8 +277,12 @@ def main():
     ap.add_argument("--identities", type=int, default=40)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--verbose", action="store_true", help="a line per cut on standard error")
+    ap.add_argument("--format", choices=["1", "2"], help="the cache format warm and put make (FPCTL_CACHE_FORMAT)")
+    ap.add_argument("--skip-build", action="store_true", help="warm and put only (bundle build has no cache)")
     args = ap.parse_args()
     args.fpctl = str(Path(args.fpctl).resolve())
+    if args.format:
+        os.environ["FPCTL_CACHE_FORMAT"] = args.format
     if os.geteuid() != 0:
         sys.exit("powercut: needs root (FUSE mounts)")
     work = Path(tempfile.mkdtemp(prefix="fpctl-powercut-"))
@@ -280,7 +299,8 @@ def main():
         for trial in range(args.cuts):
             campaign.warm(url, trial)
             campaign.put(trial)
-            campaign.build(trial)
+            if not args.skip_build:
+                campaign.build(trial)
         failed = False
         print(f"power cuts (seed {args.seed}, LazyFS: unsynced bytes torn or dropped, unsynced names dropped "
               f"or kept by chance):")

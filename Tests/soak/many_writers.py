@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "format2"))
+import fpcache2  # noqa: E402
 
 
 def main():
@@ -137,9 +139,16 @@ def main():
     if verify.returncode != 0:
         problems.append(f"final verify: exit {verify.returncode}: {verify.stdout[:300]}")
     keydir = cache / "flows" / "paywall"
-    empty = [d for d in os.listdir(keydir) if not os.listdir(keydir / d)]
+    # Format 1: no key directory left empty; format 2: every key's newest record whole, read by
+    # the reader written from docs/cache-format.md (Tests/format2/fpcache2.py), not fpctl's code.
+    empty = [d for d in os.listdir(keydir) if not os.listdir(keydir / d)] if keydir.is_dir() else []
     if empty:
         problems.append(f"{len(empty)} empty key directories after the prune")
+    if (cache / "log").is_dir():
+        records, log_problems = fpcache2.read(cache)
+        entries, _ = fpcache2.newest(records)
+        broken = [(k, p) for k, r in entries.items() if (p := fpcache2.check_entry(cache, r))]
+        problems += [f"format 2: {p}" for p in log_problems] + [f"format 2: {k}: {p}" for k, p in broken[:5]]
     total = time.monotonic() - started
     print(f"many-writers: seed {args.seed}, {args.writers} writers, {args.keys} keys, chaos {chaos:.0f}s: "
           f"{stats['runs']} whole runs, {stats['kills']} kills, {stats['prunes']} prunes, {stats['verifies']} verifies beside; "

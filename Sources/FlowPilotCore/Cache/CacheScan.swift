@@ -47,7 +47,7 @@ public struct CacheScan: Sendable {
     /// nothing of it is read) or an index (damaged: lookups scan instead).
     public var segments: [File] = []
     public var objects: [File] = []
-    public var logProblems: [(path: String, message: String)] = []
+    public var logProblems: [(path: String, message: String, torn: Bool)] = []
     /// `log/` and `objects/` in a format-1 cache (a migration's, killed or
     /// in progress), `flows/` and `aliases/` in a format-2 one (what a
     /// migration had yet to remove). Not findings; `prune` removes the latter.

@@ -168,11 +168,12 @@ extension CacheStore {
     /// `<cache>/log/<segment>#<offset>`.
     func scanLog(into scan: inout CacheScan) {
         var newest: [LogKey: (record: LogRecord, path: String, size: Int)] = [:]
+        let now = LogRecord.nowMillis
         let problems = log.scan { segment, offset, length, record in
             let path = "\(segment.path)#\(offset)"
             let key = record.key
             if let known = newest[key] {
-                if record.isNewer(than: known.record) {
+                if record.wins(over: known.record, now: now) {
                     scan.superseded.append(
                         .init(path: known.path, size: Int64(known.size), mtime: known.record.resolvedAt))
                     newest[key] = (record, path, length)
@@ -194,7 +195,7 @@ extension CacheStore {
                         path: path, size: Int64(size), inLog: true))
             }
         }
-        scan.logProblems += problems.map { ($0.0.path, $0.1) }
+        scan.logProblems += problems.map { ($0.0.path, $0.1, $0.torn) }
         for item in DirectoryWalker.list(log.logDir) ?? [] {
             let file = CacheScan.File(path: "\(log.logDir)/\(item.name)", size: item.size, mtime: item.mtime)
             if item.name.hasPrefix(AtomicFile.tempPrefix) {
@@ -204,7 +205,9 @@ extension CacheStore {
             } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
                 scan.segments.append(file)
                 let covered = FileManager.default.contents(atPath: file.path).flatMap { SegmentIndex.check(Array($0)) }
-                if covered == nil { scan.logProblems.append((file.path, "index damaged (lookups scan its segment)")) }
+                if covered == nil {
+                    scan.logProblems.append((file.path, "index damaged (lookups scan its segment)", false))
+                }
             } else {
                 scan.foreign.append(file)
             }
@@ -258,7 +261,18 @@ extension CacheStore {
                     kind: .orphan, path: relative(log.objectPath($0.name)), bytes: $0.size,
                     reason: "flow no entry points at")
             }
-            return (records + objects, [])
+            // A segment that could not be removed still holds its records: those were not removed.
+            var failed: [RemovalResult.Failure] = []
+            var removed = objects
+            for record in records {
+                let segment = "\(root)/\(record.path.prefix { $0 != "#" })"
+                if let stuck = result.notRemoved.first(where: { $0.path == segment }) {
+                    failed.append(.init(removal: record, reason: "\(relative(stuck.path)): \(stuck.reason)"))
+                } else {
+                    removed.append(record)
+                }
+            }
+            return (removed, failed)
         } catch {
             return ([], records.map { .init(removal: $0, reason: "\(error)") })
         }

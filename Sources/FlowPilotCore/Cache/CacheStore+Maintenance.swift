@@ -139,7 +139,15 @@ extension CacheStore {
         for file in scan.foreign { bad("cache-foreign-file", file.path, "not part of the cache layout") }
         // Format 2: segments with a torn or corrupt record (a writer killed mid-append, a disk's
         // error) or a damaged index, and flows whose bytes do not match their name.
-        for (path, problem) in scan.logProblems { bad("cache-corrupt-segment", path, problem) }
+        for (path, problem, torn) in scan.logProblems {
+            if torn {
+                // What a writer killed mid-append leaves, as a dead writer's temporary file is:
+                // readers stop before it; --repair and any prune drop it.
+                bad("cache-temp-debris", path, "\(problem): a writer was killed while appending")
+            } else {
+                bad("cache-corrupt-segment", path, problem)
+            }
+        }
         for object in scan.objects {
             let name = PathName.lastComponent(of: object.path)
             if log.readObject(name) == nil {

@@ -84,24 +84,38 @@ extension CacheStore {
         }
         // 2. Records and objects.
         let scan = scan()
-        let read = Parallel.mapSlices(scan.flows, minimumPerSlice: 256) { slice in
-            slice.map { entry -> (CachedFlow, LoggedEntry?) in (entry, Self.migrated(entry)) }
-        }.flatMap { $0 }
-        var entries: [LoggedEntry] = []
-        var byKey: [String: LogRecord] = [:]
-        var records: [LogRecord] = []
-        for (entry, migrated) in read {
-            guard let migrated else {
-                // Carried over as what it was, a miss that is listed and a `verify` finding: a
-                // record whose flow is not there (an object name no flow has).
-                result.unreadable.append(relative(entry.path))
-                records.append(Self.unreadableRecord(entry))
-                continue
+        // Read across the cores; each slice keeps its records and the bytes of the flows it met
+        // first, so a cache of a million entries of a few flows holds a few flows' bytes.
+        let slices = Parallel.mapSlices(scan.flows, minimumPerSlice: 256) { slice in
+            var read: [(CachedFlow, LogRecord?)] = []
+            var objects: [String: Data] = [:]
+            for entry in slice {
+                let migrated = Self.migrated(entry)
+                if let migrated, objects[migrated.record.flowSHA256] == nil {
+                    objects[migrated.record.flowSHA256] = migrated.object
+                }
+                read.append((entry, migrated?.record))
             }
-            entries.append(migrated)
-            byKey[entry.directoryKey] = migrated.record
+            return (read, objects)
         }
-        records += entries.map(\.record)
+        var records: [LogRecord] = []
+        var byKey: [String: LogRecord] = [:]
+        var objects: [String: Data] = [:]
+        for (read, sliceObjects) in slices {
+            objects.merge(sliceObjects) { first, _ in first }
+            for (entry, record) in read {
+                guard let record else {
+                    // Carried over as what it was, a miss that is listed and a `verify` finding: a
+                    // record whose flow is not there (an object name no flow has).
+                    result.unreadable.append(relative(entry.path))
+                    records.append(Self.unreadableRecord(entry))
+                    continue
+                }
+                records.append(record)
+                byKey[entry.directoryKey] = record
+                result.entries += 1
+            }
+        }
         for alias in scan.aliases {
             guard let target = byKey[alias.directoryKey] else { continue }
             let stamp = PathName.lastComponent(of: alias.path).prefix(while: { $0 != "~" })
@@ -110,11 +124,8 @@ extension CacheStore {
             records.append(record)
             result.aliases += 1
         }
-        result.entries = entries.count
-        var stored = Set<String>()
-        for entry in entries where stored.insert(entry.record.flowSHA256).inserted {
-            try log.storeObject(entry.object, sha256: entry.record.flowSHA256)
-        }
+        for (sha, bytes) in objects { try log.storeObject(bytes, sha256: sha) }
+        let stored = objects.keys
         result.objects = stored.count
         FaultHook.reach("migrate-objects")
         try log.writeSealed(records.sorted { $1.isNewer(than: $0) })

@@ -59,7 +59,8 @@ public final class FlowLog: Sendable {
     /// sealed segment's index probed, each unsealed one's new bytes read
     /// once and remembered).
     func located(of key: LogKey) -> [Located] {
-        view.located(of: key).sorted { $0.record.isNewer(than: $1.record) }
+        let now = LogRecord.nowMillis
+        return view.located(of: key).sorted { $0.record.wins(over: $1.record, now: now) }
     }
 
     /// Every record of `key`, newest first.
@@ -165,8 +166,8 @@ public final class FlowLog: Sendable {
     /// `list`, `verify`, compaction), with its offset and length, and each
     /// segment's problem (a torn or corrupt record, after which nothing in
     /// it is read).
-    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(Segment, String)] {
-        var problems: [(Segment, String)] = []
+    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(Segment, String, torn: Bool)] {
+        var problems: [(Segment, String, torn: Bool)] = []
         for segment in segments() {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
@@ -174,7 +175,8 @@ public final class FlowLog: Sendable {
             guard let bytes = Self.read(fd, from: 0) else { continue }
             bytes.withUnsafeBytes { raw in
                 guard LogSegment.hasMagic(raw) else {
-                    problems.append((segment, "not a segment (no header)"))
+                    // A segment whose header never reached the disk (a power cut right after it was made).
+                    problems.append((segment, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))
                     return
                 }
                 let (records, end, problem) = LogSegment.records(in: raw)
@@ -182,7 +184,7 @@ public final class FlowLog: Sendable {
                     let next = index + 1 < records.count ? records[index + 1].offset : end
                     body(segment, offset, next - offset, record)
                 }
-                if let problem { problems.append((segment, problem)) }
+                if let problem { problems.append((segment, problem, LogSegment.isTornTail(raw, at: end))) }
             }
         }
         return problems
@@ -352,6 +354,9 @@ public final class FlowLog: Sendable {
         public var objectsRemoved = 0
         /// The objects removed, with their sizes.
         public var removedObjects: [(name: String, size: Int64)] = []
+        /// Old segments that could not be removed (an immutable file, a
+        /// read-only mount), with the reason: their records are still read.
+        public var notRemoved: [(path: String, reason: String)] = []
     }
 
     /// Rewrites every segment into new, sealed ones holding, of each key,
@@ -416,6 +421,7 @@ public final class FlowLog: Sendable {
     func compact(keeping keep: (LogRecord, String) -> Bool) throws -> Compaction {
         var entries: [LogKey: LogRecord] = [:]
         var aliases: [LogKey: (record: LogRecord, kept: Bool)] = [:]
+        let now = LogRecord.nowMillis
         var result = Compaction()
         let old = segments()
         var read = 0
@@ -425,13 +431,13 @@ public final class FlowLog: Sendable {
             let key = record.key
             switch record.kind {
             case .entry:
-                if let known = entries[key], !record.isNewer(than: known) { return }
+                if let known = entries[key], !record.wins(over: known, now: now) { return }
                 guard keep(record, "\(segment.path)#\(offset)") else { return }
                 let there = present[record.flowSHA256] ?? (access(objectPath(record.flowSHA256), F_OK) == 0)
                 present[record.flowSHA256] = there
                 if there { entries[key] = record }
             case .alias:
-                if let known = aliases[key], !record.isNewer(than: known.record) { return }
+                if let known = aliases[key], !record.wins(over: known.record, now: now) { return }
                 aliases[key] = (record, keep(record, "\(segment.path)#\(offset)"))
             }
         }
@@ -449,7 +455,9 @@ public final class FlowLog: Sendable {
         FaultHook.reach("compact-written")
         for segment in old where !made.contains(segment.name) {
             if let index = segment.index { unlink(index) }
-            unlink(segment.path)
+            if unlink(segment.path) != 0 && errno != ENOENT {
+                result.notRemoved.append((segment.path, Errno.describe(errno)))
+            }
         }
         try AtomicFile.syncDirectory(logDir)
         // Objects no kept record points at.

@@ -64,6 +64,22 @@ public struct LogRecord: Sendable, Equatable {
         (resolvedAtMillis, unique) > (other.resolvedAtMillis, other.unique)
     }
 
+    /// Whether this record is the one a reader takes over `other` of the
+    /// same key at `now` (milliseconds): the newer, except that a record
+    /// from the future (resolved more than `CachedFlow.clockSkew` ahead of
+    /// `now`: its writer's clock ran ahead) loses to any that is not, so the
+    /// next write by a writer with a right clock replaces it
+    /// (docs/cache-format.md, "Time").
+    public func wins(over other: LogRecord, now: Int64) -> Bool {
+        let limit = now + Int64(CachedFlow.clockSkew * 1000)
+        let (future, otherFuture) = (resolvedAtMillis > limit, other.resolvedAtMillis > limit)
+        if future != otherFuture { return otherFuture }
+        return isNewer(than: other)
+    }
+
+    /// The reader's clock in milliseconds, for `wins`.
+    static var nowMillis: Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
     public var resolvedAt: Date { Date(timeIntervalSince1970: Double(resolvedAtMillis) / 1000) }
 
     static let headerSize = 8

@@ -38,11 +38,19 @@ enum LogSegment {
             case .record(let record, let next):
                 found.append((offset, record))
                 offset = next
-            case .torn: return (found, offset, "a torn record at byte \(offset)")
+            case .torn: return (found, offset, "a torn last record at byte \(offset)")
             case .corrupt(let why): return (found, offset, "\(why) at byte \(offset)")
             }
         }
         return (found, offset, nil)
+    }
+
+    /// Whether what ends a segment's read at `end` is what a writer killed
+    /// mid-append (or a power cut) leaves: a last record cut short, or
+    /// nothing but zeroes to the end. Anything else is damage.
+    static func isTornTail(_ bytes: UnsafeRawBufferPointer, at end: Int) -> Bool {
+        if case .torn = LogRecord.decode(bytes, at: end) { return true }
+        return bytes[end...].allSatisfy { $0 == 0 }
     }
 
     /// Whether `bytes` start as a segment does.

@@ -126,9 +126,11 @@ final class LogView: Sendable {
     /// The open segments, listed again when `log/` changed.
     private func current() -> [OpenSegment] {
         var info = stat()
-        let times: (Int, Int, Int, Int) =
-            stat(logDir, &info) == 0
-            ? (info.st_mtim.tv_sec, info.st_mtim.tv_nsec, info.st_ctim.tv_sec, info.st_ctim.tv_nsec) : (-1, -1, -1, -1)
+        var times: (Int, Int, Int, Int) = (-1, -1, -1, -1)
+        if stat(logDir, &info) == 0 {
+            let (modified, changed) = Platform.times(info)
+            times = (modified.0, modified.1, changed.0, changed.1)
+        }
         return state.withLock { state in
             if times != state.listedTimes || ContinuousClock.now - state.listedAt > .seconds(1) {
                 relist(&state, times: times)

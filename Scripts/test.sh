@@ -161,10 +161,10 @@ release_binary() {
     echo "$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/fpctl"
 }
 powercut() {
-    /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}"
-    # Cache format 2 (opt-in for now): warm and put cut the same ways.
-    /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS_2:-10}" --identities 300 \
-        --format 2 --skip-build
+    /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS:-20}" --identities 300
+    # Cache format 1 (FPCTL_CACHE_FORMAT=1): warm and put cut the same ways.
+    /usr/bin/python3 Tests/powercut/powercut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_POWER_CUTS_1:-10}" \
+        --format 1 --skip-build
 }
 blockcut() {
     /usr/bin/python3 Tests/powercut/blockcut.py --fpctl .build/debug/fpctl --cuts "${FPCTL_BLOCK_CUTS:-8}"

@@ -10,10 +10,7 @@ final class FlowLogTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("flowlog-\(UUID().uuidString)").path
 
     init() throws { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
-    deinit {
-        try? FileManager.default.removeItem(atPath: root)
-        LogSegment.rollBytes = 1 << 20
-    }
+    deinit { try? FileManager.default.removeItem(atPath: root) }
 
     static let flow = Data(#"{"id":"flow_paywall","screens":[]}"#.utf8)
     static let flowSHA = Digest.sha256Hex(flow)
@@ -92,8 +89,7 @@ final class FlowLogTests {
 
     @Test("a lookup reads sealed segments through their indexes and unsealed ones whole, finding every key")
     func rollsAndIndexes() throws {
-        LogSegment.rollBytes = 4096
-        let log = FlowLog(root: root)
+        let log = FlowLog(root: root, rollBytes: 4096)
         try log.storeObject(Self.flow, sha256: Self.flowSHA)
         let writer = FlowLog.Writer(log: log)
         for batch in 0..<20 {
@@ -143,8 +139,7 @@ final class FlowLogTests {
 
     @Test("compaction keeps the newest record of each kept key, drops the rest, and its writers start anew")
     func compaction() throws {
-        LogSegment.rollBytes = 2048
-        let log = FlowLog(root: root)
+        let log = FlowLog(root: root, rollBytes: 2048)
         try log.storeObject(Self.flow, sha256: Self.flowSHA)
         let unused = Data(#"{"id":"unused"}"#.utf8)
         try log.storeObject(unused, sha256: Digest.sha256Hex(unused))
@@ -182,8 +177,7 @@ final class FlowLogTests {
 
     @Test("a lookup beside a compaction finds the key in the old segments or the new, never neither")
     func lookupBesideCompaction() throws {
-        LogSegment.rollBytes = 1024
-        let log = FlowLog(root: root)
+        let log = FlowLog(root: root, rollBytes: 1024)
         try log.storeObject(Self.flow, sha256: Self.flowSHA)
         let writer = FlowLog.Writer(log: log)
         try writer.append((0..<100).map { Self.entry("user-\($0)") })

@@ -51,6 +51,18 @@ struct DocsNumbersTests {
             ),
             ("docs/cache-format.md", "a commit's largest group", "(at most \(grouped(GroupCommit.defaultMaxBatch)))"),
             (
+                "docs/cache-format.md", "format 2's segment size",
+                "once its current one holds \(LogSegment.rollBytes >> 20) MiB"
+            ),
+            (
+                "docs/cache-format.md", "the small segments a finishing writer merges",
+                "sees more than \(CacheStore.crowdedSegments) small segments"
+            ),
+            (
+                "docs/cache-format.md", "a record's bounds",
+                "body is at least \(LogRecord.minimumBodySize) bytes and at most \(LogRecord.maxBodySize >> 20) MiB long"
+            ),
+            (
                 "docs/cache-format.md", "the memory layer",
                 "(default \(CacheStore.Budgets().imageMemoryBytes >> 20) MiB)"
             ),

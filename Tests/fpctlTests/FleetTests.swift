@@ -240,16 +240,20 @@ struct FleetTests {
         try p.run()
         // Killed once some entries exist, long before 5,000 identities are done.
         let deadline = Date().addingTimeInterval(20)
+        // Format 1's entry files, or about how many records format 2's segments hold.
         func entries() -> Int {
             (FileManager.default.enumerator(atPath: "\(cache)/flows")?.allObjects as? [String] ?? [])
-                .filter { $0.hasSuffix(".json") }.count
+                .filter { $0.hasSuffix(".json") }.count + loggedRecords(cache)()
         }
         while entries() < 200 && p.isRunning && Date() < deadline { usleep(10_000) }
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
         #expect(p.terminationReason == .uncaughtSignal, "the warm was still running when killed")
+        // Clean, but for the torn last record a writer killed inside an append can leave: debris,
+        // which readers stop before (docs/cache-format.md, "Segments").
         let verify = try fpctl(["cache", "verify", "--cache-dir", cache])
-        #expect(verify.status == 0, "\(verify.stdout)")
+        let problems = verify.stdout.split(separator: "\n").filter { $0 != "ok" }
+        #expect(problems.allSatisfy { $0.hasPrefix("cache-temp-debris: log/") }, "\(verify.stdout)")
         let offline = try fpctl([
             "resolve", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo", "--user-id", "newcomer",
             "--cache-dir", cache, "--retries", "0",

@@ -83,11 +83,20 @@ struct SharedCacheCommandTests {
             let verify = try fpctl("cache", "verify", "--cache-dir", dir)
             #expect(verify.status == 0, "round \(round): \(verify.stdout.prefix(500))")
         }
-        // And what a pod finds on the key the writers shared: every key directory holds an entry.
-        let keyDirs = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows/paywall")
-        for key in keyDirs {
-            let files = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows/paywall/\(key)")
-            #expect(!files.isEmpty, "\(key) is empty")
+        // And what a pod finds on the key the writers shared: format 1, every key directory holds an
+        // entry; format 2, every key's newest record and its flow read back whole by the reader
+        // written from docs/cache-format.md.
+        if FileManager.default.fileExists(atPath: "\(dir)/flows/paywall") {
+            for key in try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows/paywall") {
+                let files = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/flows/paywall/\(key)")
+                #expect(!files.isEmpty, "\(key) is empty")
+            }
+        } else {
+            let reader = Paths.packageRoot.appendingPathComponent("Tests/format2/fpcache2.py").path
+            let read = try run("/usr/bin/python3", [reader, dir])
+            let entries = read.stdout.split(separator: "\n").filter { $0.contains(#""placement""#) }
+            #expect(entries.count == 1500 && entries.allSatisfy { $0.contains(#""problem": null"#) })
+            #expect(!read.stdout.contains(#"{"problem""#), "\(read.stdout.suffix(300))")
         }
     }
 

@@ -301,7 +301,7 @@ extension CacheStore {
         try? logWriter.close()
         let small = log.segments().filter { segment in
             var info = stat()
-            return stat(segment.path, &info) == 0 && Int(info.st_size) < LogSegment.rollBytes / 2
+            return stat(segment.path, &info) == 0 && Int(info.st_size) < log.rollBytes / 2
         }
         guard small.count > Self.crowdedSegments,
             let lock = try? Lock(path: lockPath, exclusive: true, waiting: false)

@@ -17,7 +17,7 @@ public final class CacheStore: Sendable {
     /// The format a new cache is made in: 1 (a file per entry) or 2 (a log of
     /// records and content-addressed flows), `FPCTL_CACHE_FORMAT` when set.
     public static let newCacheVersion: Int =
-        ProcessInfo.processInfo.environment["FPCTL_CACHE_FORMAT"].flatMap(Int.init).map { min(max($0, 1), 2) } ?? 1
+        ProcessInfo.processInfo.environment["FPCTL_CACHE_FORMAT"].flatMap(Int.init).map { min(max($0, 1), 2) } ?? 2
 
     public struct Budgets: Sendable {
         public var imageDiskBytes: Int64 = 200 << 20

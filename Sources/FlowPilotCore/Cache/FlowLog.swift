@@ -19,8 +19,12 @@ public final class FlowLog: Sendable {
     /// What this process knows of `log/` between lookups.
     let view: LogView
 
-    public init(root: String) {
+    /// The size at which a segment is full and sealed (`LogSegment.rollBytes`).
+    let rollBytes: Int
+
+    init(root: String, rollBytes: Int = LogSegment.rollBytes) {
         self.root = root
+        self.rollBytes = rollBytes
         view = LogView(logDir: "\(root)/log")
     }
 
@@ -329,6 +333,7 @@ public final class FlowLog: Sendable {
             state.sequence += 1
             let segment = try SegmentWriter(
                 directory: log.logDir, name: "\(writerID)-\(state.sequence)\(LogSegment.suffix)")
+            segment.rollBytes = log.rollBytes
             state.segment = segment
             return segment
         }
@@ -382,7 +387,7 @@ public final class FlowLog: Sendable {
             made.insert(segment.name)
             var encoded: [UInt8] = []
             var keys: [(prefix: UInt64, relativeOffset: Int)] = []
-            while start < records.count && encoded.count < LogSegment.rollBytes {
+            while start < records.count && encoded.count < rollBytes {
                 keys.append((records[start].key.prefix, encoded.count))
                 records[start].encode(into: &encoded)
                 start += 1

@@ -9,8 +9,9 @@ enum LogSegment {
     static let magic: [UInt8] = Array("FPSEG\u{0}2\n".utf8)
     static let suffix = ".seg"
     static let indexSuffix = ".idx"
-    /// A writer starts a new segment once its current one holds this much.
-    nonisolated(unsafe) static var rollBytes = 4 << 20
+    /// A writer starts a new segment once its current one holds this much
+    /// (a `FlowLog`'s `rollBytes`, which tests make small).
+    static let rollBytes = 4 << 20
 
     /// `<14-digit milliseconds>-<16 hex digits>`: the time a writer started
     /// and a random number, unique among writers on every node.
@@ -204,7 +205,10 @@ final class SegmentWriter {
 
     deinit { close(descriptor) }
 
-    var isFull: Bool { length >= LogSegment.rollBytes }
+    /// Past this, `isFull`.
+    var rollBytes = LogSegment.rollBytes
+
+    var isFull: Bool { length >= rollBytes }
 
     /// Whether this file is still the segment's name: a compaction (`prune`,
     /// `clear`, `verify --repair`, under the exclusive lock) copies what a

@@ -34,7 +34,7 @@ struct CacheDirOption: ParsableArguments {
     }
 
     /// Opens the cache for a writer of many entries (`warm`, `cache put`):
-    /// where new caches are format 2 (`FPCTL_CACHE_FORMAT=2`), a format-1
+    /// unless `FPCTL_CACHE_FORMAT=1`, a format-1
     /// cache is migrated first (docs/cache-format.md, "Migrating from format
     /// 1"), or, where its locks do nothing, written as format 1 with a warning.
     func openMigrating() throws -> CacheStore {

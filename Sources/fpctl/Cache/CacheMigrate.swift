@@ -8,8 +8,8 @@ struct CacheMigrate: ParsableCommand {
         abstract: "Move a format-1 cache to format 2 (a log of records, each flow stored once)",
         discussion: """
             Format 2 keeps each distinct flow once and each entry as a record of about
-            200 bytes in a log (docs/cache-format.md). With FPCTL_CACHE_FORMAT=2, warm
-            and cache put migrate a format-1 cache before writing; this does it on its own, under
+            200 bytes in a log (docs/cache-format.md). warm and cache put migrate a
+            format-1 cache before writing (unless FPCTL_CACHE_FORMAT=1); this does it on its own, under
             the cache's exclusive lock, and says what it carried over. An entry that was
             unreadable or corrupt (a miss before) is carried over as a miss, still listed
             and still a cache verify finding, and named on standard error. A kill at any

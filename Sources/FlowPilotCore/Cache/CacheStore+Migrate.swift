@@ -8,7 +8,7 @@ import Synchronization
 ///    (in a format-1 cache only a migration writes there);
 /// 2. each key's newest readable entry becomes an object (its flow, once per
 ///    distinct flow) and a record, each placement's newest alias a record;
-///    the segments are written, synced and sealed;
+///    the segments are written, synced and sealed, 20,000 entries at a time;
 /// 3. the marker is replaced by version 2's (a temporary synced, renamed
 ///    over it, the directory synced): the one instant the cache changes
 ///    format;
@@ -82,53 +82,59 @@ extension CacheStore {
         for directory in [log.logDir, log.objectsDir] where access(directory, F_OK) == 0 {
             try? FileManager.default.removeItem(atPath: directory)
         }
-        // 2. Records and objects.
+        // 2. Records and objects, a segment's worth of entries at a time: each chunk read across
+        // the cores, its new flows stored, its records written into a sealed segment, so memory
+        // holds one chunk (and the listing), not every entry, whatever the cache's size.
         let scan = scan()
-        // Read across the cores; each slice keeps its records and the bytes of the flows it met
-        // first, so a cache of a million entries of a few flows holds a few flows' bytes.
-        let slices = Parallel.mapSlices(scan.flows, minimumPerSlice: 256) { slice in
-            var read: [(CachedFlow, LogRecord?)] = []
-            var objects: [String: Data] = [:]
-            for entry in slice {
-                let migrated = Self.migrated(entry)
-                if let migrated, objects[migrated.record.flowSHA256] == nil {
-                    objects[migrated.record.flowSHA256] = migrated.object
+        let aliasTargets = Set(scan.aliases.map(\.directoryKey))
+        var targets: [String: LogRecord] = [:]
+        var stored = Set<String>()
+        for chunkStart in stride(from: 0, to: scan.flows.count, by: Self.migrationChunk) {
+            let chunk = scan.flows[chunkStart..<min(chunkStart + Self.migrationChunk, scan.flows.count)]
+            let slices = Parallel.mapSlices(Array(chunk), minimumPerSlice: 256) { slice in
+                var read: [(CachedFlow, LogRecord?)] = []
+                var objects: [String: Data] = [:]
+                for entry in slice {
+                    let migrated = Self.migrated(entry)
+                    if let migrated, objects[migrated.record.flowSHA256] == nil {
+                        objects[migrated.record.flowSHA256] = migrated.object
+                    }
+                    read.append((entry, migrated?.record))
                 }
-                read.append((entry, migrated?.record))
+                return (read, objects)
             }
-            return (read, objects)
-        }
-        var records: [LogRecord] = []
-        var byKey: [String: LogRecord] = [:]
-        var objects: [String: Data] = [:]
-        for (read, sliceObjects) in slices {
-            objects.merge(sliceObjects) { first, _ in first }
-            for (entry, record) in read {
-                guard let record else {
-                    // Carried over as what it was, a miss that is listed and a `verify` finding: a
-                    // record whose flow is not there (an object name no flow has).
-                    result.unreadable.append(relative(entry.path))
-                    records.append(Self.unreadableRecord(entry))
-                    continue
+            var records: [LogRecord] = []
+            for (read, objects) in slices {
+                for (sha, bytes) in objects where stored.insert(sha).inserted {
+                    try log.storeObject(bytes, sha256: sha)
                 }
-                records.append(record)
-                byKey[entry.directoryKey] = record
-                result.entries += 1
+                for (entry, record) in read {
+                    guard let record else {
+                        // Carried over as what it was, a miss that is listed and a `verify` finding:
+                        // a record whose flow is not there (an object name no flow has).
+                        result.unreadable.append(relative(entry.path))
+                        records.append(Self.unreadableRecord(entry))
+                        continue
+                    }
+                    records.append(record)
+                    if aliasTargets.contains(entry.directoryKey) { targets[entry.directoryKey] = record }
+                    result.entries += 1
+                }
             }
+            FaultHook.reach("migrate-objects")
+            try log.writeSealed(records)
         }
+        var aliases: [LogRecord] = []
         for alias in scan.aliases {
-            guard let target = byKey[alias.directoryKey] else { continue }
+            guard let target = targets[alias.directoryKey] else { continue }
             let stamp = PathName.lastComponent(of: alias.path).prefix(while: { $0 != "~" })
             var record = aliasRecord(to: target)
             if let millis = Int64(stamp) { record.resolvedAtMillis = millis }
-            records.append(record)
+            aliases.append(record)
             result.aliases += 1
         }
-        for (sha, bytes) in objects { try log.storeObject(bytes, sha256: sha) }
-        let stored = objects.keys
+        try log.writeSealed(aliases)
         result.objects = stored.count
-        FaultHook.reach("migrate-objects")
-        try log.writeSealed(records.sorted { $1.isNewer(than: $0) })
         FaultHook.reach("migrate-written")
         // 3. The switch.
         try AtomicFile.write(Self.markerBody(version: 2), to: "\(root)/\(Self.markerName)", overwrite: true)
@@ -169,6 +175,9 @@ extension CacheStore {
         logged.inLog = true
         return LoggedEntry(record: record, object: flow.data, entry: logged)
     }
+
+    /// Entries a migration reads, stores and writes at a time: about a segment's worth.
+    static let migrationChunk = 20_000
 
     /// No flow's SHA-256: what a carried-over unreadable entry points at.
     static let missingObject = String(repeating: "0", count: 64)

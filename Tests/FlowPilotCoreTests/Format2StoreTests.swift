@@ -155,6 +155,19 @@ final class Format2StoreTests {
         }
     }
 
+    @Test("a writer whose flow a prune removed between two of its writes stores it again")
+    func flowRemovedBetweenWrites() throws {
+        let writer = try store()
+        try writer.storeFlow(placement: "p", identity: alice, document: Self.flow("f"), ttlSeconds: 300, tier: .network)
+        var options = CacheStore.PruneOptions()
+        options.userID = "alice"
+        _ = try CacheStore(root: writer.root).prune(options)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: writer.root + "/objects").isEmpty)
+        try writer.storeFlow(placement: "p", identity: bob, document: Self.flow("f"), ttlSeconds: 300, tier: .network)
+        #expect(try CacheStore(root: writer.root).lookupFlow(placement: "p", identity: bob)?.1.id == "f")
+        #expect(try CacheStore(root: writer.root).verify(repair: false).findings.isEmpty)
+    }
+
     @Test("10,000 entries of one flow cost their records, not a file each")
     func entriesCostTheirBytes() async throws {
         let store = try store()

@@ -176,24 +176,24 @@ extension CacheStore {
                     placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                     tier: tier, resolvedAt: resolvedAt)
             }
-            let staged = StagedFlows(logged.map(\.entry))
-            await withCheckedContinuation { (written: CheckedContinuation<Void, Never>) in
-                BlockingIO.submit {
-                    self.stageLogged(logged, to: staged)
-                    written.resume()
-                }
-            }
-            return staged
+            return await staging(logged.map(\.entry)) { self.stageLogged(logged, to: $0) }
         }
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                 tier: tier, resolvedAt: resolvedAt)
         }
-        let staged = StagedFlows(prepared.map(\.entry))
+        return await staging(prepared.map(\.entry)) { self.write(prepared, to: $0, commit: commit) }
+    }
+
+    /// `entries`' results, once `write` has written them on a blocking-I/O thread (either format's).
+    private func staging(_ entries: [CachedFlow], write: @escaping @Sendable (StagedFlows) -> Void) async
+        -> StagedFlows
+    {
+        let staged = StagedFlows(entries)
         await withCheckedContinuation { (written: CheckedContinuation<Void, Never>) in
             BlockingIO.submit {
-                self.write(prepared, to: staged, commit: commit)
+                write(staged)
                 written.resume()
             }
         }

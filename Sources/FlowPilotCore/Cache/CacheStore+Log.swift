@@ -51,18 +51,15 @@ extension CacheStore {
             flowSHA256: record.flowSHA256)
     }
 
-    /// Stores the flows' bytes not yet known to be there. The caller holds
-    /// the shared lock until the records pointing at them are durable, so no
-    /// compaction removes an object between the two.
+    /// Stores the flows' bytes that are not there (an `access` per distinct
+    /// flow of the batch: a `prune` or `clear` between two batches may have
+    /// removed one this process stored, so nothing is remembered). The caller
+    /// holds the shared lock until the records pointing at them are durable,
+    /// so no compaction removes an object between the two.
     func storeObjects(_ entries: [LoggedEntry]) throws {
-        for entry in entries {
-            let sha = entry.record.flowSHA256
-            if knownObjects.withLock({ $0.contains(sha) }) { continue }
-            try log.storeObject(entry.object, sha256: sha)
-            knownObjects.withLock { known in
-                if known.count >= 4096 { known.removeAll() }
-                known.insert(sha)
-            }
+        var seen = Set<String>()
+        for entry in entries where seen.insert(entry.record.flowSHA256).inserted {
+            try log.storeObject(entry.object, sha256: entry.record.flowSHA256)
         }
     }
 

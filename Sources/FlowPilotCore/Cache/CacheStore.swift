@@ -33,8 +33,6 @@ public final class CacheStore: Sendable {
     /// Format 2's flows, and this process's writing of them.
     let log: FlowLog
     let logWriter: FlowLog.Writer
-    /// Objects this process stored or found, so an entry of a known flow costs no `access`.
-    let knownObjects = Mutex<Set<String>>([])
     /// Flow objects read and validated (`objectDocument`).
     let objectDocuments = Mutex<[String: FlowDocument]>([:])
     /// Opened as format 1, and found since to be format 2 (`currentVersion`): a migration ran.

@@ -32,7 +32,9 @@ struct CacheFormatReaderTests {
             ["cache", "put", "--cache-dir", cache, "--input", tmp.file("in.jsonl")],
             environment: ["FPCTL_CACHE_FORMAT": "2"])
         #expect(put.status == 0, "\(put.stderr)")
-        let list = try fpctl("cache", "list", "--cache-dir", cache, "--format", "json")
+        // Ages as of one pinned moment, so two listings minutes apart on a slow machine compare equal.
+        let now = ["FPCTL_NOW": ISO8601DateFormatter().string(from: Date())]
+        let list = try fpctl(["cache", "list", "--cache-dir", cache, "--format", "json"], environment: now)
         let rows = try #require(
             (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["rows"]
                 as? [[String: Any]])
@@ -65,6 +67,7 @@ struct CacheFormatReaderTests {
         #expect(verify.status == 65 && verify.stdout.contains("cache-temp-debris: log/"), "\(verify.stdout)")
         #expect(try fpctl("cache", "verify", "--cache-dir", cache, "--repair").status == 65)
         #expect(try fpctl("cache", "verify", "--cache-dir", cache).stdout == "ok\n")
-        #expect(try fpctl("cache", "list", "--cache-dir", cache, "--format", "json").stdout == list.stdout)
+        let again = try fpctl(["cache", "list", "--cache-dir", cache, "--format", "json"], environment: now)
+        #expect(again.stdout == list.stdout, "what the torn tail's repair left is what was listed before")
     }
 }

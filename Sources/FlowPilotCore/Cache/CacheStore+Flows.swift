@@ -86,11 +86,9 @@ extension CacheStore {
         ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
     ) throws -> CachedFlow {
         if writesLog {
-            let logged = loggedEntry(
+            return try storeLogged(
                 placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
-                resolvedAt: resolvedAt)
-            try storeLogged(logged, pointAlias: pointAlias)
-            return logged.entry
+                resolvedAt: resolvedAt, pointAlias: pointAlias)
         }
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
@@ -116,11 +114,9 @@ extension CacheStore {
         resolvedAt: Date = Date(), commit: GroupCommit, waiter: any CommitWaiter
     ) throws -> CachedFlow {
         if writesLog {
-            let logged = loggedEntry(
+            return try storeLogged(
                 placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
-                resolvedAt: resolvedAt)
-            try enqueueLogged(logged, waiter: waiter)
-            return logged.entry
+                resolvedAt: resolvedAt, waiter: waiter)
         }
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,

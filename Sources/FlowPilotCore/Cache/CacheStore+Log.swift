@@ -63,6 +63,24 @@ extension CacheStore {
         }
     }
 
+    /// `storeFlow` in a format-2 cache: the entry written and durable (and
+    /// its alias, with `pointAlias`), or with a `waiter`, queued for the
+    /// writer's group commit and the waiter told once it is durable.
+    func storeLogged(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date,
+        pointAlias: Bool = false, waiter: (any CommitWaiter)? = nil
+    ) throws -> CachedFlow {
+        let logged = loggedEntry(
+            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
+            resolvedAt: resolvedAt)
+        if let waiter {
+            try enqueueLogged(logged, waiter: waiter)
+        } else {
+            try storeLogged(logged, pointAlias: pointAlias)
+        }
+        return logged.entry
+    }
+
     /// One entry (and its alias) written and durable, under the shared lock.
     func storeLogged(_ entry: LoggedEntry, pointAlias: Bool) throws {
         try withLock(exclusive: false) {

@@ -20,6 +20,8 @@ public struct InspectReport: Rendering {
         let placements: [Placement]
         let kinds: [String: BundleReport.KindTotal]
         let archiveBytes: Int64
+        /// manifest.sig's form and key, read and not checked (validate checks it).
+        let signature: SignatureBlock.Summary?
     }
 
     public let file: String
@@ -40,7 +42,8 @@ public struct InspectReport: Rendering {
         flowOf = Dictionary(uniqueKeysWithValues: manifest.placements.map { ($0.value.path, ($0.key, $0.value)) })
         document = Document(
             digest: digest, appID: manifest.appID, createdAt: RFC3339.string(manifest.createdAt),
-            generator: manifest.generator, placements: placements, kinds: report.kinds, archiveBytes: archiveBytes)
+            generator: manifest.generator, placements: placements, kinds: report.kinds, archiveBytes: archiveBytes,
+            signature: report.signature)
     }
 
     public func text() -> String {
@@ -50,9 +53,20 @@ public struct InspectReport: Rendering {
         app_id      \(document.appID)
         created_at  \(document.createdAt)
         generator   \(document.generator)
-
+        \(signatureLine)
 
         """ + placementTable.text() + "\n" + kindTable.text()
+    }
+
+    /// The signature's line (with the newline before the tables), empty for an unsigned bundle.
+    var signatureLine: String {
+        guard let s = document.signature else { return "" }
+        switch s.form {
+        case .singleKey: return "signature   single-key form, key \(s.keyID)\n"
+        case .trustRoot:
+            return "signature   trust-root form, key \(s.keyID), sequence \(s.sequence ?? 0), "
+                + "expires \(s.expires ?? "-"), root version \(s.rootVersion ?? 0)\n"
+        }
     }
 
     var placementTable: Table {
@@ -94,33 +108,36 @@ public struct ValidateReport: FindingsRendering {
         public let error: String?
         /// A source directory (`--source`), not a bundle.
         public let source: Bool?
+        /// What manifest.sig is and which key made it (the form validate read).
+        public let signature: SignatureBlock.Summary?
         /// The bundle's entries or the source's files, each a JUnit test case.
         let checked: [String]
         /// A source's files that are there (`SourceCheck.presentFiles`).
         let present: Set<String>
 
-        enum CodingKeys: String, CodingKey { case file, valid, digest, findings, error, source }
+        enum CodingKeys: String, CodingKey { case file, valid, digest, findings, error, source, signature }
 
         public init(
-            file: String, valid: Bool, digest: String?, findings: [Finding], error: String?, checked: [String] = []
+            file: String, valid: Bool, digest: String?, findings: [Finding], error: String?, checked: [String] = [],
+            signature: SignatureBlock.Summary? = nil
         ) {
             (self.file, self.valid, self.digest, self.findings, self.error) = (file, valid, digest, findings, error)
-            (self.source, self.checked, self.present) = (nil, checked, [])
+            (self.source, self.checked, self.present, self.signature) = (nil, checked, [], signature)
         }
 
         /// A source directory's findings (`findings`: the check's, with the
         /// age and `--strict` applied).
         public init(check: BundleBuilder.SourceCheck, findings: [Finding]) {
             (self.file, self.valid, self.digest, self.findings) = (check.directory, !findings.hasErrors, nil, findings)
-            (self.error, self.source, self.checked, self.present) = (
-                nil, true, check.checkedFiles, check.presentFiles
+            (self.error, self.source, self.checked, self.present, self.signature) = (
+                nil, true, check.checkedFiles, check.presentFiles, nil
             )
         }
 
         /// A source directory that could not be checked at all.
         public init(source: String, error: String) {
             (self.file, self.valid, self.digest, self.findings, self.error) = (source, false, nil, [], error)
-            (self.source, self.checked, self.present) = (true, [], [])
+            (self.source, self.checked, self.present, self.signature) = (true, [], [], nil)
         }
 
         var target: FindingsReport.Target {
@@ -150,9 +167,20 @@ public struct ValidateReport: FindingsRendering {
     public func text() -> String {
         document.files.map { r in
             let lines = r.target.textLines(command: Self.command, workingDirectory: workingDirectory).map { $0 + "\n" }
-            let ok = r.valid ? "\(r.file): ok" + (r.digest.map { " \($0)" } ?? "") + "\n" : ""
+            let ok = r.valid ? "\(r.file): ok" + (r.digest.map { " \($0)" } ?? "") + signed(r.signature) + "\n" : ""
             return lines.joined() + ok
         }.joined()
+    }
+
+    /// What the ok line says of a signature validate checked: its form and key.
+    func signed(_ s: SignatureBlock.Summary?) -> String {
+        guard let s else { return "" }
+        switch s.form {
+        case .singleKey: return " (signed: single-key form, key \(s.keyID))"
+        case .trustRoot:
+            return
+                " (signed: trust-root form, key \(s.keyID), sequence \(s.sequence ?? 0), root version \(s.rootVersion ?? 0))"
+        }
     }
 
     public var findingsReport: FindingsReport {

@@ -20,6 +20,7 @@ struct FPCTL: AsyncParsableCommand {
         version: FPVersion.current,
         subcommands: [
             BundleCommand.self, CacheCommand.self, Serve.self, Warm.self, Report.self, Resolve.self, Ready.self,
+            TrustCommand.self,
         ]
     )
 }

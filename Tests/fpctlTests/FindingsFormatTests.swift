@@ -483,10 +483,10 @@ struct FindingsFormatTests {
             let row = rows.first { $0.hasPrefix("| `\(rule.id)` |") } ?? ""
             #expect(row.contains(rule.summary.replacingOccurrences(of: "|", with: "\\|")), "\(rule.id)")
         }
-        // Every rule id the bundle, flow, archive and diff code can report.
-        let pattern = try Regex(#""((?:source|flow|zip|manifest|limit|media|signature|bundle|diff)-[a-z0-9-]+)""#)
+        // Every rule id the bundle, flow, archive, trust and diff code can report.
+        let pattern = try Regex(#""((?:source|flow|zip|manifest|limit|media|signature|trust|bundle|diff)-[a-z0-9-]+)""#)
         var reported: Set<String> = []
-        for folder in ["Bundle", "Flow", "Archive"] {
+        for folder in ["Bundle", "Flow", "Archive", "Trust"] {
             let dir = Paths.packageRoot.appendingPathComponent("Sources/FlowPilotCore/\(folder)")
             for file in try FileManager.default.contentsOfDirectory(atPath: dir.path) where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
@@ -500,25 +500,30 @@ struct FindingsFormatTests {
         #expect(reported.subtracting(known).isEmpty, "not in the catalogue: \(reported.subtracting(known).sorted())")
     }
 
-    @Test("docs/ci.md: its GitHub workflow is deploy/github-actions/bundle-check.yml, its GitLab job valid GitLab CI")
+    @Test("docs/ci.md: its GitHub workflows are deploy/github-actions' files, its GitLab jobs valid GitLab CI")
     func ciDocs() throws {
         let doc = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/ci.md"), encoding: .utf8)
         let blocks = doc.components(separatedBy: "```yaml\n").dropFirst().compactMap {
             $0.components(separatedBy: "```").first
         }
-        #expect(blocks.count == 4)
-        let workflow = try String(
-            contentsOf: Paths.packageRoot.appendingPathComponent("deploy/github-actions/bundle-check.yml"),
-            encoding: .utf8)
-        let uncommented = workflow.split(separator: "\n", omittingEmptySubsequences: false).filter {
-            !$0.hasPrefix("#")
-        }.joined(separator: "\n")
-        #expect(blocks.first == uncommented, "docs/ci.md shows the workflow as deploy/ has it")
+        #expect(blocks.count == 6)
+        for (index, name) in [(0, "bundle-check.yml"), (3, "bundle-sign.yml")] {
+            let workflow = try String(
+                contentsOf: Paths.packageRoot.appendingPathComponent("deploy/github-actions/\(name)"), encoding: .utf8)
+            let uncommented = workflow.split(separator: "\n", omittingEmptySubsequences: false).filter {
+                !$0.hasPrefix("#")
+            }.joined(separator: "\n")
+            #expect(blocks[index] == uncommented, "docs/ci.md shows \(name) as deploy/ has it")
+        }
         let tmp = try TemporaryDirectory()
-        try blocks[2].write(toFile: tmp.file("gitlab-ci.yml"), atomically: true, encoding: .utf8)
-        let gitlab = try run(
-            try tool("check-jsonschema"), ["--builtin-schema", "vendor.gitlab-ci", tmp.file("gitlab-ci.yml")])
-        #expect(gitlab.status == 0, "\(gitlab.stdout)\(gitlab.stderr)")
+        for index in [2, 4] {
+            try blocks[index].write(toFile: tmp.file("gitlab-ci.yml"), atomically: true, encoding: .utf8)
+            let gitlab = try run(
+                try tool("check-jsonschema"), ["--builtin-schema", "vendor.gitlab-ci", tmp.file("gitlab-ci.yml")])
+            #expect(gitlab.status == 0, "block \(index): \(gitlab.stdout)\(gitlab.stderr)")
+        }
+        // The key sources the signing steps use (TrustTests signs with env: and fd:).
+        #expect(blocks[3].contains("--key env:FPCTL_SIGNING_KEY") && blocks[4].contains("--key fd:3"))
     }
 
     /// bundles/demo with three independent mistakes in its onboarding flow (#54): a navigate to
@@ -755,14 +760,16 @@ struct FindingsFormatTests {
         #expect(!FileManager.default.fileExists(atPath: dir.file("app.fpbundle")))
     }
 
-    @Test("action.yml is a valid GitHub action, and the example workflow a valid workflow")
+    @Test("action.yml is a valid GitHub action, and the example workflows valid workflows")
     func action() throws {
         let root = Paths.packageRoot.path
         let checker = try tool("check-jsonschema")
         let action = try run(checker, ["--builtin-schema", "vendor.github-actions", "\(root)/action.yml"])
         #expect(action.status == 0, "\(action.stdout)\(action.stderr)")
-        let workflow = try run(
-            checker, ["--builtin-schema", "vendor.github-workflows", "\(root)/deploy/github-actions/bundle-check.yml"])
-        #expect(workflow.status == 0, "\(workflow.stdout)\(workflow.stderr)")
+        for name in ["bundle-check.yml", "bundle-sign.yml"] {
+            let workflow = try run(
+                checker, ["--builtin-schema", "vendor.github-workflows", "\(root)/deploy/github-actions/\(name)"])
+            #expect(workflow.status == 0, "\(name): \(workflow.stdout)\(workflow.stderr)")
+        }
     }
 }

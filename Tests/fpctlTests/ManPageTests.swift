@@ -9,11 +9,13 @@ struct ManPageTests {
     static let man = Paths.packageRoot.appendingPathComponent("man").path
 
     /// Every page, in the order their examples run (later examples use the files
-    /// earlier ones write: demo.fpbundle, signing.key, shard-1.json).
+    /// earlier ones write: demo.fpbundle, signing.key, root1.key and trust.json, shard-1.json).
     static let pages = [
         "fpctl", "fpctl-bundle", "fpctl-bundle-build", "fpctl-bundle-validate", "fpctl-bundle-inspect",
         "fpctl-bundle-preview",
-        "fpctl-bundle-extract", "fpctl-bundle-keygen", "fpctl-bundle-sign", "fpctl-bundle-pull", "fpctl-bundle-diff",
+        "fpctl-bundle-extract", "fpctl-bundle-keygen", "fpctl-trust", "fpctl-trust-init", "fpctl-trust-delegate",
+        "fpctl-bundle-sign", "fpctl-trust-revoke", "fpctl-trust-rotate", "fpctl-trust-show", "fpctl-bundle-pull",
+        "fpctl-bundle-diff",
         "fpctl-bundle-schema",
         "fpctl-warm", "fpctl-report", "fpctl-resolve", "fpctl-ready", "fpctl-cache", "fpctl-cache-info",
         "fpctl-cache-list", "fpctl-cache-verify", "fpctl-cache-prune", "fpctl-cache-put", "fpctl-cache-migrate",

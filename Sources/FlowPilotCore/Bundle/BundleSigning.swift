@@ -1,115 +1,114 @@
 import Crypto
 import Foundation
 
-/// Ed25519 signing of a bundle's manifest (README, "Bundled defaults in CI"): `manifest.sig` holds
-/// `{"alg":"ed25519","key_id":…,"signature":…}` over the exact bytes of
-/// `manifest.json`. Key files are JSON; the private key file is mode 0600.
+/// Signing of a bundle's manifest (fpctl-bundle(5), "Signatures"): `manifest.sig`,
+/// the second entry, in the single-key form (an Ed25519 signature over the
+/// exact bytes of `manifest.json`) or the trust-root form (`SignatureBlock`).
+/// Keys are `SigningKey`'s.
 public enum BundleSigning {
-    public struct KeyPair {
-        public let keyID: String
-        public let privateKey: Curve25519.Signing.PrivateKey
+    public typealias KeyPair = SigningKey.Pair
+
+    /// How a bundle is signed.
+    public enum Signer {
+        /// The single-key form, checked with `validate --public-key`.
+        case singleKey(SigningKey.Pair)
+        /// The trust-root form.
+        case trustRoot(TrustSigning)
     }
 
-    /// The key id: the first 16 hex digits of the SHA-256 of the raw public key.
-    public static func keyID(_ publicKey: Curve25519.Signing.PublicKey) -> String {
-        String(Digest.sha256Hex(publicKey.rawRepresentation).prefix(16))
+    /// The trust-root form's inputs: `key` must be delegated by `trust`'s
+    /// newest version now, and not have expired at `signedAt`; `sequence` at
+    /// least the root's min_sequence.
+    public struct TrustSigning {
+        public var key: SigningKey.Pair
+        public var trust: TrustFile
+        public var sequence: Int
+        public var signedAt: Date
+        public var expires: Date
+        public var now: Date
+        public init(key: SigningKey.Pair, trust: TrustFile, sequence: Int, signedAt: Date, expires: Date, now: Date) {
+            (self.key, self.trust, self.sequence) = (key, trust, sequence)
+            (self.signedAt, self.expires, self.now) = (signedAt, expires, now)
+        }
     }
 
-    /// Writes `<base>.key` (0600) and `<base>.pub`; refuses to replace either.
-    public static func generate(base: String) throws -> String {
-        let key = Curve25519.Signing.PrivateKey()
-        let id = keyID(key.publicKey)
-        let priv = CanonicalJSON.prettyData(
-            .object([
-                "alg": .string("ed25519"), "key_id": .string(id),
-                "private_key": .string(key.rawRepresentation.base64EncodedString()),
-            ]))
-        let pub = CanonicalJSON.prettyData(
-            .object([
-                "alg": .string("ed25519"), "key_id": .string(id),
-                "public_key": .string(key.publicKey.rawRepresentation.base64EncodedString()),
-            ]))
-        // The base names files, not a directory (`-o keys/` wrote a hidden `keys/.key`).
-        let name = PathName.lastComponent(of: base)
-        guard !base.hasSuffix("/"), !name.isEmpty, name != ".", name != ".." else {
-            throw FPError.usage("\(base): give the key files' name, e.g. keys/release for keys/release.key and .pub")
-        }
-        let files = [("\(base).key", priv, mode_t(0o600)), ("\(base).pub", pub, mode_t(0o644))]
-        // Both names are checked before either is written: keygen never replaces
-        // a key (so no hint to overwrite one), and never leaves half a pair.
-        for (path, _, _) in files {
-            var info = stat()
-            if lstat(path, &info) == 0 { throw FPError.cannotWrite("\(path): already exists") }
-        }
-        // Both temporary files are written before either is published; the
-        // pair is published key first, and a public key that cannot be
-        // published takes its private key back with it.
-        let outputs = try files.map { path, data, mode in
-            let out = try AtomicFile.Output(destination: path, overwrite: false, mode: mode)
-            try out.write(data)
-            return out
-        }
-        try outputs[0].commit()
-        do {
-            try outputs[1].commit()
-        } catch {
-            unlink(files[0].0)
-            throw error
-        }
-        return id
-    }
+    public static func keyID(_ publicKey: Curve25519.Signing.PublicKey) -> String { SigningKey.keyID(publicKey) }
 
-    public static func loadPrivate(_ path: String) throws -> KeyPair {
-        try privateKey(try InputFile.contents(path, "key file"), path: path)
-    }
+    public static func generate(base: String) throws -> String { try SigningKey.generate(base: base) }
 
-    /// A private key file's bytes; `path` names it in the error.
-    static func privateKey(_ data: Data, path: String) throws -> KeyPair {
-        guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
-            let raw = json["private_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
-        else {
-            throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 private key file")])
-        }
-        return KeyPair(keyID: keyID(key.publicKey), privateKey: key)
-    }
+    public static func loadPrivate(_ spec: String) throws -> KeyPair { try SigningKey.loadPrivate(spec) }
+
+    static func privateKey(_ data: Data, path: String) throws -> KeyPair { try SigningKey.privateKey(data, name: path) }
 
     public static func loadPublic(_ path: String) throws -> Curve25519.Signing.PublicKey {
-        try publicKey(try InputFile.contents(path, "public key file"), path: path)
+        try SigningKey.loadPublic(path)
     }
 
-    /// A public key file's bytes; `path` names it in the error.
     static func publicKey(_ data: Data, path: String) throws -> Curve25519.Signing.PublicKey {
-        guard let json = try? JSONValue.parse(data), json["alg"]?.stringValue == "ed25519",
-            let raw = json["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
-            let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw)
-        else {
-            throw FPError.invalid([.error("key-file", path, "not an fpctl ed25519 public key file")])
-        }
-        return key
+        try SigningKey.publicKey(data, name: path)
     }
 
     /// Checks `manifest.sig` against the manifest bytes and a trusted key.
     static func verify(signature sigData: Data?, manifest: Data, publicKey: Curve25519.Signing.PublicKey) -> Finding? {
-        guard let sigData else {
-            return .error("signature-missing", BundleManifest.signaturePath, "the bundle is not signed")
+        SignatureBlock.verify(signature: sigData, manifest: manifest, publicKey: publicKey).findings.first
+    }
+
+    /// Why `signer` may not sign a bundle for `appID` (nil: it may): the key
+    /// is not delegated by the trust root's newest version, is revoked, or is
+    /// outside its window at `signedAt`; the sequence is below the root's
+    /// min_sequence; the root is for another app. What validate would refuse,
+    /// refused before anything is written.
+    static func refusal(_ signer: Signer, appID: String) -> String? {
+        guard case .trustRoot(let t) = signer else { return nil }
+        let root = t.trust.current
+        let id = t.key.keyID
+        if root.revoked.contains(id) { return "key \(id) is revoked in root version \(root.version)" }
+        guard let delegation = root.signingKeys[id] else {
+            return "key \(id) is not delegated in root version \(root.version) (fpctl trust delegate)"
         }
-        guard let json = try? JSONValue.parse(sigData), json["alg"]?.stringValue == "ed25519",
-            let id = json["key_id"]?.stringValue,
-            let sig = json["signature"]?.stringValue.flatMap({ Data(base64Encoded: $0) })
-        else {
-            return .error("signature-invalid", BundleManifest.signaturePath, "not an ed25519 signature record")
+        let window = "\(RFC3339.string(delegation.notBefore)) to \(RFC3339.string(delegation.expires))"
+        if t.now < delegation.notBefore || t.now > delegation.expires {
+            return "key \(id) is delegated from \(window), not now (\(RFC3339.string(t.now)))"
         }
-        guard id == keyID(publicKey) else {
-            return .error(
-                "signature-unknown-key", BundleManifest.signaturePath,
-                "signed with key \(id), not the trusted key \(keyID(publicKey))")
+        if t.signedAt > delegation.expires {
+            return "key \(id) is delegated from \(window), not at the signing time \(RFC3339.string(t.signedAt))"
         }
-        guard publicKey.isValidSignature(sig, for: manifest) else {
-            return .error(
-                "signature-invalid", BundleManifest.signaturePath, "the signature does not match manifest.json")
+        if root.appID != appID { return "the trust root is for app \(root.appID), the bundle for \(appID)" }
+        if t.sequence < root.minSequence {
+            return "--sequence \(t.sequence) is below root version \(root.version)'s min_sequence \(root.minSequence)"
         }
+        if t.expires <= t.signedAt { return "--expires: the signature must expire after it is made" }
         return nil
+    }
+
+    /// manifest.json's bytes: the first entry, as validation found it.
+    static func firstEntry(of bundle: String) throws -> Data {
+        do {
+            let reader = try ZipReader(path: bundle)
+            var data = Data()
+            guard let entry = try reader.next(), entry.path == BundleManifest.path else {
+                throw FPError.failed("\(bundle): manifest.json is not the first entry")
+            }
+            try reader.readData {
+                data.append(contentsOf: $0)
+                return true
+            }
+            return data
+        } catch let error as ArchiveError {
+            throw FPError.failed("\(bundle): \(error.message)")
+        }
+    }
+
+    static func block(_ signer: Signer, manifest: Data, appID: String) throws -> Data {
+        switch signer {
+        case .singleKey(let key):
+            return try SignatureBlock.singleKey(manifest: manifest, key: key)
+        case .trustRoot(let t):
+            let statement = SignatureBlock.Statement(
+                appID: appID, manifestSHA256: Digest.sha256Hex(manifest), sequence: t.sequence, signedAt: t.signedAt,
+                expires: t.expires, keyID: t.key.keyID)
+            return try SignatureBlock.trustRoot(statement: statement, key: t.key, roots: t.trust.roots)
+        }
     }
 
     /// Re-writes a valid bundle with `manifest.sig` as its second entry, every
@@ -118,10 +117,32 @@ public enum BundleSigning {
     public static func sign(_ bundle: String, key: KeyPair, output: String? = nil, overwrite: Bool = false) throws
         -> String
     {
+        try sign(bundle, signer: .singleKey(key), output: output, overwrite: overwrite)
+    }
+
+    /// `sign` with either form. What `refusal` finds is refused (a usage
+    /// error) before anything is written.
+    public static func sign(_ bundle: String, signer: Signer, output: String? = nil, overwrite: Bool = false) throws
+        -> String
+    {
+        try sign(bundle, output: output, overwrite: overwrite) { manifest, appID in
+            if let refusal = refusal(signer, appID: appID) { throw FPError.usage(refusal) }
+            return try block(signer, manifest: manifest, appID: appID)
+        }
+    }
+
+    /// Writes `manifest.sig` as `makeBlock` makes it from the manifest's bytes
+    /// and app id: the tests' way to make the blocks validate must refuse.
+    static func sign(
+        _ bundle: String, output: String?, overwrite: Bool, makeBlock: (Data, String) throws -> Data
+    ) throws -> String {
         let report = try BundleValidator.validate(bundle)
         guard report.isValid, let manifest = report.manifest, let digest = report.digest else {
             throw FPError.invalid(report.findings)
         }
+        // The refusals come before the output is opened: nothing is written.
+        let manifestBytes = try firstEntry(of: bundle)
+        let sig = try makeBlock(manifestBytes, manifest.appID)
         let sizes = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.path, $0.size) })
         let out = try AtomicFile.Output(destination: output ?? bundle, overwrite: output == nil || overwrite)
         do {
@@ -137,12 +158,9 @@ public enum BundleSigning {
                         manifestData.append(contentsOf: $0)
                         return true
                     }
-                    let signature = try key.privateKey.signature(for: manifestData)
-                    let sig = CanonicalJSON.prettyData(
-                        .object([
-                            "alg": .string("ed25519"), "key_id": .string(key.keyID),
-                            "signature": .string(signature.base64EncodedString()),
-                        ]))
+                    guard manifestData == manifestBytes else {
+                        throw FPError.failed("\(bundle): manifest.json changed while it was signed")
+                    }
                     for (path, data) in [(BundleManifest.path, manifestData), (BundleManifest.signaturePath, sig)] {
                         try writer.addFile(path: path, size: Int64(data.count), store: false) { sink in
                             try data.withUnsafeBytes { try sink($0) }

@@ -17,6 +17,9 @@ public struct BundleReport: Sendable {
     public var manifest: BundleManifest?
     public var findings: [Finding]
     public var entries: [Entry]
+    /// What `manifest.sig` is and which key made it: checked with
+    /// `Options.trust` or `publicKey` when given, else only read.
+    public var signature: SignatureBlock.Summary?
 
     public var isValid: Bool { !findings.hasErrors }
 }
@@ -60,6 +63,9 @@ public enum BundleValidator {
         public var maxAge: TimeInterval?
         /// When set (raw Ed25519 public key bytes), `manifest.sig` must be a valid signature by this key.
         public var publicKey: Data?
+        /// When set, `manifest.sig` must be in the trust-root form and trusted
+        /// from this policy's root (`SignatureBlock.verify`).
+        public var trust: SignatureBlock.Policy?
         public var now = Date()
         public init(strict: Bool = false, maxAge: TimeInterval? = nil) {
             self.strict = strict
@@ -93,6 +99,7 @@ public enum BundleValidator {
         report.digest = pass.digest
         report.manifest = pass.manifest
         report.entries = pass.rows
+        report.signature = pass.signature
         if options.strict { report.findings = report.findings.strict }
         return report
     }
@@ -119,6 +126,7 @@ private struct ContentPass {
     var flowsSeen = Set<String>()
     var manifestBytes: Data?
     var signatureBytes: Data?
+    var signature: SignatureBlock.Summary?
     /// Where the canonical-header findings belong in `findings`, once the manifest parsed.
     var canonicalFindingsAt: Int?
 
@@ -466,11 +474,17 @@ private struct ContentPass {
     }
 
     mutating func finish(names: Set<String>) {
-        if let raw = options.publicKey, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw),
-            let manifestBytes,
-            let problem = BundleSigning.verify(signature: signatureBytes, manifest: manifestBytes, publicKey: key)
-        {
-            findings.append(problem)
+        if let manifestBytes {
+            if let policy = options.trust {
+                let check = SignatureBlock.verify(
+                    signature: signatureBytes, manifest: manifestBytes, manifestAppID: manifest?.appID, policy: policy)
+                (signature, findings) = (check.summary, findings + check.findings)
+            } else if let raw = options.publicKey, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) {
+                let check = SignatureBlock.verify(signature: signatureBytes, manifest: manifestBytes, publicKey: key)
+                (signature, findings) = (check.summary, findings + check.findings)
+            } else if let signatureBytes {
+                signature = SignatureBlock.summary(of: signatureBytes)
+            }
         }
         for check in fontChecks where hashes[check.path] != nil && hashes[check.path] != check.sha256 {
             findings.append(.error("bundle-font-hash", check.path, "sha256 differs from the one \(check.at) declares"))

@@ -199,7 +199,38 @@ public struct Rule: Sendable, Equatable {
         Rule("signature-invalid", "manifest.sig does not verify with the key", "Sign it again with the right key."),
         Rule(
             "signature-unknown-key", "manifest.sig is by another key",
-            "The bundle was signed with a key other than --public-key; sign it with the release key."),
+            "The bundle was signed with a key other than --public-key, or one the trust root does not delegate to; sign it with the release key, or delegate the key (fpctl trust delegate)."
+        ),
+        Rule(
+            "signature-form", "manifest.sig is in the single-key form where a trust root is required",
+            "validate --trust needs the trust-root form (app id, sequence, expiry); sign again with bundle sign --trust."
+        ),
+        Rule(
+            "signature-key-revoked", "manifest.sig is by a key the trust root revoked",
+            "Sign with a key the root delegates to now; a revoked key stays revoked."),
+        Rule(
+            "signature-key-expired", "manifest.sig is by a key outside its delegation window",
+            "Delegate the key again with a new window (fpctl trust delegate), or sign with a current key."),
+        Rule(
+            "signature-wrong-app", "the signed statement or manifest is for another app than the trust root",
+            "Sign the app's own bundle, with the app's trust root."),
+        Rule("signature-expired", "the signature is past its expiry", "Sign the bundle again (bundle sign --expires)."),
+        Rule(
+            "signature-rollback", "the bundle's sequence is below the lowest accepted",
+            "An older bundle than the app already trusts: ship the newest one, signed with a higher --sequence."),
+        Rule(
+            "trust-root-format", "a trust root or its chain is not what fpctl trust writes",
+            "Use the trust.json fpctl trust wrote; a field names what is wrong."),
+        Rule(
+            "trust-root-version", "a root version does not follow the one before it by 1",
+            "Carry every root version from the app's to the newest, in order (bundle sign --trust does)."),
+        Rule(
+            "trust-root-threshold", "a root version lacks the signatures its threshold needs",
+            "Version N+1 needs a threshold of version N's root keys and of its own, each key counted once."),
+        Rule(
+            "trust-root-expired", "the newest trust root is past its expiry",
+            "Make a new root version (every fpctl trust change sets its expiry, --root-expires) and sign the bundle again."
+        ),
         // The bundle as a whole.
         Rule("bundle-asset-name", "an asset is not named by its SHA-256", "Rebuild the bundle."),
         Rule(

@@ -1,8 +1,10 @@
 /// Sizes and durations as every command takes them (README, "Usage"; fpctl(1)).
 public enum Units {
-    /// `ms s m h d w`, compounds like `1h30m`; a bare number is seconds.
+    /// `ms s m h d w y` (a year is 365 days), compounds like `1h30m`; a bare number is seconds.
     public static func parseDuration(_ text: String) -> Double? {
-        let units: [String: Double] = ["ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
+        let units: [String: Double] = [
+            "ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800, "y": 31_536_000,
+        ]
         // Digits and a point only: `Double` alone would also take "inf", "nan", "1e9" and "0x10".
         let isDecimal = { (c: Character) in c.isASCII && (c.isNumber || c == ".") }
         if !text.isEmpty, text.allSatisfy(isDecimal) {

@@ -24,6 +24,11 @@ struct BundleValidate: ParsableCommand {
             CI to show at their lines (a bundle's findings at the bundle file,
             with the entry and JSON pointer as a logical location); the exit
             status is the same in every format. fpctl-bundle(5) lists the rules.
+            --public-key requires manifest.sig by that key, in either form. --trust
+            requires the trust-root form, trusted from the app's copy of trust.json:
+            the root versions the bundle carries walked from the copy's, the signing
+            key delegated and not revoked, app id, expiry and sequence checked (against
+            the clock, or FPCTL_NOW); the ok line says which form and key it read.
             Exit status: 0 all valid, 65 a bundle is invalid, 66 a file is missing.
             """
     )
@@ -47,6 +52,9 @@ struct BundleValidate: ParsableCommand {
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)
+        if publicKey != nil, trust != nil { throw ValidationError("give --public-key or --trust, not both") }
+        if minSequence != nil, trust == nil { throw ValidationError("--min-sequence needs --trust") }
+        if let minSequence, minSequence < 0 { throw ValidationError("--min-sequence \(minSequence): use 0 or more") }
         if bundles.isEmpty && sources.isEmpty {
             throw ValidationError("name a bundle to check, or a source directory with --source")
         }
@@ -54,6 +62,17 @@ struct BundleValidate: ParsableCommand {
 
     @Option(name: .customLong("public-key"), help: "Require a valid manifest.sig by this key (from bundle keygen).")
     var publicKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Require manifest.sig in the trust-root form, trusted from this copy of trust.json.",
+            valueName: "trust.json"))
+    var trust: String?
+
+    @Option(
+        name: .customLong("min-sequence"),
+        help: "With --trust, refuse a bundle whose sequence is below this (besides the root's min_sequence).")
+    var minSequence: Int?
 
     @OptionGroup var format: FindingsFormatOption<ValidateReport>
 
@@ -66,13 +85,20 @@ struct BundleValidate: ParsableCommand {
         if let publicKey {
             options.publicKey = try BundleSigning.loadPublic(publicKey).rawRepresentation
         }
+        options.now = try Now.date()
+        if let trust {
+            let anchor = try TrustFile.load(trust)
+            options.trust = SignatureBlock.Policy(
+                anchor: anchor.roots[anchor.roots.count - 1], minSequence: minSequence ?? 0, now: options.now)
+        }
         for bundle in bundles {
             do {
                 let report = try BundleValidator.validate(bundle, options: options)
                 results.append(
                     ValidateReport.File(
                         file: bundle, valid: report.isValid, digest: report.digest,
-                        findings: report.findings, error: nil, checked: report.entries.map(\.path)))
+                        findings: report.findings, error: nil, checked: report.entries.map(\.path),
+                        signature: publicKey != nil || trust != nil ? report.signature : nil))
             } catch let error as FPError {
                 unchecked = unchecked ?? error
                 results.append(

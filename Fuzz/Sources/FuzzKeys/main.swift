@@ -4,11 +4,18 @@ import FuzzSupport
 
 @testable import FlowPilotCore
 
-// Key and signature files: reading either kind of key file, and checking a
-// signature record against a manifest, never crashes; a key that loads has a
-// 16-digit key id, and a random record never verifies.
+// Key, signature and trust files: reading either kind of key file, a
+// trust.json, and checking a signature record (either form) against a manifest
+// never crashes; a key that loads has a 16-digit key id; a trust.json that
+// parses writes back to bytes that parse to the same roots; a random record
+// never verifies, by one key or under a trust root.
 let trusted = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation
 let manifest = Data(#"{"app_id":"demo","bundle_format":1}"#.utf8)
+let anchor = try! TrustChange.initial(
+    appID: "demo",
+    rootKeys: [try! SigningKey.privateKey(SigningKey.privateFile(Curve25519.Signing.PrivateKey()), name: "root")],
+    threshold: 1, expires: Date(timeIntervalSince1970: 4_000_000_000))
+let policy = SignatureBlock.Policy(anchor: anchor.roots[0], minSequence: 0, now: Date(timeIntervalSince1970: 1_800_000_000))
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzKeys(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -22,5 +29,11 @@ public func fuzzKeys(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: trusted) else { Fuzz.fail("trusted key") }
     let finding = BundleSigning.verify(signature: data, manifest: manifest, publicKey: key)
     Fuzz.check(finding != nil, "a fuzzed signature record verified")
+    let underTrust = SignatureBlock.verify(signature: data, manifest: manifest, manifestAppID: "demo", policy: policy)
+    Fuzz.check(!underTrust.findings.isEmpty, "a fuzzed signature record verified under a trust root")
+    if let trust = try? TrustFile.parse(data) {
+        Fuzz.check(!trust.roots.isEmpty, "a trust file without roots parsed")
+        Fuzz.check((try? TrustFile.parse(trust.data)) == trust, "a trust file does not read back as written")
+    }
     return 0
 }

@@ -116,6 +116,12 @@ struct TrustTests {
         #expect(trust.roots.map(\.root.version) == [1, 2, 3, 4, 5, 6])
         #expect(trust.current.threshold == 2 && trust.current.rootKeys.count == 2)
         #expect(trust.current.revoked == [ciID])
+        let show = try p.ok("trust", "show", p.f("trust.json"), "--format", "json")
+        #expect(show.stdout.contains(#""threshold":2"#) && show.stdout.contains(#""version":6,"versions""#))
+        #expect(show.stdout.contains(#"{"key_id":"\#(ciID)","role":"revoked"}"#))
+        let table = try p.ok("trust", "show", p.f("trust.json"))
+        #expect(table.stdout.contains("threshold     2 of 2 root keys"))
+        #expect(try p.run("trust", "show", p.f("trust.json"), "--format", "csv").status == 64)
         // The newest bundle, by the new key under version 6, validates against the app's version 1.
         #expect(try p.sign("v6.fpbundle", key: "ci2.key", sequence: 2).status == 0)
         let newest = try p.validate("v6.fpbundle")

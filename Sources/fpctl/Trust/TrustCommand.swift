@@ -216,9 +216,14 @@ struct TrustShow: ParsableCommand {
     )
 
     @Argument(help: "The trust.json to show.") var file: String
-    @OptionGroup var format: FormatOption
+    @Option(
+        help: "Output format: text (or table, the same) or json.",
+        completion: .list(["text", "table", "json"]))
+    var format: OutputFormat = .text
+
+    func validate() throws { try format.require(TrustShowReport.formats, of: "trust show") }
 
     func run() throws {
-        try format.print(TrustShowReport(file: file, trust: try TrustFile.load(file)))
+        Console.out(try TrustShowReport(file: file, trust: try TrustFile.load(file)).rendered(as: format))
     }
 }

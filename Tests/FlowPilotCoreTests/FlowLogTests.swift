@@ -42,6 +42,11 @@ final class FlowLogTests {
         let decoded = bytes.withUnsafeBytes { LogSegment.records(in: $0) }
         #expect(decoded.problem == nil)
         #expect(decoded.records.map(\.record) == records)
+        // Indexing an unsealed tail reads each record's key alone: the same keys, at the same offsets.
+        let keys = bytes.withUnsafeBytes { LogRecord.keyPrefixes($0, from: LogSegment.magic.count) }
+        #expect(keys.keys.map(\.prefix) == records.map(\.key.prefix))
+        #expect(keys.keys.map(\.offset) == decoded.records.map(\.offset))
+        #expect(keys.end == bytes.count)
         // About 200 bytes an entry with the usual fields: the cost format 2 promises.
         var one: [UInt8] = []
         Self.entry("user-000123").encode(into: &one)
@@ -58,12 +63,16 @@ final class FlowLogTests {
             let read = Array(bytes.prefix(cut)).withUnsafeBytes { LogSegment.records(in: $0) }
             #expect(read.records.map(\.record.userID) == ["alice"], "cut at \(cut)")
             #expect(read.problem != nil)
+            let keys = Array(bytes.prefix(cut)).withUnsafeBytes { LogRecord.keyPrefixes($0, from: LogSegment.magic.count) }
+            #expect(keys.keys.count == 1 && keys.end == whole, "cut at \(cut): the key scan stops where the read does")
         }
         for flip in whole..<bytes.count {
             var damaged = bytes
             damaged[flip] ^= 0x40
             let read = damaged.withUnsafeBytes { LogSegment.records(in: $0) }
             #expect(read.records.map(\.record.userID) == ["alice"], "byte \(flip) flipped")
+            let keys = damaged.withUnsafeBytes { LogRecord.keyPrefixes($0, from: LogSegment.magic.count) }
+            #expect(keys.keys.count == 1, "byte \(flip) flipped: the key scan indexes only the whole record")
         }
         // Zeroes where a file system extended the file and the bytes never came.
         let zeroed = bytes.prefix(whole) + [UInt8](repeating: 0, count: 300)

@@ -164,6 +164,61 @@ public struct LogRecord: Sendable, Equatable {
         return .record(record, next: bodyStart + length)
     }
 
+    /// The key prefix of each whole record from `offset` on, and the offset
+    /// where they end (at a torn or damaged record, as `LogSegment.records`
+    /// stops): what indexing a segment's unsealed tail needs, without making a
+    /// `LogRecord` (its hex and strings) of each. A record is checked as
+    /// `decode` checks it (length, CRC, every field within the body, nothing
+    /// after the last) but for its strings' UTF-8, which the lookup that reads
+    /// it checks.
+    static func keyPrefixes(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (keys: [(offset: Int, prefix: UInt64)], end: Int)
+    {
+        var keys: [(offset: Int, prefix: UInt64)] = []
+        var offset = offset
+        var digits = [UInt8](repeating: 0, count: 64)
+        while bytes.count - offset >= headerSize {
+            let length = Int(load(bytes, offset, 4))
+            guard length >= minimumBodySize, length <= maxBodySize else { break }
+            let bodyStart = offset + headerSize
+            guard bytes.count - bodyStart >= length else { break }
+            let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + length)])
+            guard Self.crc(body) == UInt32(load(bytes, offset + 4, 4)),
+                let prefix = keyPrefix(body, digits: &digits)
+            else { break }
+            keys.append((offset, prefix))
+            offset = bodyStart + length
+        }
+        return (keys, offset)
+    }
+
+    private static func keyPrefix(_ body: UnsafeRawBufferPointer, digits: inout [UInt8]) -> UInt64? {
+        guard let kind = Kind(rawValue: body[0]), Tier.allCases.contains(where: { $0.number == Int(body[1]) }) else {
+            return nil
+        }
+        var reader = Reader(bytes: body, offset: fingerprintOffset)
+        guard reader.skip(32) else { return nil }
+        if kind == .entry {
+            guard reader.skip(32 + 4), let form = reader.byte() else { return nil }
+            switch form {
+            case 0: break
+            case 1: guard reader.skip(32) else { return nil }
+            case 2: guard reader.stringRange() != nil else { return nil }
+            default: return nil
+            }
+        }
+        guard let placement = reader.stringRange(), reader.stringRange() != nil else { return nil }
+        if kind == .entry { guard reader.stringRange() != nil, reader.stringRange() != nil else { return nil } }
+        guard reader.atEnd else { return nil }
+        for index in 0..<32 {
+            let b = body[fingerprintOffset + index]
+            digits[2 * index] = Digest.digit(b >> 4)
+            digits[2 * index + 1] = Digest.digit(b & 0xF)
+        }
+        return digits.withUnsafeBytes { hex in
+            LogKey.prefix(kind: kind, placement: UnsafeRawBufferPointer(rebasing: body[placement]), digits: hex)
+        }
+    }
+
     private static func parseBody(_ body: UnsafeRawBufferPointer) -> LogRecord? {
         var reader = Reader(bytes: body)
         guard let kindByte = reader.byte(), let kind = Kind(rawValue: kindByte), let tierByte = reader.byte(),
@@ -233,21 +288,34 @@ public struct LogRecord: Sendable, Equatable {
     /// 64 hex digits as 32 bytes; anything else (it never is: fingerprints and
     /// flow digests are made here) as zeros, which no reader takes for a match.
     private static func appendHex(_ hex: String, to out: inout [UInt8]) {
-        out.append(contentsOf: rawHex(Substring(hex)) ?? [UInt8](repeating: 0, count: 32))
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 32))
+        if !decodeHex(Substring(hex), into: &out, at: start) {
+            out.replaceSubrange(start..<(start + 32), with: repeatElement(0, count: 32))
+        }
     }
 
     static func rawHex(_ hex: Substring) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count == 64 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        for index in stride(from: 0, to: 64, by: 2) {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-        }
-        return out
+        var out = [UInt8](repeating: 0, count: 32)
+        return decodeHex(hex, into: &out, at: 0) ? out : nil
     }
 
+    /// 64 lowercase hex digits into `out[at..<at + 32]`; false for anything else.
+    private static func decodeHex(_ hex: Substring, into out: inout [UInt8], at: Int) -> Bool {
+        var hex = hex
+        return hex.withUTF8 { digits in
+            guard digits.count == 64 else { return false }
+            for index in 0..<32 {
+                guard let high = nibble(digits[2 * index]), let low = nibble(digits[2 * index + 1]) else {
+                    return false
+                }
+                out[at + index] = high << 4 | low
+            }
+            return true
+        }
+    }
+
+    @inline(__always)
     private static func nibble(_ digit: UInt8) -> UInt8? {
         switch digit {
         case 0x30...0x39: digit - 0x30
@@ -279,6 +347,27 @@ public struct LogRecord: Sendable, Equatable {
             guard bytes.count - offset >= count else { return nil }
             defer { offset += count }
             return Digest.hex(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+        }
+
+        mutating func skip(_ count: Int) -> Bool {
+            guard bytes.count - offset >= count else { return false }
+            offset += count
+            return true
+        }
+
+        /// Where the next string's UTF-8 lies, not checked as UTF-8.
+        mutating func stringRange() -> Range<Int>? {
+            var length: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                guard let byte = byte(), shift < 35 else { return nil }
+                length |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { break }
+                shift += 7
+            }
+            guard length <= UInt64(bytes.count - offset) else { return nil }
+            defer { offset += Int(length) }
+            return offset..<(offset + Int(length))
         }
 
         mutating func string() -> String? {
@@ -318,15 +407,30 @@ public struct LogKey: Sendable, Hashable {
 
     private init(kind: LogRecord.Kind, placement: String, fingerprint: String) {
         (self.kind, self.placement, self.fingerprint) = (kind, placement, fingerprint)
-        var hasher = SHA256()
-        hasher.update(data: [kind.rawValue])
-        hasher.update(data: Array(placement.utf8))
-        if kind == .entry {
-            hasher.update(data: [0])
-            hasher.update(data: Array(fingerprint.utf8))
+        var (placement, fingerprint) = (placement, fingerprint)
+        prefix = placement.withUTF8 { name in
+            fingerprint.withUTF8 { digits in
+                Self.prefix(kind: kind, placement: UnsafeRawBufferPointer(name), digits: UnsafeRawBufferPointer(digits))
+            }
         }
-        prefix = hasher.finalize().withUnsafeBytes { digest in
-            digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The first 8 bytes, big endian, of `SHA-256(kind, placement, 0,
+    /// fingerprint digits)` (an alias: `SHA-256(kind, placement)`), hashed in
+    /// one call over one buffer.
+    static func prefix(kind: LogRecord.Kind, placement: UnsafeRawBufferPointer, digits: UnsafeRawBufferPointer)
+        -> UInt64
+    {
+        var input = [UInt8]()
+        input.reserveCapacity(2 + placement.count + digits.count)
+        input.append(kind.rawValue)
+        input.append(contentsOf: placement)
+        if kind == .entry {
+            input.append(0)
+            input.append(contentsOf: digits)
+        }
+        return SHA256.hash(data: input).withUnsafeBytes { digest in
+            (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(digest[$1]) }
         }
     }
 

@@ -78,8 +78,8 @@ final class LogView: Sendable {
         func catchUp() {
             guard let bytes = FlowLog.read(fd, from: readTo), !bytes.isEmpty else { return }
             bytes.withUnsafeBytes { raw in
-                let (records, end, _) = LogSegment.records(in: raw, from: 0)
-                for (offset, record) in records { tail[record.key.prefix, default: []].append(readTo + offset) }
+                let (keys, end) = LogRecord.keyPrefixes(raw, from: 0)
+                for (offset, prefix) in keys { tail[prefix, default: []].append(readTo + offset) }
                 readTo += end
             }
         }

@@ -8,12 +8,29 @@ public enum Digest {
     }
 
     public static func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        let digits = Array("0123456789abcdef".utf8)
+        if let fast = bytes.withContiguousStorageIfAvailable({ hex(UnsafeRawBufferPointer($0)) }) { return fast }
         var out = [UInt8]()
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xF)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0xF))
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    public static func hex(_ digest: SHA256Digest) -> String { digest.withUnsafeBytes { hex($0) } }
+
+    /// Contiguous bytes, written straight into the string's storage.
+    public static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        guard !bytes.isEmpty else { return "" }
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (index, b) in bytes.enumerated() {
+                out[2 * index] = digit(b >> 4)
+                out[2 * index + 1] = digit(b & 0xF)
+            }
+            return bytes.count * 2
+        }
+    }
+
+    @inline(__always)
+    static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 }

@@ -63,7 +63,9 @@ final class FlowLogTests {
             let read = Array(bytes.prefix(cut)).withUnsafeBytes { LogSegment.records(in: $0) }
             #expect(read.records.map(\.record.userID) == ["alice"], "cut at \(cut)")
             #expect(read.problem != nil)
-            let keys = Array(bytes.prefix(cut)).withUnsafeBytes { LogRecord.keyPrefixes($0, from: LogSegment.magic.count) }
+            let keys = Array(bytes.prefix(cut)).withUnsafeBytes {
+                LogRecord.keyPrefixes($0, from: LogSegment.magic.count)
+            }
             #expect(keys.keys.count == 1 && keys.end == whole, "cut at \(cut): the key scan stops where the read does")
         }
         for flip in whole..<bytes.count {

@@ -171,8 +171,9 @@ public struct LogRecord: Sendable, Equatable {
     /// `decode` checks it (length, CRC, every field within the body, nothing
     /// after the last) but for its strings' UTF-8, which the lookup that reads
     /// it checks.
-    static func keyPrefixes(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (keys: [(offset: Int, prefix: UInt64)], end: Int)
-    {
+    static func keyPrefixes(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (
+        keys: [(offset: Int, prefix: UInt64)], end: Int
+    ) {
         var keys: [(offset: Int, prefix: UInt64)] = []
         var offset = offset
         var digits = [UInt8](repeating: 0, count: 64)

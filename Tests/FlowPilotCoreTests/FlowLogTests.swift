@@ -98,6 +98,38 @@ final class FlowLogTests {
         #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("alice"))?.0.version == "newer")
     }
 
+    @Test("a writer's appends are indexed for its own lookups as written, beside another process's read from the file")
+    func ownAppendsIndexed() throws {
+        let log = FlowLog(root: root)
+        try log.storeObject(Self.flow, sha256: Self.flowSHA)
+        let mine = FlowLog.Writer(log: log)
+        try mine.append([Self.entry("u0")])
+        // The view lists the segment and reads it: from here on this writer's appends are handed to it.
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("u0")) != nil)
+        // Another process's writer: its segment is read from the file, as it grows.
+        let otherLog = FlowLog(root: root)
+        let theirs = FlowLog.Writer(log: otherLog)
+        for n in 1...50 {
+            try mine.append([
+                Self.entry("u\(n)", at: 1_700_000_000_000 + Int64(n)), Self.entry("u\(n)", placement: "onboarding"),
+            ])
+            try theirs.append([Self.entry("t\(n)")])
+            if n % 10 == 0 { try mine.append([Self.entry("u\(n - 5)", at: 1_750_000_000_000, version: "again")]) }
+        }
+        for n in 0...50 {
+            let found = log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("u\(n)"))
+            #expect(found?.0.version == (n % 10 == 5 && n < 50 ? "again" : "v1"), "u\(n)")
+            if n > 0 {
+                #expect(log.newestEntry(placement: "onboarding", fingerprint: Self.fingerprint("u\(n)")) != nil)
+                #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("t\(n)")) != nil, "t\(n)")
+                #expect(otherLog.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("u\(n)")) != nil)
+            }
+        }
+        // Each record of a key is found once: none is indexed twice (by the hand-off and by a read).
+        #expect(log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("u5"))).count == 2)
+        #expect(log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("u7"))).count == 1)
+    }
+
     @Test("a lookup reads sealed segments through their indexes and unsealed ones whole, finding every key")
     func rollsAndIndexes() throws {
         let log = FlowLog(root: root, rollBytes: 4096)

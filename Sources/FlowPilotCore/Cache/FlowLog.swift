@@ -310,10 +310,13 @@ public final class FlowLog: Sendable {
             try state.withLock { state in
                 let segment = try current(&state)
                 do {
+                    let start = segment.length
                     try segment.append(encoded, keys: keys)
                     FaultHook.reach("log-appended")
                     try segment.sync(directory: log.logDir)
                     FaultHook.reach("log-synced")
+                    // This process's lookups learn the records' keys from here, not by reading them back.
+                    log.view.appended(to: segment.name, from: start, through: segment.length, keys: keys)
                     if segment.isFull {
                         try segment.seal(directory: log.logDir)
                         state.segment = nil

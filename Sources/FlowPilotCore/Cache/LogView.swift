@@ -123,6 +123,18 @@ final class LogView: Sendable {
         return found
     }
 
+    /// What this process's writer appended to `name`, bytes `start..<end`,
+    /// and its records' keys (offsets from `start`): indexed as `catchUp`
+    /// would index them, when the view has read the segment up to `start`
+    /// (else `catchUp` reads them, as it reads another writer's).
+    func appended(to name: String, from start: Int, through end: Int, keys: [(prefix: UInt64, relativeOffset: Int)]) {
+        state.withLock { state in
+            guard let segment = state.segments[name], segment.fanout == nil, segment.readTo == start else { return }
+            for key in keys { segment.tail[key.prefix, default: []].append(start + key.relativeOffset) }
+            segment.readTo = end
+        }
+    }
+
     /// The open segments, listed again when `log/` changed.
     private func current() -> [OpenSegment] {
         var info = stat()

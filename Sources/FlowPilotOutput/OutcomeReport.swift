@@ -61,7 +61,11 @@ public final class OutcomeReport {
         ]
         switch format {
         case .text: out.write(line(cells))
-        case .csv: out.write(Table.csvLine(cells))
+        case .csv:
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(160)
+            Table.csvLine(cells, into: &bytes)
+            out.write(Data(bytes))
         case .json: out.write(document.row(o))
         }
     }

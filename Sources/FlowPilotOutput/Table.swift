@@ -41,17 +41,30 @@ public struct Table: Sendable {
     /// One CSV record and its newline, for a caller that streams rows;
     /// control characters in a cell are escaped (`Printable`).
     public static func csvLine(_ cells: [String]) -> String {
-        func cell(_ s: String) -> String {
+        var out: [UInt8] = []
+        csvLine(cells, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `csvLine`'s bytes, appended to `out`: a row is written without a string made of each cell.
+    public static func csvLine(_ cells: [String], into out: inout [UInt8]) {
+        for (index, cell) in cells.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             // Most cells are printable ASCII without a comma or quote: as they are, checked byte by byte.
-            var s = s
-            let plain = s.withUTF8 { bytes in
-                bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") }
+            var text = cell
+            let plain = text.withUTF8 { bytes in
+                guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") })
+                else { return false }
+                out.append(contentsOf: bytes)
+                return true
             }
-            if plain { return s }
-            s = Printable.escaped(s)
-            return s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-                ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+            if plain { continue }
+            let escaped = Printable.escaped(cell)
+            let quoted =
+                escaped.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+                ? "\"" + escaped.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : escaped
+            out.append(contentsOf: quoted.utf8)
         }
-        return cells.map(cell).joined(separator: ",") + "\n"
+        out.append(0x0A)
     }
 }

@@ -12,8 +12,11 @@ public struct Identity: Sendable, Hashable, Codable {
     public init(userID: String, attributes: [String: JSONValue] = [:]) {
         self.userID = userID
         self.attributes = attributes
-        self.fingerprint = Digest.sha256Hex(
-            CanonicalJSON.data(.object(["attributes": .object(attributes), "user_id": .string(userID)])))
+        // `{"attributes":…,"user_id":…}` in canonical JSON, written member by member in key order.
+        var document = CanonicalJSON.SortedObject(capacity: 64 + userID.utf8.count)
+        document.raw("attributes", attributes.isEmpty ? Data("{}".utf8) : CanonicalJSON.data(.object(attributes)))
+        document.string("user_id", userID)
+        self.fingerprint = Digest.sha256Hex(document.finish())
     }
 
     enum CodingKeys: String, CodingKey {

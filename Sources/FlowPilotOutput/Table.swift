@@ -53,7 +53,8 @@ public struct Table: Sendable {
             // Most cells are printable ASCII without a comma or quote: as they are, checked byte by byte.
             var text = cell
             let plain = text.withUTF8 { bytes in
-                guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") })
+                guard
+                    bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") })
                 else { return false }
                 out.append(contentsOf: bytes)
                 return true

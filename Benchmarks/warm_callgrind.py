@@ -15,11 +15,12 @@ valgrind needs two things from an fpctl binary: a copy without DWARF (3.19
 cannot read some DWARF 5 forms; symbols stay, so --annotate names functions)
 and Benchmarks/sigsuspend_copy.c preloaded (see there). Both are done here.
 
-The reference, in the same run: Benchmarks/HTTPFloor (AsyncHTTPClient alone,
+The references, in the same run: Benchmarks/HTTPFloor (AsyncHTTPClient alone,
 configured as fpctl configures it, posting the same bodies with the same
-concurrency and reading each answer whole; built here), counted the same way.
-Each binary's marginal cost is printed beside it: what fpctl adds to the
-client it is built on.
+concurrency and reading each answer whole; built here), counted the same way,
+through each of its two APIs (#51): the async `execute` fpctl uses, and the
+EventLoopFuture `execute(request:)`. Each binary's marginal cost is printed
+beside both: what fpctl adds to the client it is built on.
 
 Usage: Benchmarks/warm_callgrind.py [--fpctl LABEL=PATH ...] [--identities 2000]
                                     [--base 200] [--annotate N] [--no-floor]
@@ -89,15 +90,16 @@ def main():
         server, url = serve(binaries[0][1], 0)
         print(f"fpctl warm onboarding paywall --media none --concurrency {CONCURRENCY}, cache on tmpfs, "
               f"{args.identities} and {args.base} identities; instructions (callgrind Ir) of the fpctl process")
-        floor_marginal = None
+        floors = {}
         if not args.no_floor:
             plain = work / "http-floor"
             subprocess.run(["objcopy", "--strip-debug", build_floor(), str(plain)], check=True)
-            ir = {count: counted([plain, url, count, CONCURRENCY], work / f"callgrind-floor-{count}.out", shim)
-                  for count in (args.base, args.identities)}
-            floor_marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
-            print(f"http-floor (AsyncHTTPClient alone): {ir[args.identities]:,} Ir for {args.identities}, "
-                  f"{ir[args.base]:,} for {args.base}; marginal {floor_marginal:,.0f} Ir per identity")
+            for api in ("async", "future"):
+                ir = {count: counted([plain, url, count, CONCURRENCY, api], work / f"callgrind-floor-{count}.out", shim)
+                      for count in (args.base, args.identities)}
+                floors[api] = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
+                print(f"http-floor (AsyncHTTPClient alone, its {api} API): {ir[args.identities]:,} Ir for "
+                      f"{args.identities}, {ir[args.base]:,} for {args.base}; marginal {floors[api]:,.0f} Ir per identity")
         out = None
         for n, (label, path) in enumerate(binaries):
             plain = work / f"fpctl-{n}"
@@ -108,7 +110,8 @@ def main():
                 ir[count] = counted(warm(plain, url, ids[count], work / f"cache-{n}-{count}"), out, shim,
                                     expect=f"warmed {2 * count},")
             marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
-            beside = f" ({marginal / floor_marginal:.2f}x the floor's)" if floor_marginal else ""
+            beside = (f" ({marginal / floors['async']:.2f}x the async floor's, the API fpctl uses; "
+                      f"{marginal / floors['future']:.2f}x the EventLoopFuture floor's)") if floors else ""
             print(f"{label}: {ir[args.identities]:,} Ir for {args.identities} ({ir[args.identities] / args.identities:,.0f}"
                   f" per identity), {ir[args.base]:,} for {args.base}; marginal {marginal:,.0f} Ir per identity{beside}")
         if args.annotate and out:

@@ -12,14 +12,21 @@ final class Pending<Value: Sendable>: Sendable {
         let timeout: TimeoutClock.Token?
     }
 
+    /// Waiters are few (one or two callers of a key, a line's reader), so
+    /// they sit in arrays searched in order: no hashing, no hash table to make.
     private struct State {
         var value: Value?
-        var waiters: [UInt64: Waiter] = [:]
+        var waiters: [(id: UInt64, waiter: Waiter)] = []
         var nextID: UInt64 = 0
         /// Waiters given an id and not yet in `waiters`.
-        var registering: Set<UInt64> = []
+        var registering: [UInt64] = []
         /// Those of them whose limit passed, or whose task was cancelled, already.
-        var expired: Set<UInt64> = []
+        var expired: [UInt64] = []
+
+        mutating func removeWaiter(_ id: UInt64) -> Waiter? {
+            guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index).waiter
+        }
     }
 
     private let state = Mutex(State())
@@ -39,8 +46,8 @@ final class Pending<Value: Sendable>: Sendable {
         let waiters = state.withLock { state -> [Waiter] in
             guard state.value == nil else { return [] }
             state.value = value
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            defer { state.waiters = [] }
+            return state.waiters.map(\.waiter)
         }
         for waiter in waiters {
             if let timeout = waiter.timeout { TimeoutClock.shared.cancel(timeout) }
@@ -75,7 +82,7 @@ final class Pending<Value: Sendable>: Sendable {
         if cancellable && Task.isCancelled { return nil }
         let id = state.withLock { state in
             state.nextID += 1
-            state.registering.insert(state.nextID)
+            state.registering.append(state.nextID)
             return state.nextID
         }
         guard cancellable else { return await wait(id, limit: limit) }
@@ -93,10 +100,13 @@ final class Pending<Value: Sendable>: Sendable {
                 TimeoutClock.shared.schedule(after: limit) { [self] in self.expire(id) }
             }
             let now = state.withLock { state -> Now in
-                state.registering.remove(id)
-                if state.expired.remove(id) != nil { return .expired }
+                state.registering.removeAll { $0 == id }
+                if let index = state.expired.firstIndex(of: id) {
+                    state.expired.remove(at: index)
+                    return .expired
+                }
                 if let value = state.value { return .value(value) }
-                state.waiters[id] = Waiter(continuation: continuation, timeout: timeout)
+                state.waiters.append((id, Waiter(continuation: continuation, timeout: timeout)))
                 return .later
             }
             switch now {
@@ -114,10 +124,10 @@ final class Pending<Value: Sendable>: Sendable {
     /// A waiter's limit passed, or its task was cancelled: it gets nil, unless the value came first.
     private func expire(_ id: UInt64) {
         let waiter = state.withLock { state -> Waiter? in
-            guard let waiter = state.waiters.removeValue(forKey: id) else {
+            guard let waiter = state.removeWaiter(id) else {
                 // Not registered yet: it finds this when it is. (Already
                 // answered, by its value or the other of limit and cancellation: nothing to do.)
-                if state.registering.contains(id) { state.expired.insert(id) }
+                if state.registering.contains(id), !state.expired.contains(id) { state.expired.append(id) }
                 return nil
             }
             return waiter

@@ -320,6 +320,37 @@ struct VolumeTests {
     }
 
     @Test(
+        "a format-1 cache where locks do nothing: cache migrate refuses naming the file system; put warns and keeps format 1"
+    )
+    func migrationWithoutLocks() throws {
+        let tmp = try TemporaryDirectory()
+        let mount = try QuirkMount(
+            backing: tmp.file("backing"), mountPoint: tmp.file("mnt"), options: ["--noop-flock"])
+        defer { mount.unmount() }
+        let cache = mount.mountPoint + "/cache"
+        try FileManager.default.copyItem(atPath: CacheMigrationTests.fixture, toPath: cache)
+        let before = try CacheMigrationTests.answers(cache)
+        let refused = try fpctl(["cache", "migrate", "--cache-dir", cache], environment: CacheMigrationTests.now)
+        #expect(refused.status == 73, "\(refused.stdout) \(refused.stderr)")
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(
+            lines.count == 1 && lines[0].contains("file locks do nothing on this file system (fuse.quirkfs)")
+                && lines[0].contains("migrate"), "\(refused.stderr)")
+        // Nothing moved: every command answers as before, and there is no format-2 log.
+        #expect(!FileManager.default.fileExists(atPath: cache + "/log"))
+        #expect(try CacheMigrationTests.answers(cache) == before)
+        // A writer there warns once and writes format 1, as the cache is.
+        let input = tmp.file("in.jsonl")
+        try writePutLine(input)
+        let put = try fpctl(
+            ["cache", "put", "--cache-dir", cache, "--input", input], environment: CacheMigrationTests.now)
+        #expect(put.status == 0, "\(put.stderr)")
+        #expect(put.stderr.contains("the cache stays format 1 and is written as such"), "\(put.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cache + "/log"))
+        #expect(FileManager.default.fileExists(atPath: cache + "/flows"))
+    }
+
+    @Test(
         "two nodes' mounts of one new volume whose clients cache a missing name for 30 s: 4 warms at once, all succeed")
     func twoNodesOneNewVolume() throws {
         let tmp = try TemporaryDirectory()

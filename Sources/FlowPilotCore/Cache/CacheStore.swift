@@ -271,7 +271,7 @@ public final class CacheStore: Sendable {
                 close(descriptor)
                 let fileSystem = Platform.fileSystemType(of: path).map { " (\($0))" } ?? ""
                 throw FPError.cannotWrite(
-                    "\(path): file locks do nothing on this file system\(fileSystem), so deleting beside writers is not safe; run prune, clear and verify --repair on a mount whose locks work"
+                    "\(path): file locks do nothing on this file system\(fileSystem), so deleting or migrating beside writers is not safe; run prune, clear, verify --repair and migrate on a mount whose locks work"
                 )
             }
         }

@@ -52,6 +52,20 @@ public enum SignatureBlock {
         /// that validation reached from the app's copy (`--trust`).
         public let rootVersion: Int?
 
+        /// The single-key form's: a key id and nothing else.
+        init(singleKey keyID: String) {
+            (form, self.keyID, appID, sequence, signedAt, expires, rootVersion) = (
+                .singleKey, keyID, nil, nil, nil, nil, nil
+            )
+        }
+
+        /// The trust-root form's: the statement's fields, and the root version reached or carried.
+        init(_ statement: Statement, rootVersion: Int?) {
+            (form, keyID, appID, sequence) = (.trustRoot, statement.keyID, statement.appID, statement.sequence)
+            (signedAt, expires) = (RFC3339.string(statement.signedAt), RFC3339.string(statement.expires))
+            self.rootVersion = rootVersion
+        }
+
         enum CodingKeys: String, CodingKey {
             case form, sequence, expires
             case keyID = "key_id"
@@ -156,30 +170,20 @@ public enum SignatureBlock {
         guard let data else { return ([.error("signature-missing", path, "the bundle is not signed")], nil) }
         let parsed: Parsed
         do { parsed = try parse(data) } catch { return ([finding(error)], nil) }
-        guard case .trustRoot(let statement, let signature, let carried) = parsed else {
-            if case .singleKey(let id, _) = parsed {
-                let summary = Summary(
-                    form: .singleKey, keyID: id, appID: nil, sequence: nil, signedAt: nil, expires: nil,
-                    rootVersion: nil)
-                return (
-                    [
-                        .error(
-                            "signature-form", path,
-                            "signed in the single-key form by key \(id): no app id, sequence or expiry to check; sign it with --trust"
-                        )
-                    ], summary
-                )
-            }
-            return ([], nil)
+        let (statement, signature, carried): (Statement, Data, [SignedRoot])
+        switch parsed {
+        case .singleKey(let id, _):
+            let problem =
+                "signed in the single-key form by key \(id): no app id, sequence or expiry to check; sign it with --trust"
+            return ([.error("signature-form", path, problem)], Summary(singleKey: id))
+        case .trustRoot(let s, let sig, let roots):
+            (statement, signature, carried) = (s, sig, roots)
         }
         let root: TrustRoot
         do {
             root = try TrustFile.walk(from: policy.anchor, through: carried).root
         } catch { return ([finding(error)], nil) }
-        let summary = Summary(
-            form: .trustRoot, keyID: statement.keyID, appID: statement.appID, sequence: statement.sequence,
-            signedAt: RFC3339.string(statement.signedAt), expires: RFC3339.string(statement.expires),
-            rootVersion: root.version)
+        let summary = Summary(statement, rootVersion: root.version)
         let id = statement.keyID
         if root.revoked.contains(id) {
             return (
@@ -265,8 +269,7 @@ public enum SignatureBlock {
         let trusted = SigningKey.keyID(publicKey)
         switch parsed {
         case .singleKey(let id, let signature):
-            let summary = Summary(
-                form: .singleKey, keyID: id, appID: nil, sequence: nil, signedAt: nil, expires: nil, rootVersion: nil)
+            let summary = Summary(singleKey: id)
             guard id == trusted else {
                 return (
                     [.error("signature-unknown-key", path, "signed with key \(id), not the trusted key \(trusted)")],
@@ -278,10 +281,7 @@ public enum SignatureBlock {
             }
             return ([], summary)
         case .trustRoot(let statement, let signature, let roots):
-            let summary = Summary(
-                form: .trustRoot, keyID: statement.keyID, appID: statement.appID, sequence: statement.sequence,
-                signedAt: RFC3339.string(statement.signedAt), expires: RFC3339.string(statement.expires),
-                rootVersion: roots.last?.root.version)
+            let summary = Summary(statement, rootVersion: roots.last?.root.version)
             guard statement.keyID == trusted else {
                 return (
                     [
@@ -305,13 +305,9 @@ public enum SignatureBlock {
     public static func summary(of data: Data) -> Summary? {
         switch try? parse(data) {
         case .singleKey(let id, _):
-            return Summary(
-                form: .singleKey, keyID: id, appID: nil, sequence: nil, signedAt: nil, expires: nil, rootVersion: nil)
+            return Summary(singleKey: id)
         case .trustRoot(let s, _, let roots):
-            return Summary(
-                form: .trustRoot, keyID: s.keyID, appID: s.appID, sequence: s.sequence,
-                signedAt: RFC3339.string(s.signedAt), expires: RFC3339.string(s.expires),
-                rootVersion: roots.last?.root.version)
+            return Summary(s, rootVersion: roots.last?.root.version)
         case nil:
             return nil
         }

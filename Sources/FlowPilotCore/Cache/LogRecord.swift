@@ -372,18 +372,8 @@ public struct LogRecord: Sendable, Equatable {
         }
 
         mutating func string() -> String? {
-            var length: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard let byte = byte(), shift < 35 else { return nil }
-                length |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { break }
-                shift += 7
-            }
-            guard length <= UInt64(bytes.count - offset) else { return nil }
-            let end = offset + Int(length)
-            defer { offset = end }
-            return String(validating: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), as: UTF8.self)
+            guard let range = stringRange() else { return nil }
+            return String(validating: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
         }
     }
 }

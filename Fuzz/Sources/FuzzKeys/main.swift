@@ -11,11 +11,17 @@ import FuzzSupport
 // never verifies, by one key or under a trust root.
 let trusted = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation
 let manifest = Data(#"{"app_id":"demo","bundle_format":1}"#.utf8)
-let anchor = try! TrustChange.initial(
-    appID: "demo",
-    rootKeys: [try! SigningKey.privateKey(SigningKey.privateFile(Curve25519.Signing.PrivateKey()), name: "root")],
-    threshold: 1, expires: Date(timeIntervalSince1970: 4_000_000_000))
-let policy = SignatureBlock.Policy(anchor: anchor.roots[0], minSequence: 0, now: Date(timeIntervalSince1970: 1_800_000_000))
+let anchor: TrustFile = {
+    do {
+        let root = try SigningKey.privateKey(SigningKey.privateFile(Curve25519.Signing.PrivateKey()), name: "root")
+        return try TrustChange.initial(
+            appID: "demo", rootKeys: [root], threshold: 1, expires: Date(timeIntervalSince1970: 4_000_000_000))
+    } catch {
+        Fuzz.fail("a trust root: \(error)")
+    }
+}()
+let policy = SignatureBlock.Policy(
+    anchor: anchor.roots[0], minSequence: 0, now: Date(timeIntervalSince1970: 1_800_000_000))
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzKeys(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

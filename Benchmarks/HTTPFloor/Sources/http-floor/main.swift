@@ -39,7 +39,12 @@ func post(_ index: Int) async throws -> Int {
 }
 
 func postFuture(_ index: Int) -> EventLoopFuture<Int> {
-    var request = try! HTTPClient.Request(url: url, method: .POST)
+    var request: HTTPClient.Request
+    do {
+        request = try HTTPClient.Request(url: url, method: .POST)
+    } catch {
+        return client.eventLoopGroup.next().makeFailedFuture(error)
+    }
     request.headers.add(name: "Content-Type", value: "application/json")
     request.headers.add(name: "User-Agent", value: "http-floor")
     request.body = .string(#"{"attributes":{},"placement_keys":["onboarding","paywall"],"user_id":"u\#(index)"}"#)
@@ -107,6 +112,7 @@ let elapsed = ContinuousClock.now - start
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 print(
     String(
-        format: "http-floor (\(futures ? "future" : "async")) %.0f identities/s %.1f us CPU per identity", Double(total) / seconds,
+        format: "http-floor (\(futures ? "future" : "async")) %.0f identities/s %.1f us CPU per identity",
+        Double(total) / seconds,
         (cpu() - cpu0) / Double(total) * 1e6))
 try await client.shutdown()

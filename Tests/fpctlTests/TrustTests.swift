@@ -187,8 +187,12 @@ struct TrustTests {
         let wrong = try p.run("bundle", "validate", p.f("w.fpbundle"), "--trust", p.f("other.json"))
         expectRefused(wrong, "signature-wrong-app")
         #expect(wrong.stdout.contains("is for app demo, the trust root for app other"))
-        // The trust root's own expiry.
+        // The trust root's own expiry: validate refuses, sign refuses to sign under it.
         expectRefused(try p.validate("s.fpbundle", now: "2027-07-01T00:00:00Z"), "trust-root-expired")
+        let stale = try p.run(
+            "bundle", "sign", p.bundle, "--key", p.f("ci.key"), "--trust", p.f("trust.json"), "--sequence", "9", "-o",
+            p.f("late.fpbundle"), env: ["FPCTL_NOW": "2027-07-01T00:00:00Z"])
+        #expect(stale.status == 64 && stale.stderr.contains("root version 3 expired at 2027-06-01T00:00:00Z"))
         // Every --format names the rule.
         let sarif = try p.validate("s.fpbundle", extra: ["--min-sequence", "6", "--format", "sarif"])
         #expect(sarif.status == 65 && sarif.stdout.contains(#""ruleId": "signature-rollback""#))

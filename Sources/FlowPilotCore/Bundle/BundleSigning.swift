@@ -62,6 +62,10 @@ public enum BundleSigning {
         guard case .trustRoot(let t) = signer else { return nil }
         let root = t.trust.current
         let id = t.key.keyID
+        if root.expires < t.now {
+            return
+                "root version \(root.version) expired at \(RFC3339.string(root.expires)); make a new version (any fpctl trust change)"
+        }
         if root.revoked.contains(id) { return "key \(id) is revoked in root version \(root.version)" }
         guard let delegation = root.signingKeys[id] else {
             return "key \(id) is not delegated in root version \(root.version) (fpctl trust delegate)"

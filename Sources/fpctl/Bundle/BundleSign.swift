@@ -17,7 +17,8 @@ struct BundleSign: ParsableCommand {
             version the file holds; verify with bundle validate --trust. A key the
             newest root does not delegate to now (or revoked, or whose delegation ends
             before the signing time), a sequence below its min_sequence, or a root for
-            another app is refused before anything is written (exit status 64).
+            another app or past its expiry is refused before anything is written
+            (exit status 64).
             --key takes a key file (mode 0600; a file others may read is refused),
             env:NAME (the key file's contents in an environment variable) or fd:N.
             With -o, writes the signed bundle there instead, replacing an existing

@@ -60,8 +60,8 @@ struct DurabilityTests {
     /// file system honours it (the tests' ext4 or tmpfs), one fsync per file and
     /// directory elsewhere (`FPCTL_COMMIT=fsync` takes that path here).
     static let commits: [[String: String]] = [[:], ["FPCTL_COMMIT": "fsync"]]
-    // The cache tests here follow format 1's files, each published on its own; format 2's
-    // records are checked for durability by the power-cut campaigns (Tests/powercut).
+    // The first cache tests here follow format 1's files, each published on its own; format 2's
+    // records follow (and the power-cut campaigns, Tests/powercut, cut the power between them).
 
     @Test(
         "cache put: every entry and the alias synced with its directory before 'wrote N entries', for 5 lines and for 200",
@@ -126,6 +126,75 @@ struct DurabilityTests {
             let row = try #require(trace.firstOutput(containing: "\"user_id\":\"\(user)\""), "no row for \(user)")
             #expect((trace.directorySync(of: entry.target, after: entry.index) ?? .max) < row, "\(entry.target)")
         }
+    }
+
+    @Test(
+        "warm, format 2: each flow's object published synced before any record names it; each identity's records appended and their segment synced before its row",
+        arguments: commits)
+    func warmFormatTwo(environment: [String: String]) throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let ids = tmp.file("ids2.jsonl")
+        try (0..<6).map { #"{"user_id":"second-\#($0)"}"# }.joined(separator: "\n").write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let cache = tmp.file("cache2")
+        let trace = try SyscallTrace(
+            [
+                "warm", "onboarding", "paywall", "--cache-dir", cache, "--api-url", server.url, "--app-id", "demo",
+                "--identities", ids, "--format", "json", "--media", "none",
+            ], in: tmp, environment: environment.merging(["FPCTL_CACHE_FORMAT": "2"]) { $1 })
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(!trace.events.isEmpty, "strace saw nothing: \(trace.traceHead)")
+        #expect(trace.unsyncedPublishes(under: cache) == [])
+        // The demo's two flows, each stored once, durable with their directory before the first record.
+        let objects = trace.publishes(under: cache + "/objects/")
+        #expect(objects.count == 2, "\(objects.map(\.target))")
+        let firstRecord = try #require(trace.firstFileWrite(under: cache + "/log/", carrying: "second-"))
+        for object in objects {
+            #expect((trace.directorySync(of: object.target, after: object.index) ?? .max) < firstRecord.index)
+        }
+        #expect(trace.publishes(under: cache + "/flows/").isEmpty, "no format-1 entry files")
+        for user in (0..<6).map({ "second-\($0)" }) {
+            let record = try #require(trace.firstFileWrite(under: cache + "/log/", carrying: user), "\(user)")
+            #expect(record.path.hasSuffix(".seg"), "\(record.path)")
+            let synced = try #require(trace.fileSync(of: record.path, after: record.index), "\(user): never synced")
+            let row = try #require(trace.firstOutput(containing: "\"user_id\":\"\(user)\""), "no row for \(user)")
+            #expect(synced < row, "\(user): its row came before its records were durable")
+        }
+    }
+
+    @Test(
+        "format 2: a flow's object another writer named but never synced into objects/ (killed) is synced by the next writer before its records name it"
+    )
+    func objectNamedByAnother() throws {
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        let input = tmp.file("object.jsonl")
+        try #"{"placement":"paywall","user_id":"first","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let cache = tmp.file("cache-object")
+        let two = ["FPCTL_CACHE_FORMAT": "2"]
+        // The first writer is killed once the object has its name, before objects/ is synced.
+        let killed = try fpctl(
+            ["cache", "put", "--cache-dir", cache, "--input", input],
+            environment: two.merging(["FPCTL_FAULT": "object-named"]) { $1 })
+        #expect(killed.status == 128 + SIGKILL || killed.status == 9, "\(killed.status) \(killed.stderr)")
+        let objects = try FileManager.default.contentsOfDirectory(atPath: cache + "/objects").filter {
+            !$0.hasPrefix(".")
+        }
+        #expect(objects.count == 1)
+        // The next writer finds the name there: it syncs objects/ before its record is written.
+        try #"{"placement":"paywall","user_id":"second","attributes":{},"ttl_seconds":300,"flow_file":"\#(flow)"}"#
+            .write(toFile: input, atomically: true, encoding: .utf8)
+        let trace = try SyscallTrace(
+            ["cache", "put", "--cache-dir", cache, "--input", input], in: tmp, environment: two)
+        #expect(trace.result.status == 0, "\(trace.result.stderr)")
+        #expect(trace.publishes(under: cache + "/objects/").isEmpty, "the object is not written again")
+        let record = try #require(trace.firstFileWrite(under: cache + "/log/", carrying: "second"))
+        let objectsSync = trace.events.firstIndex { event in
+            if event == .syncFileSystem { return true }
+            if case .sync(_, let path) = event { return path == cache + "/objects" }
+            return false
+        }
+        #expect((objectsSync ?? .max) < record.index, "objects/ was not synced before the record that names its flow")
     }
 
     @Test(

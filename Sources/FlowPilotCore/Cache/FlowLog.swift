@@ -22,6 +22,10 @@ public final class FlowLog: Sendable {
     /// The size at which a segment is full and sealed (`LogSegment.rollBytes`).
     let rollBytes: Int
 
+    /// The objects this process knows are durable under their names, by
+    /// name and inode (one pruned and stored again is another inode).
+    private let durableObjects = Mutex<[String: UInt64]>([:])
+
     init(root: String, rollBytes: Int = LogSegment.rollBytes) {
         self.root = root
         self.rollBytes = rollBytes
@@ -209,13 +213,27 @@ public final class FlowLog: Sendable {
     /// Stores a flow's bytes under their SHA-256, unless they are there
     /// already (written by any writer: the same name is the same bytes).
     /// Published as every file is, synced before it has its name.
+    ///
+    /// A name another writer gave (found there, or taken between the look and
+    /// the publish) may not be durable yet: its writer may still be syncing
+    /// `objects/`. So before a record may name it, `objects/` is synced here
+    /// too, once a process for each object it did not publish itself.
     func storeObject(_ data: Data, sha256: String) throws {
-        if access(objectPath(sha256), F_OK) == 0 { return }
-        do {
-            try AtomicFile.publish(data, directory: objectsDir, name: sha256, noReplace: true)
-        } catch is AtomicFile.NameTaken {
-            // Another writer's copy of the same bytes.
+        let path = objectPath(sha256)
+        var info = stat()
+        if stat(path, &info) == 0 {
+            if durableObjects.withLock({ $0[sha256] == UInt64(info.st_ino) }) { return }
+            try AtomicFile.syncDirectory(objectsDir)
+        } else {
+            do {
+                try AtomicFile.publish(data, directory: objectsDir, name: sha256, noReplace: true, faults: "object")
+            } catch is AtomicFile.NameTaken {
+                // Another writer's copy of the same bytes, perhaps not durable yet.
+                try AtomicFile.syncDirectory(objectsDir)
+            }
+            guard stat(path, &info) == 0 else { return }
         }
+        durableObjects.withLock { $0[sha256] = UInt64(info.st_ino) }
     }
 
     // MARK: Writing

@@ -18,9 +18,10 @@ struct SyscallTrace {
         case output(fd: Int, text: String)
         /// A completed `syncfs`: everything written before it is durable.
         case syncFileSystem
-        /// Bytes written to descriptor `fd`, which names `path` (not standard
-        /// output or error; an unnamed file is `<directory>/#<inode>`).
-        case fileWrite(fd: Int, path: String)
+        /// Bytes written to descriptor `fd` (`write` or `pwrite64`), which
+        /// names `path` (not standard output or error; an unnamed file is
+        /// `<directory>/#<inode>`); `call` is strace's line, the bytes as it prints them.
+        case fileWrite(fd: Int, path: String, call: String)
     }
 
     let events: [Event]
@@ -42,7 +43,7 @@ struct SyscallTrace {
             try tool("strace"),
             [
                 "-f", "-qq", "-y", "-s", "65536", "-o", log, "-e",
-                "trace=fsync,fdatasync,syncfs,link,linkat,rename,renameat2,write",
+                "trace=fsync,fdatasync,syncfs,link,linkat,rename,renameat2,write,pwrite64",
             ] + delays + [Paths.fpctl] + arguments, environment: environment)
         let text = try String(contentsOfFile: log, encoding: .utf8)
         events = Self.parse(text)
@@ -53,8 +54,8 @@ struct SyscallTrace {
     let traceHead: String
 
     /// strace lines into events; a call split by another thread's
-    /// (`<unfinished ...>` … `<... fsync resumed>`) counts where it completed for a sync, and where it
-    /// started for a publish or a write.
+    /// (`<unfinished ...>` … `<... fsync resumed>`) counts where it completed for a sync or a publish,
+    /// and where it started for a write.
     static func parse(_ text: String) -> [Event] {
         var pending: [Substring: String] = [:]
         var events: [Event] = []
@@ -67,12 +68,17 @@ struct SyscallTrace {
             if line.hasSuffix(" (DELAYED)") { line.removeLast(" (DELAYED)".count) }
             if line.hasSuffix("<unfinished ...>") {
                 line.removeLast("<unfinished ...>".count)
-                if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") || line.hasPrefix("syncfs(") {
+                if line.hasPrefix("fsync(") || line.hasPrefix("fdatasync(") || line.hasPrefix("syncfs(")
+                    || line.hasPrefix("linkat(") || line.hasPrefix("link(") || line.hasPrefix("rename(")
+                    || line.hasPrefix("renameat2(")
+                {
                     pending[pid] = line.trimmingCharacters(in: .whitespaces)
                     continue
                 }
             } else if line.hasPrefix("<... fsync resumed>") || line.hasPrefix("<... fdatasync resumed>")
-                || line.hasPrefix("<... syncfs resumed>")
+                || line.hasPrefix("<... syncfs resumed>") || line.hasPrefix("<... linkat resumed>")
+                || line.hasPrefix("<... link resumed>") || line.hasPrefix("<... rename resumed>")
+                || line.hasPrefix("<... renameat2 resumed>")
             {
                 guard let started = pending.removeValue(forKey: pid) else { continue }
                 line = started + (line.components(separatedBy: "resumed>").last ?? "")
@@ -91,18 +97,24 @@ struct SyscallTrace {
             else { return nil }
             return .sync(fd: fd, path: String(line[line.index(after: open)..<close.lowerBound]))
         }
-        if line.hasPrefix("linkat("), strings.count == 2, strings[0].hasPrefix("/proc/self/fd/") {
+        // A publish counts where it completed, and only if it did (a second writer's
+        // copy of a content-addressed name fails with EEXIST).
+        let published = line.hasSuffix("= 0")
+        if published, line.hasPrefix("linkat("), strings.count == 2, strings[0].hasPrefix("/proc/self/fd/") {
             return .publish(fd: Int(strings[0].dropFirst("/proc/self/fd/".count)), source: nil, target: strings[1])
         }
-        if line.hasPrefix("link(") || line.hasPrefix("rename(") || line.hasPrefix("renameat2("), strings.count == 2 {
+        if published, line.hasPrefix("link(") || line.hasPrefix("rename(") || line.hasPrefix("renameat2("),
+            strings.count == 2
+        {
             return .publish(fd: nil, source: strings[0], target: strings[1])
         }
         for fd in [1, 2] where line.hasPrefix("write(\(fd)<") {
             return strings.first.map { .output(fd: fd, text: $0) }
         }
-        if line.hasPrefix("write("), let fd = Int(line.dropFirst("write(".count).prefix { $0 != "<" && $0 != "," }) {
+        for call in ["write(", "pwrite64("] where line.hasPrefix(call) {
+            guard let fd = Int(line.dropFirst(call.count).prefix { $0 != "<" && $0 != "," }) else { return nil }
             let path = line.drop { $0 != "<" }.dropFirst().prefix { $0 != ">" }
-            return .fileWrite(fd: fd, path: String(path))
+            return .fileWrite(fd: fd, path: String(path), call: line)
         }
         return nil
     }
@@ -144,7 +156,7 @@ struct SyscallTrace {
             let lastWrite =
                 fd.flatMap { fd in
                     events[..<index].lastIndex {
-                        if case .fileWrite(fd, _) = $0 { return true }
+                        if case .fileWrite(fd, _, _) = $0 { return true }
                         return false
                     }
                 } ?? -1
@@ -184,10 +196,31 @@ struct SyscallTrace {
         }
     }
 
+    /// The first write to a file under `root` whose bytes, as strace prints
+    /// them, contain `text`: its position and the file's path.
+    func firstFileWrite(under root: String, carrying text: String) -> (index: Int, path: String)? {
+        for (index, event) in events.enumerated() {
+            if case .fileWrite(_, let path, let call) = event, path.hasPrefix(root), call.contains(text) {
+                return (index, path)
+            }
+        }
+        return nil
+    }
+
+    /// The position of the first sync of the file at `path` (or of the whole
+    /// file system) after event `index`.
+    func fileSync(of path: String, after index: Int) -> Int? {
+        events[(index + 1)...].firstIndex { event in
+            if event == .syncFileSystem { return true }
+            if case .sync(_, let synced) = event { return synced == path }
+            return false
+        }
+    }
+
     /// The position of the first write to a file whose path contains `text`.
     func firstFileWrite(containing text: String) -> Int? {
         events.firstIndex { event in
-            if case .fileWrite(_, let path) = event { return path.contains(text) }
+            if case .fileWrite(_, let path, _) = event { return path.contains(text) }
             return false
         }
     }

@@ -53,11 +53,12 @@ public enum BundleSigning {
         SignatureBlock.verify(signature: sigData, manifest: manifest, publicKey: publicKey).findings.first
     }
 
-    /// Why `signer` may not sign a bundle for `appID` (nil: it may): the key
-    /// is not delegated by the trust root's newest version, is revoked, or is
-    /// outside its window at `signedAt`; the sequence is below the root's
-    /// min_sequence; the root is for another app. What validate would refuse,
-    /// refused before anything is written.
+    /// Why `signer` may not sign a bundle for `appID` (nil: it may): the
+    /// trust root's newest version has expired; the key is revoked, not
+    /// delegated, outside its window now, or its delegation ended before
+    /// `signedAt`; the root is for another app; the sequence is below the
+    /// root's min_sequence. What validate would refuse, refused before
+    /// anything is written.
     static func refusal(_ signer: Signer, appID: String) -> String? {
         guard case .trustRoot(let t) = signer else { return nil }
         let root = t.trust.current

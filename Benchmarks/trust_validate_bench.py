@@ -70,7 +70,7 @@ def main():
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     fpctl = release_fpctl(args.fpctl)
-    work = tempfile.mkdtemp(prefix="trust-bench-", dir=ROOT / "Benchmarks")
+    work = tempfile.mkdtemp(prefix="work-trust-", dir=ROOT / "Benchmarks")
     try:
         w = lambda name: os.path.join(work, name)  # noqa: E731
         run([fpctl, "bundle", "build", str(ROOT / "bundles/demo"), "-o", w("demo.fpbundle")])

@@ -93,33 +93,34 @@ public enum SigningKey {
             }
             return (Data(value.utf8), spec)
         }
+        let handle: FileHandle
         if spec.hasPrefix("fd:") {
             guard let fd = Int32(spec.dropFirst(3)), fd >= 0 else {
                 throw FPError.usage("\(spec): give a file descriptor number, e.g. fd:3")
             }
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while data.count <= 1 << 16 {
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
-                if n == 0 { break }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw FPError.inputMissing("\(spec): cannot read the key: \(Errno.describe(errno))")
-                }
-                data.append(contentsOf: buffer[0..<n])
+            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
+        } else {
+            // The mode of the file opened, not of whatever the name pointed at a moment before.
+            handle = try InputFile.handle(spec, "key file", kind: .stream)
+            var info = stat()
+            if fstat(handle.fileDescriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
+                let mode = String(info.st_mode & 0o777, radix: 8)
+                throw FPError.invalid([
+                    .error(
+                        "key-permissions", spec,
+                        "the private key is readable by others (mode \(mode)); chmod 600 \(spec)")
+                ])
             }
-            return (data, spec)
         }
-        var info = stat()
-        if stat(spec, &info) == 0, info.st_mode & 0o077 != 0 {
-            let mode = String(info.st_mode & 0o777, radix: 8)
-            throw FPError.invalid([
-                .error(
-                    "key-permissions", spec,
-                    "the private key is readable by others (mode \(mode)); chmod 600 \(spec)")
-            ])
+        let limit = 1 << 16
+        let data: Data
+        do { data = try handle.read(upToCount: limit + 1) ?? Data() } catch {
+            throw InputFile.readFailure(spec, "key", error)
         }
-        return (try InputFile.contents(spec, "key file"), spec)
+        guard data.count <= limit else {
+            throw FPError.invalid([.error("input-size", spec, "the key is larger than \(limit) bytes")])
+        }
+        return (data, spec)
     }
 
     /// Writes `<base>.key` (0600) and `<base>.pub`; refuses to replace either.

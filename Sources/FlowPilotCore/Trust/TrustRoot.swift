@@ -181,7 +181,11 @@ public struct SignedRoot: Sendable, Equatable {
     /// The distinct ids of `keys` whose signature over this version verifies:
     /// a key listed twice counts once (python-tuf's GHSA-r7vq-6425-j94w).
     public func signers(among keys: [String: Data]) -> Set<String> {
-        let bytes = root.signedBytes
+        signers(among: keys, over: root.signedBytes)
+    }
+
+    /// `signers` over bytes the caller made once (a walk asks twice of each version).
+    func signers(among keys: [String: Data], over bytes: Data) -> Set<String> {
         var found = Set<String>()
         for s in signatures where !found.contains(s.keyID) {
             guard let raw = keys[s.keyID], let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw),
@@ -276,14 +280,15 @@ public struct TrustFile: Sendable, Equatable {
                     "trust-root-format",
                     "root version \(new.version) is for app \(new.appID), version \(old.version) for \(old.appID)")
             }
-            let byOld = next.signers(among: old.rootKeys)
+            let bytes = new.signedBytes
+            let byOld = next.signers(among: old.rootKeys, over: bytes)
             guard byOld.count >= old.threshold else {
                 throw TrustProblem(
                     "trust-root-threshold",
                     "root version \(new.version) is signed by \(byOld.count) of version \(old.version)'s root keys, threshold \(old.threshold)"
                 )
             }
-            let byNew = next.signers(among: new.rootKeys)
+            let byNew = next.signers(among: new.rootKeys, over: bytes)
             guard byNew.count >= new.threshold else {
                 throw TrustProblem(
                     "trust-root-threshold",

@@ -63,12 +63,7 @@ public struct IdentityLines: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Identity? {
             while true {
-                if let line = lines.nextLine() ?? (atEnd ? lines.remainder() : nil) {
-                    consumed.value.add(Int64(line.count + 1), ordering: .relaxed)
-                    if let identity = try parse(line) { return identity }
-                    continue
-                }
-                if atEnd { return nil }
+                if let next = try nextIfBuffered() { return next }
                 // No complete line is left: what is buffered is the next one, too long already?
                 try lines.check(limit: IdentityLines.maxLine, name: name, lineNumber: lineNumber + 1)
                 let handle = self.handle
@@ -78,6 +73,18 @@ public struct IdentityLines: AsyncSequence, Sendable {
                 }
                 if chunk.isEmpty { atEnd = true } else { lines.append(chunk) }
             }
+        }
+
+        /// The next identity when its line is read already (`.some(nil)` at
+        /// the end of the input); nil when the next needs a read, which only
+        /// `next()` makes. A warm takes the lines of a chunk this way, with no
+        /// task for each (`WarmRun`).
+        public mutating func nextIfBuffered() throws -> Identity?? {
+            while let line = lines.nextLine() ?? (atEnd ? lines.remainder() : nil) {
+                consumed.value.add(Int64(line.count + 1), ordering: .relaxed)
+                if let identity = try parse(line) { return .some(identity) }
+            }
+            return atEnd ? .some(nil) : nil
         }
 
         /// One line's identity; nil for a blank line.

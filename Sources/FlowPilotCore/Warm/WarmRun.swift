@@ -190,9 +190,26 @@ public struct WarmRun: Sendable {
         _ identities: Identities, stop: StopRequest = StopRequest(),
         onIdentity: ([PrefetchOutcome], Counts) -> Void
     ) async throws -> Summary where Identities.Element == Identity {
-        let started = ContinuousClock.now
         var iterator = identities.makeAsyncIterator()
-        let input = InputReader { try await iterator.next() }
+        return try await run(InputReader { try await iterator.next() }, stop: stop, onIdentity: onIdentity)
+    }
+
+    /// `run` over an identities file: the lines of a chunk already read are
+    /// taken by the loop itself, with no task for each; only a read that
+    /// waits for the file or pipe runs in a child task.
+    public func run(
+        _ identities: IdentityLines, stop: StopRequest = StopRequest(),
+        onIdentity: ([PrefetchOutcome], Counts) -> Void
+    ) async throws -> Summary {
+        var iterator = identities.makeAsyncIterator()
+        let input = InputReader { try await iterator.next() } readAhead: { try iterator.nextIfBuffered() }
+        return try await run(input, stop: stop, onIdentity: onIdentity)
+    }
+
+    private func run(
+        _ input: InputReader, stop: StopRequest, onIdentity: ([PrefetchOutcome], Counts) -> Void
+    ) async throws -> Summary {
+        let started = ContinuousClock.now
         let stopRequested = Pending<Void>()
         stop.onRequest { stopRequested.fulfil(()) }
         var flow = FlowControl(options: options)
@@ -201,14 +218,8 @@ public struct WarmRun: Sendable {
         var readError: (any Error)?
         await withTaskGroup(of: Event.self) { group in
             group.addTask { await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop }
-            func startWhatFits() {
-                while let (identity, keys) = flow.nextToStart() {
-                    group.addTask { .answered(await warmer.answer(keys, for: identity)) }
-                }
-                if flow.shouldRead() { group.addTask { await input.next() } }
-            }
-            startWhatFits()
-            loop: while let event = await group.next() {
+            /// A line read (by a child, or taken from what was read already).
+            func take(_ event: Event) {
                 switch event {
                 case .read(let identity?):
                     flow.reading = false
@@ -219,6 +230,25 @@ public struct WarmRun: Sendable {
                     (flow.reading, flow.ended) = (false, true)
                     // Raised once every identity read before the bad line has its row.
                     if !flow.stopped { readError = error }
+                default: break
+                }
+            }
+            func startWhatFits() {
+                while true {
+                    while let (identity, keys) = flow.nextToStart() {
+                        group.addTask { .answered(await warmer.answer(keys, for: identity)) }
+                    }
+                    // Lines read already need no task: the queue takes them while it has room.
+                    guard flow.mayRead, let line = input.buffered() else { break }
+                    take(line)
+                }
+                if flow.shouldRead() { group.addTask { await input.next() } }
+            }
+            startWhatFits()
+            loop: while let event = await group.next() {
+                switch event {
+                case .read, .readFailed:
+                    take(event)
                 case .answered(let prefetch):
                     // Its place among those resolving goes to the next identity while its flows are written.
                     flow.answered()
@@ -337,9 +367,12 @@ extension WarmRun {
             return next
         }
 
-        /// Whether to read the next line: one read at a time, up to `concurrency` identities queued.
+        /// Whether a line may be read now: one read at a time, up to `concurrency` identities queued.
+        var mayRead: Bool { !reading && !ended && queue.count < options.concurrency }
+
+        /// Whether to start a read of the next line (`mayRead`), counted as running.
         mutating func shouldRead() -> Bool {
-            guard !reading, !ended, queue.count < options.concurrency else { return false }
+            guard mayRead else { return false }
             reading = true
             return true
         }
@@ -358,19 +391,36 @@ extension WarmRun {
 
     /// The input's iterator, read one line at a time (the loop never starts
     /// a read while one is running, which is what makes handing it across
-    /// tasks safe). Each read runs in a task of its own, whose result the
-    /// run's child waits for in a way that ends on cancellation: a stopped
-    /// run does not wait for a read blocked on a pipe.
+    /// tasks safe). A read that may wait runs in a task of its own, whose
+    /// result the run's child waits for in a way that ends on cancellation:
+    /// a stopped run does not wait for a read blocked on a pipe. Lines read
+    /// already (`buffered`, when the iterator can say) are taken by the loop.
     final class InputReader: @unchecked Sendable {
         private let read: () async throws -> Identity?
+        private let readAhead: (() throws -> Identity??)?
 
-        init(_ read: @escaping () async throws -> Identity?) { self.read = read }
+        /// `readAhead`: the next identity without waiting, nil when it needs a `read` (`IdentityLines`).
+        init(_ read: @escaping () async throws -> Identity?, readAhead: (() throws -> Identity??)? = nil) {
+            self.read = read
+            self.readAhead = readAhead
+        }
 
         func next() async -> Event {
             let line = Pending<Event>.run {
                 do { return .read(try await self.read()) } catch { return .readFailed(error) }
             }
             return await line.valueUnlessCancelled ?? .cancelled
+        }
+
+        /// The next line when it is read already; nil when it needs `next()`.
+        func buffered() -> Event? {
+            guard let readAhead else { return nil }
+            do {
+                guard let line = try readAhead() else { return nil }
+                return .read(line)
+            } catch {
+                return .readFailed(error)
+            }
         }
     }
 }

@@ -5,11 +5,14 @@ import Foundation
 /// file or pipe at `flush` (fpctl's standard output).
 public protocol OutputSink: AnyObject {
     func write(_ data: Data)
+    /// The same as `write(Data(bytes))`, for a sink that can take bytes without making a `Data`.
+    func write(bytes: [UInt8])
     func flush()
 }
 
 extension OutputSink {
     func write(_ text: String) { write(Data(text.utf8)) }
+    public func write(bytes: [UInt8]) { write(Data(bytes)) }
 }
 
 /// Warm's standard output, streamed: rows are written as identities finish, so
@@ -25,6 +28,8 @@ public final class OutcomeReport {
     public let showRows: Bool
     private let out: any OutputSink
     private var document: WarmOutputFile.Writer
+    /// A CSV row's bytes, the buffer kept from row to row.
+    private var rowBytes: [UInt8] = []
     static let columns = [
         "identity", "placement", "state", "from_cache", "delivery_source", "media_warmed", "flow", "version", "ttl",
         "ms",
@@ -51,21 +56,34 @@ public final class OutcomeReport {
 
     public func add(_ o: PrefetchOutcome) {
         guard showRows else { return }
-        let identity =
-            "\(o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID) \(o.identity.fingerprint.prefix(8))"
+        let user = o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID
+        let fingerprint = o.identity.fingerprint.prefix(8)
         let error = o.failure?.description ?? ""
-        let cells = [
-            identity, o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
-            o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",
-            o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error,
-        ]
         switch format {
-        case .text: out.write(line(cells))
+        case .text:
+            let cells = [
+                "\(user) \(fingerprint)", o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
+                o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",
+                o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error,
+            ]
+            out.write(line(cells))
         case .csv:
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(160)
-            Table.csvLine(cells, into: &bytes)
-            out.write(Data(bytes))
+            // The same cells as text's, written as bytes into one buffer reused for every row.
+            var row = CSVRow(into: rowBytes)
+            row.cell(user, UInt8(ascii: " "), fingerprint)
+            row.cell(o.placement)
+            row.cell(o.state.rawValue)
+            row.cell(o.state == .warmed ? (o.fromCache ? "true" : "false") : "")
+            row.cell(o.deliverySource?.rawValue ?? "")
+            row.cell(o.mediaWarmed ? "true" : "false")
+            row.cell(o.flowID ?? "")
+            row.cell(o.version ?? "")
+            if let ttl = o.ttlSeconds { row.cell(ttl) } else { row.cell("") }
+            row.cell(o.milliseconds)
+            row.cell(error)
+            rowBytes = row.end()
+            out.write(bytes: rowBytes)
+            rowBytes.removeAll(keepingCapacity: true)
         case .json: out.write(document.row(o))
         }
     }

@@ -48,24 +48,75 @@ public struct Table: Sendable {
 
     /// `csvLine`'s bytes, appended to `out`: a row is written without a string made of each cell.
     public static func csvLine(_ cells: [String], into out: inout [UInt8]) {
-        for (index, cell) in cells.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            // Most cells are printable ASCII without a comma or quote: as they are, checked byte by byte.
-            var text = cell
-            let plain = text.withUTF8 { bytes in
-                guard
-                    bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") })
-                else { return false }
-                out.append(contentsOf: bytes)
-                return true
-            }
-            if plain { continue }
-            let escaped = Printable.escaped(cell)
-            let quoted =
-                escaped.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-                ? "\"" + escaped.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : escaped
-            out.append(contentsOf: quoted.utf8)
+        var row = CSVRow(into: out)
+        for cell in cells { row.cell(cell) }
+        out = row.end()
+    }
+}
+
+/// One CSV record written cell by cell as bytes (`Table.csvLine`'s rules):
+/// a streamed report's row with no array of cells and no string made of each.
+public struct CSVRow {
+    private var bytes: [UInt8]
+    private var first = true
+
+    /// A row appended to `bytes` (emptied and reused by a caller that writes many).
+    public init(into bytes: [UInt8] = []) { self.bytes = bytes }
+
+    /// A cell as it is when it is printable ASCII with no comma or quote
+    /// (most are, checked byte by byte); else control characters escaped
+    /// (`Printable`), and quoted when it holds a comma, quote or newline.
+    public mutating func cell(_ text: String) {
+        separate()
+        var text = text
+        let plain = text.withUTF8 { Self.appendPlain($0, to: &bytes) }
+        if !plain { appendEscaped(text) }
+    }
+
+    /// The cell `first` + `separator` + `second`, without the string they make when it is plain.
+    public mutating func cell(_ first: String, _ separator: UInt8, _ second: Substring) {
+        separate()
+        let start = bytes.count
+        var (a, b) = (first, second)
+        let plain =
+            a.withUTF8 { Self.appendPlain($0, to: &bytes) }
+            && Self.appendPlain(CollectionOfOne(separator), to: &bytes)
+            && b.withUTF8 { Self.appendPlain($0, to: &bytes) }
+        if !plain {
+            bytes.removeSubrange(start...)
+            appendEscaped(first + String(decoding: [separator], as: UTF8.self) + second)
         }
-        out.append(0x0A)
+    }
+
+    /// A number's cell.
+    public mutating func cell(_ number: Int) {
+        separate()
+        bytes.append(contentsOf: String(number).utf8)
+    }
+
+    /// The row's bytes with its newline.
+    public consuming func end() -> [UInt8] {
+        bytes.append(0x0A)
+        return bytes
+    }
+
+    private mutating func separate() {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+    }
+
+    private static func appendPlain(_ cell: some Collection<UInt8>, to bytes: inout [UInt8]) -> Bool {
+        guard cell.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") && $0 != UInt8(ascii: "\"") })
+        else { return false }
+        bytes.append(contentsOf: cell)
+        return true
+    }
+
+    private mutating func appendEscaped(_ cell: String) {
+        let escaped = Printable.escaped(cell)
+        let quoted =
+            escaped.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+            ? "\"" + escaped.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : escaped
+        bytes.append(contentsOf: quoted.utf8)
     }
 }

@@ -122,6 +122,11 @@ final class BufferedOutput: OutputSink {
         if buffer.count >= 1 << 16 { flush() }
     }
 
+    func write(bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
     func flush() {
         drain(buffer)
         buffer.removeAll(keepingCapacity: true)

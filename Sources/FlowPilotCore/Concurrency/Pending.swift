@@ -5,10 +5,13 @@ import Synchronization
 /// limit passed, or its task was cancelled) leaves the work running: what it
 /// produces still lands (warm's late resolves). No task is started per
 /// waiter: a waiter is a continuation in a dictionary and, with a limit, an
-/// entry in `TimeoutClock`.
+/// entry in `TimeoutClock`. Each continuation is resumed exactly once, by
+/// whoever takes its waiter out of the state under the lock (the value, the
+/// limit or the cancellation), so the unchecked kind is used: no canary
+/// object made and freed for every wait.
 final class Pending<Value: Sendable>: Sendable {
     private struct Waiter {
-        let continuation: CheckedContinuation<Value?, Never>
+        let continuation: UnsafeContinuation<Value?, Never>
         let timeout: TimeoutClock.Token?
     }
 
@@ -95,7 +98,7 @@ final class Pending<Value: Sendable>: Sendable {
     }
 
     private func wait(_ id: UInt64, limit: Duration?) async -> Value? {
-        await withCheckedContinuation { continuation in
+        await withUnsafeContinuation { continuation in
             let timeout = limit.map { limit in
                 TimeoutClock.shared.schedule(after: limit) { [self] in self.expire(id) }
             }

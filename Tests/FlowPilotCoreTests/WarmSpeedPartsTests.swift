@@ -136,6 +136,71 @@ struct WarmSpeedPartsTests {
         }
     }
 
+    /// A `KnownValues` holding fixed bytes, each with the nesting it claims.
+    struct Fixed: KnownValues {
+        let values: [(bytes: [UInt8], nesting: Int)]
+        func prefix(of bytes: UnsafeRawBufferPointer) -> (length: Int, nesting: Int)? {
+            values.first { bytes.starts(with: $0.bytes) }.map { ($0.bytes.count, $0.nesting) }
+        }
+    }
+
+    @Test(
+        "a flow the memo holds is taken by its length, not passed over byte by byte: the same ranges and members, and depth still refused"
+    )
+    func knownFlowExtent() throws {
+        let flow = #"{"id":"x","s":"}]\"{","screens":[[{"a":[]}]]}"#
+        let text =
+            #"{"results":[{"cache_ttl_seconds":60,"flow":"# + flow + #","placement_key":"a"},"#
+            + #"{"flow":"# + flow + #"},{"flow":{"id":"y"},"placement_key":"b"}]}"#
+        func parse(_ known: (any KnownValues)?) throws -> JSONObjectRaw {
+            try Data(text.utf8).withUnsafeBytes {
+                try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: "results", known: known)
+            }
+        }
+        let nesting = try #require(Data(flow.utf8).withUnsafeBytes { JSONParser.nesting(of: $0) })
+        #expect(nesting == 5, "brackets inside strings are not counted")
+        let plain = try #require(try parse(nil).items)
+        let memo = FlowMemo()
+        let validFlow = try #require(Self.validFlow)
+        _ = validFlow.withUnsafeBytes { memo.validate(bytes: $0, location: "a") }
+        for known in [Fixed(values: [(Array(flow.utf8), nesting)]) as any KnownValues, memo] {
+            let items = try #require(try parse(known).items)
+            #expect(items.map(\.raw) == plain.map(\.raw) && items.map(\.members) == plain.map(\.members))
+        }
+        // The memo names a flow it validated that an answer goes on with, and nothing else.
+        let answer = validFlow + Data(#","placement_key":"a"}"#.utf8)
+        #expect(answer.withUnsafeBytes { memo.prefix(of: $0) }?.length == validFlow.count)
+        #expect(validFlow.dropLast().withUnsafeBytes { memo.prefix(of: $0) } == nil, "a flow cut short is not it")
+        #expect(Data(flow.utf8).withUnsafeBytes { memo.prefix(of: $0) } == nil)
+        // Known bytes nested deeper than the answer allows at that depth are refused as skipping them is.
+        let tower = String(repeating: "[", count: JSONParser.maxDepth - 2) + String(repeating: "]", count: JSONParser.maxDepth - 2)
+        let towerNesting = try #require(Data(tower.utf8).withUnsafeBytes { JSONParser.nesting(of: $0) })
+        #expect(towerNesting == JSONParser.maxDepth - 2, "alone, at depth 0, it passes")
+        #expect(throws: JSONValue.ParseError.self, "three levels down it is too deep, known or not") {
+            try Data((#"{"results":[{"flow":"# + tower + "}]}").utf8).withUnsafeBytes {
+                try JSONParser.parseKeepingRaw(
+                    bytes: $0, member: "flow", nested: "results", known: Fixed(values: [(Array(tower.utf8), towerNesting)]))
+            }
+        }
+        #expect(throws: JSONValue.ParseError.self, "a known prefix never hides a broken answer") {
+            try Data((#"{"results":[{"flow":"# + flow + "]}").utf8).withUnsafeBytes {
+                try JSONParser.parseKeepingRaw(
+                    bytes: $0, member: "flow", nested: "results", known: Fixed(values: [(Array(flow.utf8), nesting)]))
+            }
+        }
+    }
+
+    /// A valid flow's canonical bytes, its content hash declared.
+    static var validFlow: Data? {
+        let base: JSONValue = .object([
+            "schema_version": .number(1), "id": .string("f"), "version": .string("v"),
+            "screens": .array([.object(["id": .string("a"), "components": .array([])])]),
+        ])
+        guard case .object(var members) = base else { return nil }
+        members["content_hash"] = .string(FlowDocument.computeContentHash(base))
+        return CanonicalJSON.data(.object(members))
+    }
+
     @Test("an entry's bytes, written member by member, are the canonical JSON of its metadata and flow")
     func entryIsCanonical() throws {
         let flow = try #require(

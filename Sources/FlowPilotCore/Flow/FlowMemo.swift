@@ -13,31 +13,78 @@ import Synchronization
 /// reading), then compared whole. At most `perProbe` flows share a probe, so
 /// a backend that sends many flows alike at both ends costs a few comparisons
 /// per answer, never a long chain.
-final class FlowMemo: Sendable {
-    private let flows = Mutex<(byProbe: [Int: [(bytes: Data, document: FlowDocument)]], count: Int)>(([:], 0))
+///
+/// The flows validated last (`recent`, up to `recentLimit`) also let an
+/// answer's reading skip a flow's bytes: `prefix(of:)` finds one the answer
+/// goes on with (`JSONParser.parseKeepingRaw`).
+final class FlowMemo: Sendable, KnownValues {
+    /// A flow kept: its bytes as sent, its document, how deeply it nests.
+    private final class Known: Sendable {
+        let bytes: Data
+        let document: FlowDocument
+        let nesting: Int
+
+        init(bytes: Data, document: FlowDocument, nesting: Int) {
+            (self.bytes, self.document, self.nesting) = (bytes, document, nesting)
+        }
+    }
+
+    private struct State {
+        var byProbe: [Int: [Known]] = [:]
+        var count = 0
+        /// The flows validated or found last, newest last.
+        var recent: [Known] = []
+
+        mutating func used(_ known: Known) {
+            guard !recent.contains(where: { $0 === known }) else { return }
+            if recent.count == FlowMemo.recentLimit { recent.removeFirst() }
+            recent.append(known)
+        }
+    }
+
+    private let flows = Mutex(State())
     static let limit = 4096
     static let perProbe = 4
+    static let recentLimit = 8
 
     /// The document for the flow whose JSON is `bytes`: the remembered one
     /// when the bytes are the same, else parsed and validated (and remembered
     /// when valid without findings).
     func validate(bytes: UnsafeRawBufferPointer, location: String) -> (FlowDocument?, [Finding]) {
         let probe = Self.probe(bytes)
-        let known = flows.withLock { flows in
-            flows.byProbe[probe]?.first { Self.same($0.bytes, bytes) }?.document
+        let known = flows.withLock { flows -> FlowDocument? in
+            guard let known = flows.byProbe[probe]?.first(where: { Self.same($0.bytes, bytes) }) else { return nil }
+            flows.used(known)
+            return known.document
         }
         if let known { return (known, []) }
         let data = Data(bytes)
         let (doc, findings) = FlowDocument.validate(data: data, location: location)
-        if let doc, findings.isEmpty {
+        if let doc, findings.isEmpty, let nesting = JSONParser.nesting(of: bytes) {
+            let known = Known(bytes: data, document: doc, nesting: nesting)
             flows.withLock { flows in
                 let alike = flows.byProbe[probe, default: []]
                 guard flows.count < Self.limit, alike.count < Self.perProbe else { return }
-                flows.byProbe[probe] = alike + [(data, doc)]
+                flows.byProbe[probe] = alike + [known]
                 flows.count += 1
+                flows.used(known)
             }
         }
         return (doc, findings)
+    }
+
+    /// The length and nesting of a recent flow whose bytes `bytes` begins with.
+    func prefix(of bytes: UnsafeRawBufferPointer) -> (length: Int, nesting: Int)? {
+        flows.withLock { flows in
+            for known in flows.recent.reversed() where known.bytes.count <= bytes.count {
+                let equal = known.bytes.withUnsafeBytes { stored in
+                    guard let a = stored.baseAddress, let b = bytes.baseAddress else { return false }
+                    return memcmp(a, b, stored.count) == 0
+                }
+                if equal { return (known.bytes.count, known.nesting) }
+            }
+            return nil
+        }
     }
 
     /// How many flows are kept.

@@ -13,6 +13,8 @@ struct JSONParser {
     private var positions: JSONPositions.Recorder?
     /// The offset of the key of the member whose value comes next.
     private var keyOffset = UInt32.max
+    /// `parseKeepingRaw`'s values known already (`KnownValues`), if any.
+    private var known: (any KnownValues)?
     static let maxDepth = 512
 
     static func parse(_ data: Data) throws -> JSONValue {
@@ -139,10 +141,16 @@ struct JSONParser {
     /// range kept (`JSONObjectRaw`); every other member parsed as usual.
     /// `nested` names a member that is an array of such objects (a batch
     /// answer's `results`), read the same way.
+    ///
+    /// `known` (`FlowMemo`) may name the raw member's extent at once: a value
+    /// whose bytes it holds, and which the bytes there begin with, ends where
+    /// those bytes end (a JSON value's extent is decided by its own bytes), so
+    /// it is not passed over byte by byte.
     static func parseKeepingRaw(
-        bytes raw: UnsafeRawBufferPointer, member: String, nested: String? = nil
+        bytes raw: UnsafeRawBufferPointer, member: String, nested: String? = nil, known: (any KnownValues)? = nil
     ) throws -> JSONObjectRaw {
         var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        parser.known = known
         parser.skipWhitespace()
         let object = try parser.objectKeepingRaw(member: member, nested: nested)
         try parser.end()
@@ -155,7 +163,7 @@ struct JSONParser {
         try members(
             value: { parser, key in
                 if key == member {
-                    object.raw = try parser.skipValue()
+                    object.raw = try parser.knownValue() ?? parser.skipValue()
                     return .null
                 }
                 if let nested, key == nested, parser.i < parser.bytes.count,
@@ -193,6 +201,33 @@ struct JSONParser {
     /// bytes are checked by whoever reads them (`FlowMemo` parses bytes it has
     /// not seen before; bytes it has are those of a value that parsed).
     private mutating func skipValue() throws -> Range<Int> {
+        var deepest = 0
+        return try skipValue(deepest: &deepest)
+    }
+
+    /// The extent of the value at `i` when `known` holds bytes it begins
+    /// with, nested no deeper than `skipValue` allows here; `i` moved past it.
+    private mutating func knownValue() -> Range<Int>? {
+        guard let known, let base = bytes.baseAddress, i < bytes.count,
+            let (length, nesting) = known.prefix(of: UnsafeRawBufferPointer(start: base + i, count: bytes.count - i)),
+            length > 0, nesting <= Self.maxDepth - depth
+        else { return nil }
+        defer { i += length }
+        return i..<(i + length)
+    }
+
+    /// How deeply the one JSON value `bytes` holds nests its containers, as
+    /// `skipValue` counts them (a known value's nesting, for `knownValue`);
+    /// nil when the bytes are not one value that `skipValue` passes over whole.
+    static func nesting(of raw: UnsafeRawBufferPointer) -> Int? {
+        var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        var deepest = 0
+        guard let range = try? parser.skipValue(deepest: &deepest), range == 0..<raw.count else { return nil }
+        return deepest
+    }
+
+    /// `skipValue`, the deepest nesting of its containers in `deepest`.
+    private mutating func skipValue(deepest: inout Int) throws -> Range<Int> {
         let start = i
         guard i < bytes.count else { throw error("unexpected end of input") }
         switch bytes[i] {
@@ -202,6 +237,7 @@ struct JSONParser {
                 switch bytes[i] {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     open += 1
+                    deepest = max(deepest, open)
                     if open > Self.maxDepth - depth { throw error("nested deeper than \(Self.maxDepth) levels") }
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
                     open -= 1
@@ -461,6 +497,14 @@ struct JSONParser {
         guard let value = Double(text), value.isFinite else { throw error("number out of range") }
         return value
     }
+}
+
+/// Values whose extent `JSONParser.parseKeepingRaw` may take without
+/// passing over their bytes (`FlowMemo`'s flows).
+protocol KnownValues {
+    /// The length and nesting (`JSONParser.nesting`) of a known value that
+    /// `bytes` begins with; nil when none.
+    func prefix(of bytes: UnsafeRawBufferPointer) -> (length: Int, nesting: Int)?
 }
 
 /// An object read by `JSONParser.parseKeepingRaw`: its members, one of them

@@ -84,7 +84,7 @@ public struct ResolveClient: Sendable {
         switch await post(url, body(identity), endpoint: "resolve") {
         case .failure(let failure): return .failed(failure)
         case .response(let status, let bytes):
-            let answer = bytes.flatMap { Answer(read: $0, nested: nil) }
+            let answer = bytes.flatMap { Answer(read: $0, nested: nil, known: flows) }
             if status == 404 {
                 // unknown_placement is "nothing to show here"; unknown_app is a failure.
                 switch answer?.object.members["error"]?["code"]?.stringValue {
@@ -111,7 +111,7 @@ public struct ResolveClient: Sendable {
         case .response(let status, let bytes):
             if [404, 405, 501].contains(status) { throw BatchUnavailable() }
             guard (200..<300).contains(status) else { return failAll(.http(status: status)) }
-            guard let answer = bytes.flatMap({ Answer(read: $0, nested: "results") }),
+            guard let answer = bytes.flatMap({ Answer(read: $0, nested: "results", known: flows) }),
                 let results = answer.object.items
             else {
                 return failAll(.invalidResponse("batch response is not valid JSON"))
@@ -142,11 +142,12 @@ public struct ResolveClient: Sendable {
         let bytes: ByteBuffer
         let object: JSONObjectRaw
 
-        /// nil when the bytes are not one JSON object.
-        init?(read bytes: ByteBuffer, nested: String?) {
+        /// nil when the bytes are not one JSON object. A flow `known` holds
+        /// is not passed over byte by byte (`FlowMemo.prefix(of:)`).
+        init?(read bytes: ByteBuffer, nested: String?, known: FlowMemo) {
             guard
                 let object = try? bytes.withUnsafeReadableBytes({
-                    try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: nested)
+                    try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: nested, known: known)
                 })
             else { return nil }
             (self.bytes, self.object) = (bytes, object)

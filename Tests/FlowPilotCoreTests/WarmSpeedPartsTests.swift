@@ -173,13 +173,16 @@ struct WarmSpeedPartsTests {
         #expect(validFlow.dropLast().withUnsafeBytes { memo.prefix(of: $0) } == nil, "a flow cut short is not it")
         #expect(Data(flow.utf8).withUnsafeBytes { memo.prefix(of: $0) } == nil)
         // Known bytes nested deeper than the answer allows at that depth are refused as skipping them is.
-        let tower = String(repeating: "[", count: JSONParser.maxDepth - 2) + String(repeating: "]", count: JSONParser.maxDepth - 2)
+        let tower =
+            String(repeating: "[", count: JSONParser.maxDepth - 2)
+            + String(repeating: "]", count: JSONParser.maxDepth - 2)
         let towerNesting = try #require(Data(tower.utf8).withUnsafeBytes { JSONParser.nesting(of: $0) })
         #expect(towerNesting == JSONParser.maxDepth - 2, "alone, at depth 0, it passes")
         #expect(throws: JSONValue.ParseError.self, "three levels down it is too deep, known or not") {
             try Data((#"{"results":[{"flow":"# + tower + "}]}").utf8).withUnsafeBytes {
                 try JSONParser.parseKeepingRaw(
-                    bytes: $0, member: "flow", nested: "results", known: Fixed(values: [(Array(tower.utf8), towerNesting)]))
+                    bytes: $0, member: "flow", nested: "results",
+                    known: Fixed(values: [(Array(tower.utf8), towerNesting)]))
             }
         }
         #expect(throws: JSONValue.ParseError.self, "a known prefix never hides a broken answer") {

@@ -1,3 +1,4 @@
+import Foundation
 import FuzzSupport
 
 @testable import FlowPilotCore
@@ -7,7 +8,8 @@ import FuzzSupport
 // (what a resolve body is read with) accepts exactly the objects `parse` does,
 // with the same members. Parsing with positions accepts the same texts and
 // gives the same value, and the pointer of every value (the first 256) leads
-// to a byte where that value starts.
+// to a byte where that value starts. A resolve answer read with known flows
+// (`KnownValues`, FlowMemo's) is read as it is without them.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let data = Fuzz.bytes(start, count)
@@ -43,6 +45,7 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             Fuzz.check(p.line >= 1 && p.column >= 1, "\(pointer): line and column start at 1")
         }
     }
+    checkKnownValues(data)
     guard let value = parsed else { return 0 }
     let canonical = CanonicalJSON.data(value)
     guard let again = try? JSONValue.parse(canonical) else {
@@ -67,4 +70,33 @@ func pointers(_ value: JSONValue, _ at: String = "") -> [(String, JSONValue)] {
     default: break
     }
     return out
+}
+
+/// Known values that an answer holds (each `flow` found without them) or
+/// that the input begins with: an answer read with them is accepted or
+/// refused as without them, with the same ranges and members.
+func checkKnownValues(_ input: Data) {
+    let data = Array(input)
+    struct Known: KnownValues {
+        let values: [(bytes: [UInt8], nesting: Int)]
+        func prefix(of bytes: UnsafeRawBufferPointer) -> (length: Int, nesting: Int)? {
+            values.first { bytes.starts(with: $0.bytes) }.map { ($0.bytes.count, $0.nesting) }
+        }
+    }
+    func read(_ known: Known?) -> JSONObjectRaw? {
+        try? data.withUnsafeBytes {
+            try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: "results", known: known)
+        }
+    }
+    let plain = read(nil)
+    var candidates = ((plain?.items ?? []) + (plain.map { [$0] } ?? [])).compactMap { $0.raw.map { Array(data[$0]) } }
+    for cut in [data.count / 2, data.count / 3] where cut > 0 { candidates.append(Array(data.prefix(cut))) }
+    let values = candidates.compactMap { bytes in
+        bytes.withUnsafeBytes { JSONParser.nesting(of: $0) }.map { (bytes, $0) }
+    }
+    guard !values.isEmpty else { return }
+    let known = read(Known(values: values))
+    Fuzz.check((known != nil) == (plain != nil), "known values change whether an answer is accepted")
+    Fuzz.check(known?.raw == plain?.raw && known?.members == plain?.members, "known values change an answer")
+    Fuzz.check(known?.items?.map { $0.raw } == plain?.items?.map { $0.raw }, "known values change a result's flow")
 }

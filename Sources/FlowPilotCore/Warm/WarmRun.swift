@@ -202,7 +202,11 @@ public struct WarmRun: Sendable {
         onIdentity: ([PrefetchOutcome], Counts) -> Void
     ) async throws -> Summary {
         var iterator = identities.makeAsyncIterator()
-        let input = InputReader { try await iterator.next() } readAhead: { try iterator.nextIfBuffered() }
+        let input = InputReader {
+            try await iterator.next()
+        } readAhead: {
+            try iterator.nextIfBuffered()
+        }
         return try await run(input, stop: stop, onIdentity: onIdentity)
     }
 

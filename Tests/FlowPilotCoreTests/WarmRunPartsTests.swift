@@ -64,6 +64,29 @@ struct WarmRunPartsTests {
         #expect(await late.value(within: .zero) == nil, "a limit of zero is a look, not a wait")
     }
 
+    @Test("the mailbox hands every event once, each producer's in the order it posted, waiting or not")
+    func mailbox() async {
+        let events = Mailbox<Int>()
+        events.post(-1)
+        #expect(await events.next() == -1, "an event posted before the consumer waits is kept")
+        let producers = 8
+        let each = 500
+        await withDiscardingTaskGroup { group in
+            for producer in 0..<producers {
+                group.addTask { for n in 0..<each { events.post(producer * each + n) } }
+            }
+            var last = [Int](repeating: -1, count: producers)
+            var seen = 0
+            while seen < producers * each {
+                let event = await events.next()
+                let (producer, n) = event.quotientAndRemainder(dividingBy: each)
+                #expect(n == last[producer] + 1, "producer \(producer)'s events in order, none lost or repeated")
+                last[producer] = n
+                seen += 1
+            }
+        }
+    }
+
     @Test("the timeout clock fires each limit once, in order, and a cancelled one never")
     func timeoutClock() async throws {
         let clock = TimeoutClock(resolution: .milliseconds(5))

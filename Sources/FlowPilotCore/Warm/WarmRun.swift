@@ -178,10 +178,11 @@ public struct WarmRun: Sendable {
     /// A read of the input that is waiting for its next line is not waited for.
     ///
     /// The flow control (docs/decisions.md, "Warm's flow control"): one loop
-    /// over one task group, whose child tasks each hand back one event: a line
-    /// read, an identity answered (its requests answered, its flows handed to
-    /// the cache's writer: `Warmer.answer`), an identity finished (its flows
-    /// written and durable: `AnsweredPrefetch.outcomes`), a stop or its
+    /// over one task group, whose children post events to the loop
+    /// (`Mailbox`): a line read, an identity answered (its requests
+    /// answered, its flows handed to the cache's writer: `Warmer.answer`),
+    /// an identity finished (its flows written and durable:
+    /// `AnsweredPrefetch.outcomes`; the same child posts both), a stop or its
     /// deadline. The loop alone keeps the counts and starts the children;
     /// the children share the warmer (its cache, its requests and downloads
     /// in flight, which are unstructured tasks that outlive a caller), never
@@ -220,8 +221,10 @@ public struct WarmRun: Sendable {
         var counts = Counts()
         var seen = RecentIdentities()
         var readError: (any Error)?
-        await withTaskGroup(of: Event.self) { group in
-            group.addTask { await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop }
+        // Children post their events here (one child an identity posts two: answered, then finished).
+        let events = Mailbox<Event>()
+        await withDiscardingTaskGroup { group in
+            group.addTask { events.post(await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop) }
             /// A line read (by a child, or taken from what was read already).
             func take(_ event: Event) {
                 switch event {
@@ -240,23 +243,27 @@ public struct WarmRun: Sendable {
             func startWhatFits() {
                 while true {
                     while let (identity, keys) = flow.nextToStart() {
-                        group.addTask { .answered(await warmer.answer(keys, for: identity)) }
+                        group.addTask {
+                            let answered = await warmer.answer(keys, for: identity)
+                            // Its place among those resolving goes to the next identity while its flows are written.
+                            events.post(.answered)
+                            events.post(.finished(await answered.outcomes()))
+                        }
                     }
                     // Lines read already need no task: the queue takes them while it has room.
                     guard flow.mayRead, let line = input.buffered() else { break }
                     take(line)
                 }
-                if flow.shouldRead() { group.addTask { await input.next() } }
+                if flow.shouldRead() { group.addTask { events.post(await input.next()) } }
             }
             startWhatFits()
-            loop: while let event = await group.next() {
+            loop: while true {
+                let event = await events.next()
                 switch event {
                 case .read, .readFailed:
                     take(event)
-                case .answered(let prefetch):
-                    // Its place among those resolving goes to the next identity while its flows are written.
+                case .answered:
                     flow.answered()
-                    group.addTask { .finished(await prefetch.outcomes()) }
                 case .finished(let outcomes):
                     flow.finished()
                     counts.add(outcomes)
@@ -266,7 +273,7 @@ public struct WarmRun: Sendable {
                 case .stop:
                     flow.stop()
                     let timeout = options.stopTimeout
-                    group.addTask { (try? await Task.sleep(for: timeout)) == nil ? .cancelled : .deadline }
+                    group.addTask { events.post((try? await Task.sleep(for: timeout)) == nil ? .cancelled : .deadline) }
                 case .deadline:
                     break loop
                 case .cancelled:
@@ -332,7 +339,7 @@ extension WarmRun {
         case read(Identity?)
         case readFailed(any Error)
         /// An identity's requests answered; its flows are being written.
-        case answered(Warmer.AnsweredPrefetch)
+        case answered
         /// An identity's outcomes, its flows written and durable.
         case finished([PrefetchOutcome])
         /// A stop was requested, and its deadline passed.

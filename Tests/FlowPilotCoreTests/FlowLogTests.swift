@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -233,6 +234,28 @@ final class FlowLogTests {
         #expect(throws: FlowLog.Vanished.self) { try log.records(of: key, in: stale) }
         for user in [0, 50, 99] {
             #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-\(user)")) != nil)
+        }
+    }
+
+    @Test(
+        "an entry key made again (from the memo of recent keys) has the prefix its SHA-256 gives, keys sharing a slot too"
+    )
+    func keyPrefixMemo() {
+        func expected(_ placement: String, _ fingerprint: String) -> UInt64 {
+            // docs/cache-format.md: SHA-256(kind 1, placement, 0, the fingerprint's hex digits), first 8 bytes big endian.
+            let digest = SHA256.hash(data: [1] + Array(placement.utf8) + [0] + Array(fingerprint.utf8))
+            return digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        // Fingerprints alike in their first digits and placements of one length share slots.
+        let fingerprints = (0..<300).map { "abc" + String(Self.fingerprint("u\($0)").dropFirst(3)) }
+        let placements = ["paywall", "walpay_", String(repeating: "p", count: 7), "onboarding"]
+        for round in 0..<3 {
+            for fingerprint in fingerprints {
+                for placement in placements {
+                    let key = LogKey.entry(placement: placement, fingerprint: fingerprint)
+                    #expect(key.prefix == expected(placement, fingerprint), "round \(round)")
+                }
+            }
         }
     }
 }

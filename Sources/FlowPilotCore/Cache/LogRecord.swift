@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// One record of a format-2 cache's log (docs/cache-format.md, "Format 2"):
 /// a flow entry's metadata, pointing at its flow's bytes in `objects/` by
@@ -388,8 +389,51 @@ public struct LogKey: Sendable, Hashable {
     let placement: String
     let fingerprint: String
 
+    /// An entry's key: its prefix from `Recent` when the same key was made
+    /// lately (a warm makes each twice: its lookup, then its record).
     public static func entry(placement: String, fingerprint: String) -> LogKey {
-        LogKey(kind: .entry, placement: placement, fingerprint: fingerprint)
+        if let prefix = Recent.shared.prefix(placement: placement, fingerprint: fingerprint) {
+            return LogKey(prefix: prefix, kind: .entry, placement: placement, fingerprint: fingerprint)
+        }
+        let key = LogKey(kind: .entry, placement: placement, fingerprint: fingerprint)
+        Recent.shared.remember(key)
+        return key
+    }
+
+    private init(prefix: UInt64, kind: LogRecord.Kind, placement: String, fingerprint: String) {
+        (self.prefix, self.kind, self.placement, self.fingerprint) = (prefix, kind, placement, fingerprint)
+    }
+
+    /// The entry keys made lately, in a table of `size` slots, each slot
+    /// chosen by the fingerprint's first hex digits and the placement's
+    /// length: a key is found again only when its placement and fingerprint
+    /// are the same strings (a memo of a pure function), at the cost of a
+    /// comparison, where its SHA-256 cost two blocks.
+    final class Recent: Sendable {
+        static let shared = Recent()
+        static let size = 2048
+        private let slots = Mutex(
+            [(placement: String, fingerprint: String, prefix: UInt64)?](repeating: nil, count: size))
+
+        private static func slot(_ placement: String, _ fingerprint: String) -> Int {
+            var digits = 0
+            for byte in fingerprint.utf8.prefix(3) { digits = digits << 4 | Int(byte & 0x0F) }
+            return (digits ^ (placement.utf8.count &* 0x9E5)) & (size - 1)
+        }
+
+        func prefix(placement: String, fingerprint: String) -> UInt64? {
+            let slot = Self.slot(placement, fingerprint)
+            return slots.withLock { slots in
+                guard let known = slots[slot], known.fingerprint == fingerprint, known.placement == placement
+                else { return nil }
+                return known.prefix
+            }
+        }
+
+        func remember(_ key: LogKey) {
+            let slot = Self.slot(key.placement, key.fingerprint)
+            slots.withLock { $0[slot] = (key.placement, key.fingerprint, key.prefix) }
+        }
     }
 
     public static func alias(placement: String) -> LogKey {
@@ -412,16 +456,19 @@ public struct LogKey: Sendable, Hashable {
     static func prefix(kind: LogRecord.Kind, placement: UnsafeRawBufferPointer, digits: UnsafeRawBufferPointer)
         -> UInt64
     {
-        var input = [UInt8]()
-        input.reserveCapacity(2 + placement.count + digits.count)
-        input.append(kind.rawValue)
-        input.append(contentsOf: placement)
-        if kind == .entry {
-            input.append(0)
-            input.append(contentsOf: digits)
-        }
-        return SHA256.hash(data: input).withUnsafeBytes { digest in
-            (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(digest[$1]) }
+        let count = 1 + placement.count + (kind == .entry ? 1 + digits.count : 0)
+        return withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { input in
+            input[0] = kind.rawValue
+            UnsafeMutableRawBufferPointer(rebasing: input[1...]).copyMemory(from: placement)
+            if kind == .entry {
+                input[1 + placement.count] = 0
+                UnsafeMutableRawBufferPointer(rebasing: input[(2 + placement.count)...]).copyMemory(from: digits)
+            }
+            var hasher = SHA256()
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(input))
+            return hasher.finalize().withUnsafeBytes { digest in
+                (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(digest[$1]) }
+            }
         }
     }
 

@@ -21,6 +21,11 @@ final class MediaWarmer: Sendable {
     /// The fonts (URL and sha256) this run has looked for: each is looked for in
     /// the cache, and its download started, once, not once per flow that uses it.
     private let fontsSeen = Mutex<Set<String>>([])
+    /// The flows (by their one encoding, which FlowMemo shares among equal
+    /// flows) whose fonts were looked at already, each kept so its identifier
+    /// is never another's; up to `FlowMemo.limit`, past which flows are
+    /// looked at font by font as before.
+    private let flowsSeen = Mutex<[ObjectIdentifier: EncodedFlow]>([:])
 
     init(store: CacheStore, transport: HTTPTransport, log: RequestCounts, pacer: RequestPacer, concurrency: Int) {
         self.store = store
@@ -72,6 +77,13 @@ final class MediaWarmer: Sendable {
     /// Starts downloading the fonts of `document` the cache lacks, checked
     /// against their `sha256`, without waiting for them.
     func startFonts(of document: FlowDocument) {
+        let first = flowsSeen.withLock { seen in
+            let id = ObjectIdentifier(document.encoded)
+            guard seen[id] == nil else { return false }
+            if seen.count < FlowMemo.limit { seen[id] = document.encoded }
+            return true
+        }
+        guard first else { return }
         for font in document.fonts {
             guard fontsSeen.withLock({ $0.insert("\(font.url)\n\(font.sha256 ?? "")").inserted }),
                 !(font.sha256.map(store.hasFont) ?? false)

@@ -38,6 +38,14 @@ final class FlowLogTests {
             LogRecord(
                 kind: .alias, tier: .network, resolvedAtMillis: 5, unique: 9, ttlSeconds: 0,
                 fingerprint: Self.fingerprint("bob"), placement: "paywall", userID: "bob"))
+        // "sha256:" and digits that are not 64 lowercase hex ones: kept as the string, not half decoded.
+        for odd in [
+            "sha256:" + String(repeating: "AB", count: 32), "sha256:" + String(repeating: "ab", count: 31) + "zz",
+        ] {
+            var record = Self.entry("carol")
+            record.contentHash = odd
+            records.append(record)
+        }
         var bytes: [UInt8] = LogSegment.magic
         for record in records { record.encode(into: &bytes) }
         let decoded = bytes.withUnsafeBytes { LogSegment.records(in: $0) }

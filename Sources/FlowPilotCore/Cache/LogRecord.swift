@@ -91,7 +91,7 @@ public struct LogRecord: Sendable, Equatable {
     /// Appends the record, header and body, to `out`.
     func encode(into out: inout [UInt8]) {
         let start = out.count
-        out.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
+        out.append(contentsOf: repeatElement(0, count: Self.headerSize))
         out.append(kind.rawValue)
         out.append(UInt8(tier.number))
         Self.append(UInt64(bitPattern: resolvedAtMillis), 8, to: &out)
@@ -102,10 +102,14 @@ public struct LogRecord: Sendable, Equatable {
             Self.appendHex(flowSHA256, to: &out)
             Self.append(UInt64(flowSize), 4, to: &out)
             if let contentHash {
-                if contentHash.hasPrefix("sha256:"), let raw = Self.rawHex(contentHash.dropFirst(7)) {
-                    out.append(1)
-                    out.append(contentsOf: raw)
-                } else {
+                // 1 and the 32 bytes of "sha256:" and 64 hex digits; else 2 and the string.
+                let form = out.count
+                out.append(1)
+                out.append(contentsOf: repeatElement(0, count: 32))
+                if !contentHash.hasPrefix("sha256:")
+                    || !Self.decodeHex(contentHash.dropFirst(7), into: &out, at: form + 1)
+                {
+                    out.removeSubrange(form...)
                     out.append(2)
                     Self.appendString(contentHash, to: &out)
                 }
@@ -306,14 +310,16 @@ public struct LogRecord: Sendable, Equatable {
     private static func decodeHex(_ hex: Substring, into out: inout [UInt8], at: Int) -> Bool {
         var hex = hex
         return hex.withUTF8 { digits in
-            guard digits.count == 64 else { return false }
-            for index in 0..<32 {
-                guard let high = nibble(digits[2 * index]), let low = nibble(digits[2 * index + 1]) else {
-                    return false
+            guard digits.count == 64, at >= 0, out.count >= at + 32 else { return false }
+            return out.withUnsafeMutableBufferPointer { bytes in
+                for index in 0..<32 {
+                    guard let high = nibble(digits[2 * index]), let low = nibble(digits[2 * index + 1]) else {
+                        return false
+                    }
+                    bytes[at + index] = high << 4 | low
                 }
-                out[at + index] = high << 4 | low
+                return true
             }
-            return true
         }
     }
 

@@ -99,11 +99,12 @@ public struct ResolveClient: Sendable {
         }
     }
 
-    /// One request for several placements; throws `BatchUnavailable` on 404/405/501.
-    func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [String: LiveResult] {
+    /// One request for several placements, their results in the same order;
+    /// throws `BatchUnavailable` on 404/405/501.
+    func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [LiveResult] {
         let url = placementsURL + "resolve-batch"
-        func failAll(_ failure: ResolveFailure) -> [String: LiveResult] {
-            Dictionary(uniqueKeysWithValues: placements.map { ($0, LiveResult.failed(failure)) })
+        func failAll(_ failure: ResolveFailure) -> [LiveResult] {
+            Array(repeating: .failed(failure), count: placements.count)
         }
         switch await post(url, body(identity, keys: placements), endpoint: "resolve-batch") {
         case .failure(let failure):
@@ -116,23 +117,24 @@ public struct ResolveClient: Sendable {
             else {
                 return failAll(.invalidResponse("batch response is not valid JSON"))
             }
-            var out: [String: LiveResult] = [:]
+            // By position, not by a table of names: a batch asks for a few placements.
+            var out = [LiveResult?](repeating: nil, count: placements.count)
             for r in results {
-                guard let key = r.members["placement_key"]?.stringValue, placements.contains(key) else { continue }
+                guard let key = r.members["placement_key"]?.stringValue, let index = placements.firstIndex(of: key)
+                else { continue }
                 if let error = r.members["error"] {
                     let code = error["code"]?.stringValue ?? "error"
                     let message = error["message"]?.stringValue ?? ""
-                    out[key] =
+                    out[index] =
                         code == "unknown_placement"
                         ? .noFlow : .failed(.backend(code: Printable.code(code), message: message))
                 } else {
-                    out[key] = result(r, in: answer.bytes, placement: key)
+                    out[index] = result(r, in: answer.bytes, placement: key)
                 }
             }
-            for key in placements where out[key] == nil {
-                out[key] = .failed(.missingResult(placement: key))
+            return zip(placements, out).map { placement, result in
+                result ?? .failed(.missingResult(placement: placement))
             }
-            return out
         }
     }
 

@@ -27,24 +27,29 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
 
     private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
 
-    /// The value to come for each key (a key given twice counts once), and
-    /// the claims of the keys nobody was running, in order: the caller
-    /// starts their work (several claims may be worked on together, as one
-    /// batch request) and `deliver`s each. A claimed key keeps the tag it
-    /// was given here; a running key has its claimer's. Two callers never
-    /// claim the same running key.
-    func values(for keys: [(key: Key, tag: Tag)]) -> (running: [Key: Running], claims: [Claim]) {
+    /// The value to come for each key, in the order given (a key given twice
+    /// counts once: both places get its value), and the claims of the keys
+    /// nobody was running, in order: the caller starts their work (several
+    /// claims may be worked on together, as one batch request) and
+    /// `deliver`s each. A claimed key keeps the tag it was given here; a
+    /// running key has its claimer's. Two callers never claim the same
+    /// running key.
+    func values(for keys: [(key: Key, tag: Tag)]) -> (running: [Running], claims: [Claim]) {
         state.withLock { state in
-            var values: [Key: Running] = [:]
+            var values: [Running] = []
+            values.reserveCapacity(keys.count)
             var claims: [Claim] = []
-            for (key, tag) in keys where values[key] == nil {
-                if let running = state.running[key] {
-                    values[key] = running
+            for (index, (key, tag)) in keys.enumerated() {
+                // A caller gives a few keys: an earlier one is found by looking back.
+                if let earlier = keys[..<index].firstIndex(where: { $0.key == key }) {
+                    values.append(values[earlier])
+                } else if let running = state.running[key] {
+                    values.append(running)
                 } else {
                     state.generation += 1
                     let running = Running(value: Pending(), tag: tag, generation: state.generation)
                     state.running[key] = running
-                    values[key] = running
+                    values.append(running)
                     claims.append(
                         Claim(key: key, tag: running.tag, generation: running.generation, value: running.value))
                 }

@@ -64,7 +64,7 @@ final class LiveResolver: Sendable {
     /// backend has a batch endpoint; else a task each. Every placement gets a
     /// landing to come: its answer as soon as it is read, with its result
     /// once its flow is written and durable (`CacheStore.stage`, then `durable`).
-    func start(_ placements: [String], for identity: Identity) -> [String: LiveCall] {
+    func start(_ placements: [String], for identity: Identity) -> [LiveCall] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         // One log per request: the batch's for every key it would carry, else one a key.
@@ -81,38 +81,29 @@ final class LiveResolver: Sendable {
                 Task { await self.resolve([claim], identity) }
             }
         }
-        return Dictionary(
-            uniqueKeysWithValues: running.map {
-                ($0.key.placement, LiveCall(landing: $0.value.value, attempts: $0.value.tag))
-            })
+        return running.map { LiveCall(landing: $0.value, attempts: $0.tag) }
     }
 
     /// The claimed keys' request (a batch for two or more), its answers
     /// delivered to their callers, then their flows landed (`land`).
     private func resolve(_ claims: [Claim], _ identity: Identity) async {
         let log = claims[0].tag
+        let placements = claims.map(\.key.placement)
         let results = await AttemptLog.$current.withValue(log) {
             claims.count == 1
-                ? [claims[0].key.placement: await self.resolveOne(claims[0].key.placement, identity)]
-                : await self.resolveBatch(claims.map(\.key.placement), identity)
-        }
-        let answers = claims.map {
-            ($0.key.placement, results[$0.key.placement] ?? .failed(.missingResult(placement: $0.key.placement)))
+                ? [await self.resolveOne(placements[0], identity)]
+                : await self.resolveBatch(placements, identity)
         }
         // The answers go to their callers first: a warm's next request need not wait for this disk.
-        let landings = answers.map { LiveLanding($0.1, durable: Pending()) }
+        let landings = results.map { LiveLanding($0, durable: Pending()) }
         for (claim, landing) in zip(claims, landings) { pool.deliver(claim, landing) }
-        await land(answers, landings, identity)
+        await land(Array(zip(placements, results)), landings, identity)
     }
 
     /// The live resolve of one placement, joined or started.
     func start(_ placement: String, for identity: Identity) -> LiveCall {
-        // One placement is never batched: this starts or joins its own request.
-        let started = start([placement], for: identity)
-        // `start` gives every placement a landing to come; this is never reached.
-        return started[placement]
-            ?? LiveCall(
-                landing: Pending.run { LiveLanding(.failed(.missingResult(placement: placement))) }, attempts: nil)
+        // One placement is never batched: this starts or joins its own request, the one call `start` gives.
+        start([placement], for: identity)[0]
     }
 
     /// The first phase: the resolve's answer, its flow not yet written, before
@@ -206,11 +197,13 @@ final class LiveResolver: Sendable {
         }
     }
 
-    private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [String: LiveResult] {
+    /// Each placement's result, in order: one batch request, or one request
+    /// each once the backend shows it has no batch endpoint.
+    private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [LiveResult] {
         do {
             let results = try await client.resolveBatch(placements, identity)
             // The batch got no answer when none of its keys did.
-            let failures = results.values.map(\.failure)
+            let failures = results.map(\.failure)
             let unanswered = failures.allSatisfy { $0?.isUnavailable == true }
             record(unanswered ? failures.first ?? nil : nil)
             return results
@@ -218,12 +211,12 @@ final class LiveResolver: Sendable {
             // 404/405/501: no batch endpoint; remember it for the rest of the run.
             record(nil)
             state.withLock { $0.batchUnavailable = true }
-            return await withTaskGroup(of: (String, LiveResult).self) { group in
-                for placement in placements {
-                    group.addTask { (placement, await self.resolveOne(placement, identity)) }
+            return await withTaskGroup(of: (Int, LiveResult).self) { group in
+                for (index, placement) in placements.enumerated() {
+                    group.addTask { (index, await self.resolveOne(placement, identity)) }
                 }
-                var results: [String: LiveResult] = [:]
-                for await (placement, result) in group { results[placement] = result }
+                var results = placements.map { LiveResult.failed(.missingResult(placement: $0)) }
+                for await (index, result) in group { results[index] = result }
                 return results
             }
         }

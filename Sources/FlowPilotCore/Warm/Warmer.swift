@@ -69,33 +69,35 @@ public final class Warmer: Sendable {
     /// placement's images never hold back a live placement's request, and
     /// every placement has the same `resolveTimeout` from the start.
     public func answer(_ placements: [String], for identity: Identity) async -> AnsweredPrefetch {
-        var seen = Set<String>()
-        let keys = placements.filter { seen.insert($0).inserted }
+        // De-duplicated in order; a prefetch asks for a few placements, so by looking back.
+        var keys: [String] = []
+        keys.reserveCapacity(placements.count)
+        for placement in placements where !keys.contains(placement) { keys.append(placement) }
         let start = ContinuousClock.now
-        var cached: [String: PrefetchOutcome] = [:]
-        var cachedWithImages: [(String, TierChain.Served)] = []
-        var needLive: [String] = []
-        for key in keys {
+        var cached = [PrefetchOutcome?](repeating: nil, count: keys.count)
+        var cachedWithImages: [(Int, TierChain.Served)] = []
+        var needLive: [Int] = []
+        for (index, key) in keys.enumerated() {
             if case (_, .serve(let served)?) = TierChain.cached(
                 store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
             {
                 // Its images wait for the second phase, beside the live placements'.
                 if config.media == .none {
-                    cached[key] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: false, since: start)
+                    cached[index] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: false, since: start)
                 } else {
-                    cachedWithImages.append((key, served))
+                    cachedWithImages.append((index, served))
                 }
             } else {
-                needLive.append(key)
+                needLive.append(index)
             }
         }
-        let resolves = live.start(needLive, for: identity)
+        let calls = live.start(needLive.map { keys[$0] }, for: identity)
         let deadline = start + config.resolveTimeout
-        var landings: [(String, LiveLanding?)] = []
+        var landings: [(Int, LiveLanding?)] = []
+        landings.reserveCapacity(calls.count)
         // A batch's answers all come at once: waiting for each in turn costs no more.
-        for key in needLive {
-            guard let resolve = resolves[key] else { continue }
-            landings.append((key, await live.answer(resolve, until: deadline)))
+        for (index, call) in zip(needLive, calls) {
+            landings.append((index, await live.answer(call, until: deadline)))
         }
         return AnsweredPrefetch(
             warmer: self, identity: identity, keys: keys, cached: cached, cachedWithImages: cachedWithImages,
@@ -107,12 +109,12 @@ public final class Warmer: Sendable {
         let warmer: Warmer
         let identity: Identity
         let keys: [String]
-        /// Each fresh cache hit's outcome, where there are no images to download.
-        let cached: [String: PrefetchOutcome]
-        /// Each fresh cache hit whose images `--media` asks for, not yet looked at.
-        let cachedWithImages: [(String, TierChain.Served)]
-        /// Each live placement's answer, nil when none came before the deadline.
-        let landings: [(String, LiveLanding?)]
+        /// Each fresh cache hit's outcome, by its key's position, where there are no images to download.
+        let cached: [PrefetchOutcome?]
+        /// Each fresh cache hit (its key's position) whose images `--media` asks for, not yet looked at.
+        let cachedWithImages: [(Int, TierChain.Served)]
+        /// Each live placement's answer (its key's position), nil when none came before the deadline.
+        let landings: [(Int, LiveLanding?)]
         let start: ContinuousClock.Instant
         let deadline: ContinuousClock.Instant
 
@@ -123,23 +125,24 @@ public final class Warmer: Sendable {
             var outcomes = cached
             if warmer.config.media == .none {
                 // Nothing to download: each in turn, with no task per placement.
-                for (key, landing) in landings {
-                    outcomes[key] = await warmer.finish(key, identity, landing, start, until: deadline).outcome
+                for (index, landing) in landings {
+                    outcomes[index] = await warmer.finish(keys[index], identity, landing, start, until: deadline)
+                        .outcome
                 }
             } else {
-                await withTaskGroup(of: PrefetchOutcome.self) { group in
-                    for (key, served) in cachedWithImages {
-                        group.addTask { await warmer.cachedOutcome(key, identity, served, start) }
+                await withTaskGroup(of: (Int, PrefetchOutcome).self) { group in
+                    for (index, served) in cachedWithImages {
+                        group.addTask { (index, await warmer.cachedOutcome(keys[index], identity, served, start)) }
                     }
-                    for (key, landing) in landings {
+                    for (index, landing) in landings {
                         group.addTask {
-                            await warmer.finish(key, identity, landing, start, until: deadline).outcome
+                            (index, await warmer.finish(keys[index], identity, landing, start, until: deadline).outcome)
                         }
                     }
-                    for await outcome in group { outcomes[outcome.placement] = outcome }
+                    for await (index, outcome) in group { outcomes[index] = outcome }
                 }
             }
-            return keys.compactMap { outcomes[$0] }
+            return outcomes.compactMap { $0 }
         }
     }
 

@@ -14,22 +14,57 @@ public struct FlowDocument: Sendable {
         public let sha256: String?
     }
 
-    public let json: JSONValue
-    public let id: String
-    public let version: String
-    public let contentHash: String?
+    /// Everything a document holds, behind one reference: a warm hands a
+    /// document from the answer to the cache to the outcome, and a copy costs
+    /// one retain, not one for each of its strings and arrays.
+    private final class Storage: Sendable {
+        let json: JSONValue
+        let id: String
+        let version: String
+        let contentHash: String?
+        let firstScreenImages: [String]
+        let allImages: [String]
+        let fonts: [FontReference]
+        let unknownComponentTypes: [String]
+        let encoded = EncodedFlow()
+
+        init(
+            json: JSONValue, id: String, version: String, contentHash: String?, firstScreenImages: [String],
+            allImages: [String], fonts: [FontReference], unknownComponentTypes: [String]
+        ) {
+            (self.json, self.id, self.version, self.contentHash) = (json, id, version, contentHash)
+            (self.firstScreenImages, self.allImages) = (firstScreenImages, allImages)
+            (self.fonts, self.unknownComponentTypes) = (fonts, unknownComponentTypes)
+        }
+    }
+
+    private let storage: Storage
+
+    init(
+        json: JSONValue, id: String, version: String, contentHash: String?, firstScreenImages: [String],
+        allImages: [String], fonts: [FontReference], unknownComponentTypes: [String]
+    ) {
+        storage = Storage(
+            json: json, id: id, version: version, contentHash: contentHash, firstScreenImages: firstScreenImages,
+            allImages: allImages, fonts: fonts, unknownComponentTypes: unknownComponentTypes)
+    }
+
+    public var json: JSONValue { storage.json }
+    public var id: String { storage.id }
+    public var version: String { storage.version }
+    public var contentHash: String? { storage.contentHash }
     /// Image URLs of `screens[0]` and every persistent zone, in document order, unique.
-    public let firstScreenImages: [String]
+    public var firstScreenImages: [String] { storage.firstScreenImages }
     /// Image URLs of every screen and zone, in document order, unique.
-    public let allImages: [String]
-    public let fonts: [FontReference]
+    public var allImages: [String] { storage.allImages }
+    public var fonts: [FontReference] { storage.fonts }
 
     /// Unknown component types (a forward-compatibility warning, not an error).
-    public let unknownComponentTypes: [String]
+    public var unknownComponentTypes: [String] { storage.unknownComponentTypes }
 
     /// The canonical bytes of `json` and their SHA-256, computed once per document
     /// (a cache entry embeds them; a warm stores one document for many identities).
-    let encoded = EncodedFlow()
+    var encoded: EncodedFlow { storage.encoded }
 
     var canonical: (data: Data, sha256: String) { encoded.value(for: json) }
 

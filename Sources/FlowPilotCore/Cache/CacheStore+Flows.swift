@@ -3,21 +3,78 @@ import Synchronization
 
 /// One cached flow as its file name describes it (no file read needed).
 public struct CachedFlow: Sendable {
-    public let placement: String
-    public let fingerprint: String
+    /// The fields behind one reference: an entry is handed from the cache's
+    /// staging to the alias writer and the outcome, and a copy costs one
+    /// retain, not one for each of its strings.
+    private final class Storage: Sendable {
+        let placement: String
+        let fingerprint: String
+        let userID: String?
+        let flowID: String
+        let version: String
+        let resolvedAt: Date
+        let ttlSeconds: Int
+        let size: Int64
+        let path: String
+        let inLog: Bool
+        let flowSHA256: String?
+
+        init(
+            placement: String, fingerprint: String, userID: String?, flowID: String, version: String,
+            resolvedAt: Date, ttlSeconds: Int, size: Int64, path: String, inLog: Bool, flowSHA256: String?
+        ) {
+            (self.placement, self.fingerprint, self.userID, self.flowID) = (placement, fingerprint, userID, flowID)
+            (self.version, self.resolvedAt, self.ttlSeconds, self.size) = (version, resolvedAt, ttlSeconds, size)
+            (self.path, self.inLog, self.flowSHA256) = (path, inLog, flowSHA256)
+        }
+
+        func with(inLog: Bool) -> Storage {
+            Storage(
+                placement: placement, fingerprint: fingerprint, userID: userID, flowID: flowID, version: version,
+                resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, size: size, path: path, inLog: inLog,
+                flowSHA256: flowSHA256)
+        }
+    }
+
+    private var storage: Storage
+
+    public init(
+        placement: String, fingerprint: String, userID: String?, flowID: String, version: String, resolvedAt: Date,
+        ttlSeconds: Int, size: Int64, path: String
+    ) {
+        self.init(
+            placement: placement, fingerprint: fingerprint, userID: userID, flowID: flowID, version: version,
+            resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, size: size, path: path, inLog: false, flowSHA256: nil)
+    }
+
+    init(
+        placement: String, fingerprint: String, userID: String?, flowID: String, version: String, resolvedAt: Date,
+        ttlSeconds: Int, size: Int64, path: String, inLog: Bool, flowSHA256: String?
+    ) {
+        storage = Storage(
+            placement: placement, fingerprint: fingerprint, userID: userID, flowID: flowID, version: version,
+            resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, size: size, path: path, inLog: inLog,
+            flowSHA256: flowSHA256)
+    }
+
+    public var placement: String { storage.placement }
+    public var fingerprint: String { storage.fingerprint }
     /// nil when the user id was too long to keep in a name.
-    public let userID: String?
-    public let flowID: String
-    public let version: String
-    public let resolvedAt: Date
-    public let ttlSeconds: Int
-    public let size: Int64
+    public var userID: String? { storage.userID }
+    public var flowID: String { storage.flowID }
+    public var version: String { storage.version }
+    public var resolvedAt: Date { storage.resolvedAt }
+    public var ttlSeconds: Int { storage.ttlSeconds }
+    public var size: Int64 { storage.size }
     /// Format 1: the entry's file. Format 2: `<cache>/log/<segment>#<offset>`, where its record is.
-    public let path: String
+    public var path: String { storage.path }
     /// Whether the entry is a record of a format-2 cache's log, not a file of its own.
-    var inLog = false
+    var inLog: Bool {
+        get { storage.inLog }
+        set { storage = storage.with(inLog: newValue) }
+    }
     /// Format 2: the name of the flow's object (its SHA-256).
-    var flowSHA256: String?
+    var flowSHA256: String? { storage.flowSHA256 }
 
     /// The key directory's name, `<fingerprint>~<user>` (in format 2, the name it would have).
     public var keyName: String {

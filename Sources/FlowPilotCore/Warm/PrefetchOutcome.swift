@@ -8,18 +8,46 @@ public struct PrefetchOutcome: Sendable {
         case failed
     }
 
-    public let identity: Identity
-    public let placement: String
-    public let state: State
+    /// The fields behind one reference: an outcome goes from the chain to
+    /// the counts, the report and the summary, and a copy costs one retain.
+    private final class Storage: Sendable {
+        let identity: Identity
+        let placement: String
+        let state: State
+        let deliverySource: Tier?
+        let mediaWarmed: Bool
+        let flowID: String?
+        let version: String?
+        let ttlSeconds: Int?
+        let milliseconds: Int
+        let failure: ResolveFailure?
+
+        init(
+            _ identity: Identity, _ placement: String, _ state: State, _ deliverySource: Tier?, _ mediaWarmed: Bool,
+            _ flowID: String?, _ version: String?, _ ttlSeconds: Int?, _ milliseconds: Int, _ failure: ResolveFailure?
+        ) {
+            (self.identity, self.placement, self.state, self.deliverySource) = (
+                identity, placement, state, deliverySource
+            )
+            (self.mediaWarmed, self.flowID, self.version, self.ttlSeconds) = (mediaWarmed, flowID, version, ttlSeconds)
+            (self.milliseconds, self.failure) = (milliseconds, failure)
+        }
+    }
+
+    private let storage: Storage
+
+    public var identity: Identity { storage.identity }
+    public var placement: String { storage.placement }
+    public var state: State { storage.state }
     /// The tier that served a `warmed` outcome.
-    public let deliverySource: Tier?
-    public let mediaWarmed: Bool
-    public let flowID: String?
-    public let version: String?
-    public let ttlSeconds: Int?
-    public let milliseconds: Int
+    public var deliverySource: Tier? { storage.deliverySource }
+    public var mediaWarmed: Bool { storage.mediaWarmed }
+    public var flowID: String? { storage.flowID }
+    public var version: String? { storage.version }
+    public var ttlSeconds: Int? { storage.ttlSeconds }
+    public var milliseconds: Int { storage.milliseconds }
     /// Why a `failed` outcome failed.
-    public let failure: ResolveFailure?
+    public var failure: ResolveFailure? { storage.failure }
 
     /// For `warmed`: true from a local copy (fresh or stale), false from network or bundle.
     public var fromCache: Bool { deliverySource?.isLocalCopy ?? false }
@@ -31,20 +59,16 @@ public struct PrefetchOutcome: Sendable {
         _ identity: Identity, _ placement: String, _ decision: TierChain.Decision, mediaWarmed: Bool,
         since start: ContinuousClock.Instant
     ) {
-        self.identity = identity
-        self.placement = placement
-        self.milliseconds = Self.milliseconds(since: start)
-        self.mediaWarmed = mediaWarmed
+        let milliseconds = Self.milliseconds(since: start)
         switch decision {
         case .serve(let served):
-            (state, deliverySource, failure) = (.warmed, served.tier, nil)
-            (flowID, version, ttlSeconds) = (served.document.id, served.document.version, served.ttlSeconds)
+            storage = Storage(
+                identity, placement, .warmed, served.tier, mediaWarmed, served.document.id, served.document.version,
+                served.ttlSeconds, milliseconds, nil)
         case .noFlow:
-            (state, deliverySource, failure) = (.noFlow, nil, nil)
-            (flowID, version, ttlSeconds) = (nil, nil, nil)
+            storage = Storage(identity, placement, .noFlow, nil, mediaWarmed, nil, nil, nil, milliseconds, nil)
         case .fail(let reason):
-            (state, deliverySource, failure) = (.failed, nil, reason)
-            (flowID, version, ttlSeconds) = (nil, nil, nil)
+            storage = Storage(identity, placement, .failed, nil, mediaWarmed, nil, nil, nil, milliseconds, reason)
         }
     }
 

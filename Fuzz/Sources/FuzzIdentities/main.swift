@@ -48,5 +48,22 @@ public func fuzzIdentities(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case (.failure(let a), .failure(let b)): Fuzz.check("\(a)" == "\(b)", "chunking changed the error: \(a) / \(b)")
     default: Fuzz.fail("chunking changed success into failure or back")
     }
+    for line in Array(data).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+        checkLine(line)
+    }
     return 0
+}
+
+/// A line read as a member list (the fast path) gives the identity the
+/// whole value gives: a line is an identity exactly when it is an object
+/// with a string user_id, with the same user id and attributes.
+func checkLine(_ line: ArraySlice<UInt8>) {
+    let read = try? IdentityLines.identity(line, name: "ids.jsonl", lineNumber: 1)
+    let value = try? JSONValue.parse(Data(line))
+    let user = value?["user_id"]?.stringValue
+    Fuzz.check((read != nil) == (user != nil), "a line with a string user_id is an identity, and only such a line")
+    if let read, let value, let user {
+        let expected = Identity(userID: user, attributes: value["attributes"]?.objectValue ?? [:])
+        Fuzz.check(read.userID == user && read.fingerprint == expected.fingerprint, "another identity than the line's")
+    }
 }

@@ -96,6 +96,14 @@ public struct IdentityLines: AsyncSequence, Sendable {
 
     /// One line's identity; nil for a blank line. Errors name `NAME:LINE`.
     static func identity(_ line: ArraySlice<UInt8>, name: String, lineNumber: Int) throws -> Identity? {
+        // An object's members as a list (no table of them made): a line is an object of one or two.
+        if let members = try? line.withUnsafeBytes({ try JSONValue.parseMembers(bytes: $0) }),
+            let user = members.first(where: { $0.key == "user_id" })?.value.stringValue
+        {
+            return Identity(
+                userID: user, attributes: members.first { $0.key == "attributes" }?.value.objectValue ?? [:])
+        }
+        // Anything else (blank, not JSON, not an object, no user id) is read as it always was, errors and all.
         guard let json = try JSONLines.value(of: line, name: name, lineNumber: lineNumber) else { return nil }
         guard let user = json["user_id"]?.stringValue else {
             throw FPError.invalid([.error("identity", "\(name):\(lineNumber)", "each line needs a string user_id")])

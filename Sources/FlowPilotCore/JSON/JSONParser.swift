@@ -174,10 +174,10 @@ struct JSONParser {
                 }
                 return try parser.value()
             },
-            add: { key, value in object.members.updateValue(value, forKey: key) == nil })
+            add: { key, value in object.members.add(key, value) })
         // The placeholders (null) stand for members kept apart; a duplicate of one was refused by `add`.
-        if object.raw != nil { object.members.removeValue(forKey: member) }
-        if let nested, object.items != nil { object.members.removeValue(forKey: nested) }
+        if object.raw != nil { object.members.remove(member) }
+        if let nested, object.items != nil { object.members.remove(nested) }
         return object
     }
 
@@ -512,8 +512,44 @@ protocol KnownValues {
 /// its nested array (`items`), read the same way. An item that is not an
 /// object has no members, its value in `other`.
 struct JSONObjectRaw {
-    var members: [String: JSONValue] = [:]
+    var members = JSONMembers()
     var raw: Range<Int>?
     var items: [JSONObjectRaw]?
     var other: JSONValue?
+}
+
+/// An object's members in the order read, found by looking through them: a
+/// resolve answer's objects have a few members, and a hash table of them
+/// cost more than the looking (`JSONObjectRaw`).
+struct JSONMembers: Equatable {
+    private var pairs: [(key: String, value: JSONValue)] = []
+    /// The keys, once there are many: an object of many members costs their number, not its square.
+    private var keys: Set<String>?
+
+    subscript(key: String) -> JSONValue? { pairs.first { $0.key == key }?.value }
+
+    var isEmpty: Bool { pairs.isEmpty }
+    var count: Int { pairs.count }
+
+    /// Adds a member; false when the object has one of that name already.
+    mutating func add(_ key: String, _ value: JSONValue) -> Bool {
+        if keys == nil, pairs.count >= 16 { keys = Set(pairs.map(\.key)) }
+        if keys != nil {
+            guard keys?.insert(key).inserted == true else { return false }
+        } else if pairs.contains(where: { $0.key == key }) {
+            return false
+        }
+        pairs.append((key, value))
+        return true
+    }
+
+    mutating func remove(_ key: String) {
+        pairs.removeAll { $0.key == key }
+        keys?.remove(key)
+    }
+
+    /// The same members, whatever their order.
+    static func == (a: JSONMembers, b: JSONMembers) -> Bool {
+        a.count == b.count && a.pairs.allSatisfy { b[$0.key] == $0.value }
+    }
 }

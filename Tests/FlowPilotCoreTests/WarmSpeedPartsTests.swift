@@ -124,9 +124,16 @@ struct WarmSpeedPartsTests {
         #expect(items[0].members["cache_ttl_seconds"] == .number(60) && items[0].members["flow"] == nil)
         #expect(raw(items[1]) == "null" && raw(items[2]) == nil && items[2].members["error"]?["code"] == .string("e"))
         #expect(items[3].other == .number(7))
+        let many = #"{"results":[{"# + (0..<40).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + "}]}"
+        let wide = try Data(many.utf8).withUnsafeBytes {
+            try JSONParser.parseKeepingRaw(bytes: $0, member: "flow", nested: "results")
+        }
+        #expect(wide.items?.first?.members.count == 40 && wide.items?.first?.members["k39"] == .number(39))
         for bad in [
             #"{"results":[{"flow":{"id":"x"}]}"#, #"{"results":[{"flow":{"id":"x}}]}"#,
             #"{"results":[{"flow":1,"flow":2}]}"#, #"{"results":[]} x"#,
+            // A duplicate among many members (past the 16 compared one by one) too.
+            #"{"results":[{"# + (0..<20).map { #""k\#($0)":\#($0),"# }.joined() + #""k3":0}]}"#,
         ] {
             #expect(throws: JSONValue.ParseError.self, "\(bad)") {
                 try Data(bad.utf8).withUnsafeBytes {

@@ -223,20 +223,46 @@ extension CacheStore {
         resolvedAt: Date = Date(), commit: GroupCommit
     ) async -> StagedFlows {
         guard !flows.isEmpty else { return StagedFlows(done: []) }
+        let (entries, write) = stagingWrite(
+            flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
+        return await staging(entries, write: write)
+    }
+
+    /// `stage` with no wait at all: the writes are handed to the blocking-I/O
+    /// threads, and `then` gets every flow's result, in order, once every one
+    /// is durable or failed, on the thread that made it so (the group
+    /// commit's). A warm's resolve hands its answers on this way and ends,
+    /// with no task waiting for the disk.
+    func stage(
+        _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
+        resolvedAt: Date, commit: GroupCommit, then: @escaping @Sendable ([Result<CachedFlow, any Error>]) -> Void
+    ) {
+        guard !flows.isEmpty else { return then([]) }
+        let (entries, write) = stagingWrite(
+            flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
+        let staged = StagedFlows(entries, then: then)
+        BlockingIO.submit { write(staged) }
+    }
+
+    /// The entries `flows` become and the write that stages them, in either format.
+    private func stagingWrite(
+        _ flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)], identity: Identity, tier: Tier,
+        resolvedAt: Date, commit: GroupCommit
+    ) -> ([CachedFlow], @Sendable (StagedFlows) -> Void) {
         if writesLog {
             let logged = flows.map {
                 loggedEntry(
                     placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                     tier: tier, resolvedAt: resolvedAt)
             }
-            return await staging(logged.map(\.entry)) { self.stageLogged(logged, to: $0) }
+            return (logged.map(\.entry), { self.stageLogged(logged, to: $0) })
         }
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                 tier: tier, resolvedAt: resolvedAt)
         }
-        return await staging(prepared.map(\.entry)) { self.write(prepared, to: $0, commit: commit) }
+        return (prepared.map(\.entry), { self.write(prepared, to: $0, commit: commit) })
     }
 
     /// `entries`' results, once `write` has written them on a blocking-I/O thread (either format's).
@@ -502,24 +528,32 @@ extension CacheStore {
 /// (`CacheStore.stage`): `durable` gives each flow's result, in order, once
 /// every one is durable or failed.
 public final class StagedFlows: Sendable {
-    private let results: Pending<[Result<CachedFlow, any Error>]>
+    private let results: Pending<[Result<CachedFlow, any Error>]>?
+    /// Told the results instead, when given (`CacheStore.stage(…, then:)`).
+    private let then: (@Sendable ([Result<CachedFlow, any Error>]) -> Void)?
     private let state: Mutex<(left: Int, results: [Result<CachedFlow, any Error>])>
 
-    init(_ entries: [CachedFlow]) {
-        results = Pending()
+    init(_ entries: [CachedFlow], then: (@Sendable ([Result<CachedFlow, any Error>]) -> Void)? = nil) {
+        results = then == nil ? Pending() : nil
+        self.then = then
         state = Mutex((entries.count, entries.map { .success($0) }))
     }
 
     /// Nothing to write: durable at once.
     init(done: [Result<CachedFlow, any Error>]) {
-        results = Pending()
-        state = Mutex((0, done))
+        let results = Pending<[Result<CachedFlow, any Error>]>()
         results.fulfil(done)
+        (self.results, then) = (results, nil)
+        state = Mutex((0, done))
     }
 
-    /// Every flow's result, once all are durable or failed.
+    /// Every flow's result, once all are durable or failed (the results
+    /// `then` is told, for staging made with one).
     public var durable: [Result<CachedFlow, any Error>] {
-        get async { await results.value }
+        get async {
+            guard let results else { return state.withLock { $0.results } }
+            return await results.value
+        }
     }
 
     /// Flow `index` is durable (nil) or failed; the last one releases the
@@ -532,6 +566,6 @@ public final class StagedFlows: Sendable {
         }
         guard let finished else { return }
         lock?.release()
-        results.fulfil(finished)
+        if let then { then(finished) } else { results?.fulfil(finished) }
     }
 }

@@ -97,7 +97,7 @@ final class LiveResolver: Sendable {
         // The answers go to their callers first: a warm's next request need not wait for this disk.
         let landings = results.map { LiveLanding($0, durable: Pending()) }
         for (claim, landing) in zip(claims, landings) { pool.deliver(claim, landing) }
-        await land(Array(zip(placements, results)), landings, identity)
+        land(Array(zip(placements, results)), landings, identity)
     }
 
     /// The live resolve of one placement, joined or started.
@@ -225,33 +225,36 @@ final class LiveResolver: Sendable {
     /// The answers of one identity's placements landing together, their
     /// landings already with their callers: each validated flow staged (all
     /// in one trip) and, once every flow is durable or failed, each
-    /// landing's result given, its alias pointed and its fonts started. A
+    /// landing's result given, its alias pointed and its fonts started, by
+    /// the thread that made them durable: no task waits for the disk. A
     /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
-    private func land(_ results: [(String, LiveResult)], _ landings: [LiveLanding], _ identity: Identity) async {
+    private func land(_ results: [(String, LiveResult)], _ landings: [LiveLanding], _ identity: Identity) {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
             if case .flow(let document, let ttl) = result {
                 flows.append((placement, document, ttl ?? config.environment.defaultTTL))
             }
         }
-        let staged = await store.stage(
-            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared)
-        var stored = await staged.durable.makeIterator()
-        for landing in landings {
-            guard case .flow(let document, let ttl) = landing.answer, let outcome = stored.next() else {
-                landing.durable.fulfil(landing.answer)
-                continue
-            }
-            switch outcome {
-            case .success(let entry):
-                aliases.stored(entry)
-                media.startFonts(of: document)
-                landing.durable.fulfil(landing.answer)
-            case .failure(let error):
-                landing.durable.fulfil(
-                    .unstored(
-                        document, ttlSeconds: ttl ?? config.environment.defaultTTL,
-                        reason: "the flow could not be written to the cache: \(error)"))
+        store.stage(
+            flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared
+        ) { [self] stored in
+            var stored = stored.makeIterator()
+            for landing in landings {
+                guard case .flow(let document, let ttl) = landing.answer, let outcome = stored.next() else {
+                    landing.durable.fulfil(landing.answer)
+                    continue
+                }
+                switch outcome {
+                case .success(let entry):
+                    aliases.stored(entry)
+                    media.startFonts(of: document)
+                    landing.durable.fulfil(landing.answer)
+                case .failure(let error):
+                    landing.durable.fulfil(
+                        .unstored(
+                            document, ttlSeconds: ttl ?? config.environment.defaultTTL,
+                            reason: "the flow could not be written to the cache: \(error)"))
+                }
             }
         }
     }

@@ -57,9 +57,11 @@ extension CacheStore {
     /// holds the shared lock until the records pointing at them are durable,
     /// so no compaction removes an object between the two.
     func storeObjects(_ entries: [LoggedEntry]) throws {
-        var seen = Set<String>()
-        for entry in entries where seen.insert(entry.record.flowSHA256).inserted {
-            try log.storeObject(entry.object, sha256: entry.record.flowSHA256)
+        // An identity's few flows: an object named before in the batch is found by looking back.
+        for index in entries.indices {
+            let sha256 = entries[index].record.flowSHA256
+            if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
+            try log.storeObject(entries[index].object, sha256: sha256)
         }
     }
 

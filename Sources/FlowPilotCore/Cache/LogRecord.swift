@@ -312,16 +312,23 @@ public struct LogRecord: Sendable, Equatable {
         return hex.withUTF8 { digits in
             guard digits.count == 64, at >= 0, out.count >= at + 32 else { return false }
             return out.withUnsafeMutableBufferPointer { bytes in
-                for index in 0..<32 {
-                    guard let high = nibble(digits[2 * index]), let low = nibble(digits[2 * index + 1]) else {
-                        return false
+                // Each digit's value from a table (0xFF: not a lowercase hex digit), checked once for all 64.
+                var bad: UInt8 = 0
+                Self.hexValues.withUnsafeBufferPointer { values in
+                    for index in 0..<32 {
+                        let high = values[Int(digits[2 * index])]
+                        let low = values[Int(digits[2 * index + 1])]
+                        bad |= (high | low) & 0xF0
+                        bytes[at + index] = high << 4 | (low & 0x0F)
                     }
-                    bytes[at + index] = high << 4 | low
                 }
-                return true
+                return bad == 0
             }
         }
     }
+
+    /// A byte's value as a lowercase hex digit; 0xFF for any other byte.
+    private static let hexValues: [UInt8] = (0...255).map { nibble(UInt8($0)) ?? 0xFF }
 
     @inline(__always)
     private static func nibble(_ digit: UInt8) -> UInt8? {

@@ -18,9 +18,13 @@ final class LiveResolver: Sendable {
 
         init(placement: String, fingerprint: String) {
             (self.placement, self.fingerprint) = (placement, fingerprint)
+            // A fingerprint is a SHA-256 in hex: its first 16 digits spread keys as well as all 64 do.
             var hasher = Hasher()
             hasher.combine(placement)
-            hasher.combine(fingerprint)
+            var digits = fingerprint
+            digits.withUTF8 {
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0.prefix(16))))
+            }
             digest = hasher.finalize()
         }
 

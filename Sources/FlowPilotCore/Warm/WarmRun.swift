@@ -217,80 +217,101 @@ public struct WarmRun: Sendable {
         let started = ContinuousClock.now
         let stopRequested = Pending<Void>()
         stop.onRequest { stopRequested.fulfil(()) }
-        var flow = FlowControl(options: options)
-        var counts = Counts()
-        var seen = RecentIdentities()
-        var readError: (any Error)?
         // Children post their events here (one child an identity posts two: answered, then finished).
         let events = Mailbox<Event>()
-        await withDiscardingTaskGroup { group in
+        let warmer = self.warmer
+        let loop = await withDiscardingTaskGroup(returning: Loop.self) { group in
+            // The loop's state is this closure's own: its methods change it in place, unchecked at run time.
+            var loop = Loop(run: self)
             group.addTask { events.post(await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop) }
-            /// A line read (by a child, or taken from what was read already).
-            func take(_ event: Event) {
-                switch event {
-                case .read(let identity?):
-                    flow.reading = false
-                    if let (identity, keys) = admit(identity, seen: &seen) { flow.queue.append((identity, keys)) }
-                case .read(nil):
-                    (flow.reading, flow.ended) = (false, true)
-                case .readFailed(let error):
-                    (flow.reading, flow.ended) = (false, true)
-                    // Raised once every identity read before the bad line has its row.
-                    if !flow.stopped { readError = error }
-                default: break
-                }
-            }
-            func startWhatFits() {
-                while true {
-                    while let (identity, keys) = flow.nextToStart() {
-                        group.addTask {
-                            let answered = await warmer.answer(keys, for: identity)
-                            // Its place among those resolving goes to the next identity while its flows are written.
-                            events.post(.answered)
-                            events.post(.finished(await answered.outcomes()))
-                        }
-                    }
-                    // Lines read already need no task: the queue takes them while it has room.
-                    guard flow.mayRead, let line = input.buffered() else { break }
-                    take(line)
-                }
-                if flow.shouldRead() { group.addTask { events.post(await input.next()) } }
-            }
-            startWhatFits()
-            loop: while true {
+            loop.startWhatFits(&group, events: events, input: input)
+            eventLoop: while true {
                 let event = await events.next()
                 switch event {
                 case .read, .readFailed:
-                    take(event)
+                    loop.take(event)
                 case .answered:
-                    flow.answered()
+                    loop.flow.answered()
                 case .finished(let outcomes):
-                    flow.finished()
-                    counts.add(outcomes)
-                    onIdentity(outcomes, counts)
+                    loop.flow.finished()
+                    loop.counts.add(outcomes)
+                    onIdentity(outcomes, loop.counts)
                     // The cache cannot be written (read-only, full): no identity starts after the first such row.
-                    if counts.cacheWriteFailure != nil { flow.halt() }
+                    if loop.counts.cacheWriteFailure != nil { loop.flow.halt() }
                 case .stop:
-                    flow.stop()
+                    loop.flow.stop()
                     let timeout = options.stopTimeout
                     group.addTask { events.post((try? await Task.sleep(for: timeout)) == nil ? .cancelled : .deadline) }
                 case .deadline:
-                    break loop
+                    break eventLoop
                 case .cancelled:
                     break
                 }
-                if flow.isDone { break }
-                startWhatFits()
+                if loop.flow.isDone { break }
+                loop.startWhatFits(&group, events: events, input: input)
             }
             // The stop watcher, a read waiting for its line, identities past the
             // stop's deadline: each child waits in a way that ends on cancellation.
             group.cancelAll()
+            return loop
         }
-        if let readError { throw readError }
-        let late = flow.stopped ? LateResolves() : await warmer.waitForLateResolves(grace: options.grace)
+        if let readError = loop.readError { throw readError }
+        let late = loop.flow.stopped ? LateResolves() : await warmer.waitForLateResolves(grace: options.grace)
         return Summary(
-            counts: counts, reach: warmer.reach, late: late, elapsed: .now - started, stopped: flow.stopped,
-            abandoned: flow.inFlight)
+            counts: loop.counts, reach: warmer.reach, late: late, elapsed: .now - started,
+            stopped: loop.flow.stopped, abandoned: loop.flow.inFlight)
+    }
+
+    /// What the run's loop keeps: its flow control, counts, the identities
+    /// seen lately, and the error that ended the input.
+    struct Loop {
+        let run: WarmRun
+        var flow: FlowControl
+        var counts = Counts()
+        var seen = RecentIdentities()
+        var readError: (any Error)?
+
+        init(run: WarmRun) {
+            self.run = run
+            flow = FlowControl(options: run.options)
+        }
+
+        /// Starts the identities there is room for, taking lines read
+        /// already into the queue while it has room, and a read of the
+        /// next line when it needs one.
+        mutating func startWhatFits(_ group: inout DiscardingTaskGroup, events: Mailbox<Event>, input: InputReader) {
+            let warmer = run.warmer
+            while true {
+                while let (identity, keys) = flow.nextToStart() {
+                    group.addTask {
+                        let answered = await warmer.answer(keys, for: identity)
+                        // Its place among those resolving goes to the next identity while its flows are written.
+                        events.post(.answered)
+                        events.post(.finished(await answered.outcomes()))
+                    }
+                }
+                // Lines read already need no task: the queue takes them while it has room.
+                guard flow.mayRead, let line = input.buffered() else { break }
+                take(line)
+            }
+            if flow.shouldRead() { group.addTask { events.post(await input.next()) } }
+        }
+
+        /// A line read (by a child, or taken from what was read already).
+        mutating func take(_ event: Event) {
+            switch event {
+            case .read(let identity?):
+                flow.reading = false
+                if let (identity, keys) = run.admit(identity, seen: &seen) { flow.queue.append((identity, keys)) }
+            case .read(nil):
+                (flow.reading, flow.ended) = (false, true)
+            case .readFailed(let error):
+                (flow.reading, flow.ended) = (false, true)
+                // Raised once every identity read before the bad line has its row.
+                if !flow.stopped { readError = error }
+            default: break
+            }
+        }
     }
 
     /// The identity to start for a line read, with the placements it still

@@ -4,7 +4,7 @@ import Synchronization
 /// sleeping task: limits are rounded up to the next tick (`resolution`), kept
 /// in a bucket per tick, and the one task wakes each tick while any are
 /// pending. A limit fires at most a tick and a scheduler delay late, never
-/// early, and one that is cancelled costs a dictionary removal. warm waits for
+/// early, and one that is cancelled costs a removal from its bucket. warm waits for
 /// two answers an identity, each with a limit, thousands a second: a sleeping
 /// task per wait (a timer armed and cancelled on the dispatch manager thread)
 /// cost a fifth of warm's CPU; this costs a hundred wakeups a second.
@@ -61,11 +61,8 @@ final class TimeoutClock: Sendable {
 
     /// Stops a limit from firing; nothing when it fired already.
     func cancel(_ token: Token) {
-        state.withLock { state in
-            guard var bucket = state.buckets.removeValue(forKey: token.tick) else { return }
-            bucket[token.id] = nil
-            if !bucket.isEmpty { state.buckets[token.tick] = bucket }
-        }
+        // In place: an emptied bucket stays, like its tick, until it is due.
+        state.withLock { state in _ = state.buckets[token.tick]?.removeValue(forKey: token.id) }
     }
 
     /// How many limits are pending (tests).

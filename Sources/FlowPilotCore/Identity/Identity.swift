@@ -14,7 +14,11 @@ public struct Identity: Sendable, Hashable, Codable {
         self.attributes = attributes
         // `{"attributes":…,"user_id":…}` in canonical JSON, written member by member in key order.
         var document = CanonicalJSON.SortedObject(capacity: 64 + userID.utf8.count)
-        document.raw("attributes", attributes.isEmpty ? Data("{}".utf8) : CanonicalJSON.data(.object(attributes)))
+        if attributes.isEmpty {
+            document.raw("attributes", "{}".utf8)
+        } else {
+            document.raw("attributes", CanonicalJSON.data(.object(attributes)))
+        }
         document.string("user_id", userID)
         self.fingerprint = Digest.sha256Hex(document.finish())
     }

@@ -53,8 +53,9 @@ public enum CanonicalJSON {
         private var last: StaticString?
 
         init(capacity: Int) {
-            out = [UInt8(ascii: "{")]
+            out = []
             out.reserveCapacity(capacity)
+            out.append(UInt8(ascii: "{"))
         }
 
         /// A member whose value is already canonical JSON bytes. Keys are
@@ -68,7 +69,8 @@ public enum CanonicalJSON {
                 }
                 out.append(UInt8(ascii: "\""))
                 out.append(contentsOf: key)
-                out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+                out.append(UInt8(ascii: "\""))
+                out.append(UInt8(ascii: ":"))
             }
             last = key
             out.append(contentsOf: value)

@@ -26,16 +26,16 @@ final class AliasWriter: Sendable {
     /// `entry` was stored: its alias now, or with the next write for its placement.
     func stored(_ entry: CachedFlow) {
         let now = ContinuousClock.now
-        let writeNow = state.withLock { state -> Bool in
-            if let placement = state[entry.placement], now - placement.lastWrite < interval {
-                if placement.pending.map({ $0.resolvedAt <= entry.resolvedAt }) ?? true {
-                    state[entry.placement]?.pending = entry
-                }
+        // The placement's state changed where it is: one lookup.
+        func update(_ placement: inout Placement?) -> Bool {
+            if let current = placement, now - current.lastWrite < interval {
+                if current.pending.map({ $0.resolvedAt <= entry.resolvedAt }) ?? true { placement?.pending = entry }
                 return false
             }
-            state[entry.placement] = Placement(lastWrite: now, pending: nil)
+            placement = Placement(lastWrite: now, pending: nil)
             return true
         }
+        let writeNow = state.withLock { update(&$0[entry.placement]) }
         if writeNow { try? store.pointAliasIfPresent(to: entry) }
     }
 

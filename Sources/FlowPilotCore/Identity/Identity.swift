@@ -20,7 +20,7 @@ public struct Identity: Sendable, Hashable, Codable {
             document.raw("attributes", CanonicalJSON.data(.object(attributes)))
         }
         document.string("user_id", userID)
-        self.fingerprint = Digest.sha256Hex(document.finish())
+        self.fingerprint = Digest.sha256Hex(document.finishBytes())
     }
 
     enum CodingKeys: String, CodingKey {

@@ -100,9 +100,12 @@ public enum CanonicalJSON {
             }
         }
 
-        mutating func finish() -> Data {
+        mutating func finish() -> Data { Data(finishBytes()) }
+
+        /// `finish`'s bytes as they were written, with no copy into a `Data`.
+        mutating func finishBytes() -> [UInt8] {
             out.append(UInt8(ascii: "}"))
-            return Data(out)
+            return out
         }
     }
 

@@ -76,7 +76,7 @@ public struct ResolveClient: Sendable {
         }
         if let keys { body.strings("placement_keys", keys) }
         body.string("user_id", identity.userID)
-        return ByteBuffer(bytes: body.finish())
+        return ByteBuffer(bytes: body.finishBytes())
     }
 
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {

@@ -103,14 +103,18 @@ func report(_ error: FPError) -> ExitStatus {
 /// standard output (listings, warm's rows), or a file fpctl writes as a
 /// stream (`file`, warm --output-dir's attempt file).
 final class BufferedOutput: OutputSink {
-    private var buffer = Data()
-    private let drain: (Data) -> Void
+    /// Bytes, not a `Data`: a warm appends a row or two an identity.
+    private var buffer: [UInt8] = []
+    private let drain: (UnsafeRawBufferPointer) -> Void
     private let finish: () -> Void
 
     /// `drain` writes what was buffered, whole, or ends fpctl (standard
     /// output's way, by default); `finish` is what `close` does after the
     /// last flush.
-    init(drain: @escaping (Data) -> Void = { StandardOutput.write($0) }, finish: @escaping () -> Void = {}) {
+    init(
+        drain: @escaping (UnsafeRawBufferPointer) -> Void = { StandardOutput.write($0) },
+        finish: @escaping () -> Void = {}
+    ) {
         self.drain = drain
         self.finish = finish
     }
@@ -118,7 +122,7 @@ final class BufferedOutput: OutputSink {
     func write(_ text: String) { write(Data(text.utf8)) }
 
     func write(_ data: Data) {
-        buffer.append(data)
+        buffer.append(contentsOf: data)
         if buffer.count >= 1 << 16 { flush() }
     }
 
@@ -128,7 +132,7 @@ final class BufferedOutput: OutputSink {
     }
 
     func flush() {
-        drain(buffer)
+        buffer.withUnsafeBytes { drain($0) }
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -149,8 +153,8 @@ final class BufferedOutput: OutputSink {
             exit(ExitStatus.cannotWrite.rawValue)
         }
         return BufferedOutput(
-            drain: { data in
-                if let code = data.withUnsafeBytes({ writeAll(descriptor, $0) }) { failed(code) }
+            drain: { bytes in
+                if let code = writeAll(descriptor, bytes) { failed(code) }
             },
             finish: {
                 guard Platform.syncData(descriptor) else { failed(errno) }

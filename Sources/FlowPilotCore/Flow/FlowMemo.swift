@@ -21,11 +21,13 @@ final class FlowMemo: Sendable, KnownValues {
     /// A flow kept: its bytes as sent, its document, how deeply it nests.
     private final class Known: Sendable {
         let bytes: Data
+        /// The same bytes as an array, compared against answers without `Data`'s checked accesses.
+        let raw: [UInt8]
         let document: FlowDocument
         let nesting: Int
 
         init(bytes: Data, document: FlowDocument, nesting: Int) {
-            (self.bytes, self.document, self.nesting) = (bytes, document, nesting)
+            (self.bytes, self.raw, self.document, self.nesting) = (bytes, Array(bytes), document, nesting)
         }
     }
 
@@ -76,12 +78,12 @@ final class FlowMemo: Sendable, KnownValues {
     /// The length and nesting of a recent flow whose bytes `bytes` begins with.
     func prefix(of bytes: UnsafeRawBufferPointer) -> (length: Int, nesting: Int)? {
         flows.withLock { flows in
-            for known in flows.recent.reversed() where known.bytes.count <= bytes.count {
-                let equal = known.bytes.withUnsafeBytes { stored in
+            for known in flows.recent.reversed() where known.raw.count <= bytes.count {
+                let equal = known.raw.withUnsafeBytes { stored in
                     guard let a = stored.baseAddress, let b = bytes.baseAddress else { return false }
                     return memcmp(a, b, stored.count) == 0
                 }
-                if equal { return (known.bytes.count, known.nesting) }
+                if equal { return (known.raw.count, known.nesting) }
             }
             return nil
         }

@@ -48,7 +48,7 @@ final class LiveResolver: Sendable {
     /// A resolve whose caller stopped waiting: before its answer, or before its flow was durable.
     private enum Late {
         case answer(Pending<LiveLanding>)
-        case durable(Pending<LiveResult>)
+        case durable(LiveLanding)
     }
 
     init(client: ResolveClient, store: CacheStore, media: MediaWarmer, config: WarmConfiguration) {
@@ -99,9 +99,11 @@ final class LiveResolver: Sendable {
                 : await self.resolveBatch(placements, identity)
         }
         // The answers go to their callers first: a warm's next request need not wait for this disk.
-        let landings = results.map { LiveLanding($0, durable: Pending()) }
+        // One promise for the request's results once durable, each landing reading its own.
+        let durable = Pending<[LiveResult]>()
+        let landings = results.indices.map { LiveLanding(results[$0], index: $0, of: durable) }
         for (claim, landing) in zip(claims, landings) { pool.deliver(claim, landing) }
-        land(Array(zip(placements, results)), landings, identity)
+        land(Array(zip(placements, results)), landings, durable, identity)
     }
 
     /// The live resolve of one placement, joined or started.
@@ -137,8 +139,8 @@ final class LiveResolver: Sendable {
     ) async -> Result<LiveResult, ResolveFailure> {
         let timeout = ResolveFailure.timeout("no answer within \(config.resolveTimeout)")
         guard let landing else { return .failure(timeout) }
-        if let result = await landing.durable.value(within: limit(deadline)) { return .success(result) }
-        state.withLock { $0.late.append(.durable(landing.durable)) }
+        if let result = await landing.durable(within: limit(deadline)) { return .success(result) }
+        state.withLock { $0.late.append(.durable(landing)) }
         return .failure(timeout)
     }
 
@@ -165,12 +167,12 @@ final class LiveResolver: Sendable {
         var counts = LateResolves()
         for resolve in late {
             guard deadline > .now else { break }
-            let durable: Pending<LiveResult>?
+            let landing: LiveLanding?
             switch resolve {
-            case .answer(let answer): durable = await answer.value(within: deadline - .now)?.durable
-            case .durable(let pending): durable = pending
+            case .answer(let answer): landing = await answer.value(within: deadline - .now)
+            case .durable(let waiting): landing = waiting
             }
-            guard let durable, deadline > .now, let result = await durable.value(within: deadline - .now) else {
+            guard let landing, deadline > .now, let result = await landing.durable(within: deadline - .now) else {
                 continue
             }
             switch result {
@@ -232,7 +234,10 @@ final class LiveResolver: Sendable {
     /// landing's result given, its alias pointed and its fonts started, by
     /// the thread that made them durable: no task waits for the disk. A
     /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
-    private func land(_ results: [(String, LiveResult)], _ landings: [LiveLanding], _ identity: Identity) {
+    private func land(
+        _ results: [(String, LiveResult)], _ landings: [LiveLanding], _ durable: Pending<[LiveResult]>,
+        _ identity: Identity
+    ) {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
             if case .flow(let document, let ttl) = result {
@@ -243,23 +248,26 @@ final class LiveResolver: Sendable {
             flows, identity: identity, tier: .network, resolvedAt: config.currentTime, commit: .shared
         ) { [self] stored in
             var stored = stored.makeIterator()
+            var results: [LiveResult] = []
+            results.reserveCapacity(landings.count)
             for landing in landings {
                 guard case .flow(let document, let ttl) = landing.answer, let outcome = stored.next() else {
-                    landing.durable.fulfil(landing.answer)
+                    results.append(landing.answer)
                     continue
                 }
                 switch outcome {
                 case .success(let entry):
                     aliases.stored(entry)
                     media.startFonts(of: document)
-                    landing.durable.fulfil(landing.answer)
+                    results.append(landing.answer)
                 case .failure(let error):
-                    landing.durable.fulfil(
+                    results.append(
                         .unstored(
                             document, ttlSeconds: ttl ?? config.environment.defaultTTL,
                             reason: "the flow could not be written to the cache: \(error)"))
                 }
             }
+            durable.fulfil(results)
         }
     }
 }
@@ -283,20 +291,28 @@ public struct LateResolves: Sendable, Equatable {
 }
 
 /// One placement's live resolve in its two phases: the backend's answer
-/// (`answer`), and the result once its flow is written and durable
-/// (`durable`: the answer, or `.unstored` when the flow could not be written).
+/// (`answer`), and the result once its flow is written and durable (the
+/// answer, or `.unstored` when the flow could not be written), read from
+/// the results of every placement of its request, which come together.
 struct LiveLanding: Sendable {
     let answer: LiveResult
-    let durable: Pending<LiveResult>
+    private let results: Pending<[LiveResult]>
+    private let index: Int
 
-    init(_ answer: LiveResult, durable: Pending<LiveResult>) {
-        (self.answer, self.durable) = (answer, durable)
+    /// Placement `index` of a request whose results once durable `results` will give.
+    init(_ answer: LiveResult, index: Int, of results: Pending<[LiveResult]>) {
+        (self.answer, self.index, self.results) = (answer, index, results)
     }
 
     /// An answer with nothing to write: its result is the answer.
     init(_ answer: LiveResult) {
         self.answer = answer
-        durable = Pending()
-        durable.fulfil(answer)
+        (results, index) = (Pending(), 0)
+        results.fulfil([answer])
+    }
+
+    /// The result once durable; nil when `limit` passes first or the waiting task is cancelled.
+    func durable(within limit: Duration) async -> LiveResult? {
+        await results.value(within: limit).map { $0[index] }
     }
 }

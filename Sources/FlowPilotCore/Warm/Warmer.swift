@@ -239,7 +239,7 @@ public final class Warmer: Sendable {
                 of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
         }
         return Resolution(
-            placement, for: identity, steps: (cacheStep.map { [$0] } ?? []) + steps, decision: decision,
+            placement, for: identity, steps: cacheStep.map { [$0] + steps } ?? steps, decision: decision,
             mediaWarmed: mediaWarmed, since: start)
     }
 }

@@ -56,13 +56,14 @@ public final class OutcomeReport {
 
     public func add(_ o: PrefetchOutcome) {
         guard showRows else { return }
-        let user = o.identity.userID.isEmpty ? "(anonymous)" : o.identity.userID
-        let fingerprint = o.identity.fingerprint.prefix(8)
+        let identity = o.identity
+        let user = identity.userID.isEmpty ? "(anonymous)" : identity.userID
         let error = o.failure?.description ?? ""
         switch format {
         case .text:
             let cells = [
-                "\(user) \(fingerprint)", o.placement, o.state.rawValue, o.state == .warmed ? String(o.fromCache) : "",
+                "\(user) \(identity.fingerprint.prefix(8))", o.placement, o.state.rawValue,
+                o.state == .warmed ? String(o.fromCache) : "",
                 o.deliverySource?.rawValue ?? "", String(o.mediaWarmed), o.flowID ?? "", o.version ?? "",
                 o.ttlSeconds.map(String.init) ?? "", String(o.milliseconds), error,
             ]
@@ -70,7 +71,8 @@ public final class OutcomeReport {
         case .csv:
             // The same cells as text's, written as bytes into one buffer reused for every row.
             var row = CSVRow(into: rowBytes)
-            row.cell(user, UInt8(ascii: " "), fingerprint)
+            // A fingerprint is hex: its first 8 characters are its first 8 bytes.
+            row.cell(user, UInt8(ascii: " "), identity.fingerprint.utf8.prefix(8))
             row.cell(o.placement)
             row.cell(o.state.rawValue)
             row.cell(o.state == .warmed ? (o.fromCache ? "true" : "false") : "")

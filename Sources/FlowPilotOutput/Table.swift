@@ -73,25 +73,34 @@ public struct CSVRow {
         if !plain { appendEscaped(text) }
     }
 
-    /// The cell `first` + `separator` + `second`, without the string they make when it is plain.
-    public mutating func cell(_ first: String, _ separator: UInt8, _ second: Substring) {
+    /// The cell `first` + `separator` + `second` (UTF-8 bytes), without the
+    /// string they make when it is plain.
+    public mutating func cell(_ first: String, _ separator: UInt8, _ second: some Collection<UInt8>) {
         separate()
         let start = bytes.count
-        var (a, b) = (first, second)
+        var first = first
         let plain =
-            a.withUTF8 { Self.appendPlain($0, to: &bytes) }
+            first.withUTF8 { Self.appendPlain($0, to: &bytes) }
             && Self.appendPlain(CollectionOfOne(separator), to: &bytes)
-            && b.withUTF8 { Self.appendPlain($0, to: &bytes) }
+            && Self.appendPlain(second, to: &bytes)
         if !plain {
             bytes.removeSubrange(start...)
-            appendEscaped(first + String(decoding: [separator], as: UTF8.self) + second)
+            appendEscaped(
+                first + String(decoding: [separator], as: UTF8.self) + String(decoding: second, as: UTF8.self))
         }
     }
 
-    /// A number's cell.
+    /// A number's cell, its digits written as they are made.
     public mutating func cell(_ number: Int) {
         separate()
-        bytes.append(contentsOf: String(number).utf8)
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = number.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        bytes[start...].reverse()
     }
 
     /// The row's bytes with its newline.

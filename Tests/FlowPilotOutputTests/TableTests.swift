@@ -30,6 +30,14 @@ struct WarmCSVRowTests {
         func flush() {}
     }
 
+    @Test("a number's cell is its decimal digits, a sign before a negative one, whatever its size")
+    func numberCells() {
+        let numbers = [0, 7, 10, 1_234_567_890, -42, Int.max, Int.min]
+        var row = CSVRow()
+        for number in numbers { row.cell(number) }
+        #expect(String(decoding: row.end(), as: UTF8.self) == numbers.map(String.init).joined(separator: ",") + "\n")
+    }
+
     @Test("a row written as bytes is csvLine of the text row's cells, for ids with commas, quotes, newlines and none")
     func rowsMatchCSVLine() {
         let users = ["u1", "has,comma", "quo\"te", "line\nbreak", "", "tab\there", "ünïcode"]

@@ -20,11 +20,18 @@ final class LogView: Sendable {
     let logDir: String
     private let state = Mutex<State>(State())
 
-    init(logDir: String) { self.logDir = logDir }
+    /// `logDir` as the C string `stat` takes, made once, not at every lookup.
+    private let logDirPath: [CChar]
+
+    init(logDir: String) {
+        self.logDir = logDir
+        logDirPath = Array(logDir.utf8CString)
+    }
 
     private struct State: ~Copyable {
         var segments: [String: OpenSegment] = [:]
-        var order: [String] = []
+        /// The open segments in name order, made at each listing: what every lookup walks.
+        var ordered: [OpenSegment] = []
         var listedTimes: (Int, Int, Int, Int) = (-1, -1, -1, -1)
         var listedAt = ContinuousClock.now - .seconds(10)
     }
@@ -139,7 +146,7 @@ final class LogView: Sendable {
     private func current() -> [OpenSegment] {
         var info = stat()
         var times: (Int, Int, Int, Int) = (-1, -1, -1, -1)
-        if stat(logDir, &info) == 0 {
+        if stat(logDirPath, &info) == 0 {
             let (modified, changed) = Platform.times(info)
             times = (modified.0, modified.1, changed.0, changed.1)
         }
@@ -147,7 +154,7 @@ final class LogView: Sendable {
             if times != state.listedTimes || ContinuousClock.now - state.listedAt > .seconds(1) {
                 relist(&state, times: times)
             }
-            return state.order.compactMap { state.segments[$0] }
+            return state.ordered
         }
     }
 
@@ -170,7 +177,7 @@ final class LogView: Sendable {
             kept[name] = segment
         }
         state.segments = kept
-        state.order = segmentNames.filter { kept[$0] != nil }
+        state.ordered = segmentNames.compactMap { kept[$0] }
         (state.listedTimes, state.listedAt) = (times, .now)
     }
 }

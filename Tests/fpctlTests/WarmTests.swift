@@ -1,6 +1,9 @@
 import FlowPilotCore
 import Foundation
+import Synchronization
 import Testing
+
+@testable import FlowPilotCore
 
 /// `fpctl warm` against a real `fpctl serve`, counting the requests it really made.
 @Suite("fpctl warm, resolve and ready against fpctl serve")
@@ -260,6 +263,61 @@ struct WarmTests {
         let (ra, rb, rc) = await (a, b, c)
         #expect(ra.first?.state == .warmed && rb.first?.state == .warmed && rc)
         #expect(try await stats(server).keys["demo/paywall/same"] == 1)
+    }
+
+    @Test(
+        "warm's task-free prefetch (--media none) answers as the task one does: warmed, timed out and late, shared; answered once, then finished once"
+    )
+    func taskFreePrefetch() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "400"])
+        let store = try CacheStore(root: cache, create: true)
+        func warmer(timeout: Duration, store: CacheStore = store) -> Warmer {
+            var config = WarmConfiguration()
+            config.media = .none
+            config.resolveTimeout = timeout
+            return Warmer(
+                client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
+                config: config)
+        }
+        /// The callback path's events in order, and its outcomes.
+        func taskFree(_ warmer: Warmer, _ keys: [String], _ user: String) async -> ([String], [PrefetchOutcome]) {
+            let events = Mutex<[String]>([])
+            let outcomes = await withCheckedContinuation { (done: CheckedContinuation<[PrefetchOutcome], Never>) in
+                warmer.prefetch(
+                    keys, for: Identity(userID: user), answered: { events.withLock { $0.append("answered") } },
+                    finished: { outcomes in
+                        events.withLock { $0.append("finished") }
+                        done.resume(returning: outcomes)
+                    })
+            }
+            // Nothing more comes after the outcomes (a second call would show here).
+            try? await Task.sleep(for: .milliseconds(300))
+            return (events.withLock { $0 }, outcomes)
+        }
+        let patient = warmer(timeout: .seconds(60))
+        let (events, warmed) = await taskFree(patient, ["paywall", "onboarding", "paywall"], "tf")
+        let expected = await patient.prefetch(["paywall", "onboarding", "paywall"], for: Identity(userID: "tf2"))
+        #expect(events == ["answered", "finished"])
+        #expect(warmed.map(\.placement) == ["paywall", "onboarding"] && warmed.allSatisfy { $0.state == .warmed })
+        #expect(warmed.map(\.placement) == expected.map(\.placement) && expected.allSatisfy { $0.state == .warmed })
+        // A fresh entry now: Tier 0 at once, with no request and no wait.
+        let (_, hit) = await taskFree(patient, ["paywall"], "tf")
+        #expect(hit.first?.deliverySource == .cache)
+        // Slower than the timeout: failed with a timeout, the resolve left running and landing in the
+        // grace. A cache of its own: this one's placement aliases would serve a stale copy (Tier 2).
+        let hasty = warmer(timeout: .milliseconds(100), store: try CacheStore(root: tmp.file("hasty"), create: true))
+        let (lateEvents, late) = await taskFree(hasty, ["paywall", "onboarding"], "slow")
+        #expect(lateEvents == ["answered", "finished"])
+        #expect(late.allSatisfy { $0.state == .failed && $0.errorCode == "timeout" })
+        let landed = await hasty.waitForLateResolves(grace: .seconds(10))
+        #expect(landed.landed == 2 && landed.pending == 0)
+        // Joined: a task-free prefetch of an identity already resolving shares its request.
+        async let first = patient.prefetch(["paywall"], for: Identity(userID: "shared"))
+        try await Task.sleep(for: .milliseconds(100))
+        let (_, joined) = await taskFree(patient, ["paywall"], "shared")
+        let firstOutcomes = await first
+        #expect(joined.first?.state == .warmed && firstOutcomes.first?.state == .warmed)
+        #expect(try await stats(server).keys["demo/paywall/shared"] == 1)
     }
 
     @Test("resolve explains the chain; ready answers 0 or 1")

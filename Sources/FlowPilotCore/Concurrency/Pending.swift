@@ -25,6 +25,8 @@ final class Pending<Value: Sendable>: Sendable {
         var registering: [UInt64] = []
         /// Those of them whose limit passed, or whose task was cancelled, already.
         var expired: [UInt64] = []
+        /// Closures to call with the value (`whenFulfilled`).
+        var callbacks: [@Sendable (Value) -> Void] = []
 
         mutating func removeWaiter(_ id: UInt64) -> Waiter? {
             guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
@@ -46,17 +48,32 @@ final class Pending<Value: Sendable>: Sendable {
     /// Gives the value to every waiter, and to every later one at once. Only the
     /// first call counts.
     func fulfil(_ value: Value) {
-        let waiters = state.withLock { state -> [Waiter] in
-            guard state.value == nil else { return [] }
+        let (waiters, callbacks) = state.withLock { state -> ([Waiter], [@Sendable (Value) -> Void]) in
+            guard state.value == nil else { return ([], []) }
             state.value = value
-            defer { state.waiters = [] }
-            return state.waiters.map(\.waiter)
+            defer { (state.waiters, state.callbacks) = ([], []) }
+            return (state.waiters.map(\.waiter), state.callbacks)
         }
         for waiter in waiters {
             if let timeout = waiter.timeout { TimeoutClock.shared.cancel(timeout) }
             waiter.continuation.resume(returning: value)
         }
+        for callback in callbacks { callback(value) }
     }
+
+    /// Calls `body` with the value once it is given, at once when it has
+    /// been: no task waits. `body` runs on the thread that gives the value,
+    /// so it should only hand work on.
+    func whenFulfilled(_ body: @escaping @Sendable (Value) -> Void) {
+        let value = state.withLock { state -> Value? in
+            if state.value == nil { state.callbacks.append(body) }
+            return state.value
+        }
+        if let value { body(value) }
+    }
+
+    /// The value if it has been given, without waiting.
+    var valueIfFulfilled: Value? { state.withLock { $0.value } }
 
     /// The value, however long it takes, even in a cancelled task.
     var value: Value {

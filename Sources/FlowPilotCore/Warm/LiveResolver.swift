@@ -123,6 +123,12 @@ final class LiveResolver: Sendable {
         _ call: LiveCall, until deadline: ContinuousClock.Instant? = nil
     ) async -> LiveLanding? {
         if let landing = await call.landing.value(within: limit(deadline)) { return landing }
+        return unanswered(call)
+    }
+
+    /// `answer` once its time is up: the call remembered for `waitForLate`,
+    /// and the failure of attempts that never reached the backend, if so.
+    func unanswered(_ call: LiveCall) -> LiveLanding? {
         let unreached = call.attempts?.claim()
         state.withLock { state in
             state.late.append(.answer(call.landing))
@@ -137,12 +143,19 @@ final class LiveResolver: Sendable {
     func result(
         _ landing: LiveLanding?, until deadline: ContinuousClock.Instant? = nil
     ) async -> Result<LiveResult, ResolveFailure> {
-        let timeout = ResolveFailure.timeout("no answer within \(config.resolveTimeout)")
         guard let landing else { return .failure(timeout) }
         if let result = await landing.durable(within: limit(deadline)) { return .success(result) }
+        return undurable(landing)
+    }
+
+    /// `result` once its time is up: the landing remembered for `waitForLate`, a timeout.
+    func undurable(_ landing: LiveLanding) -> Result<LiveResult, ResolveFailure> {
         state.withLock { $0.late.append(.durable(landing)) }
         return .failure(timeout)
     }
+
+    /// What a placement whose live resolve outlived the resolveTimeout fails with.
+    var timeout: ResolveFailure { .timeout("no answer within \(config.resolveTimeout)") }
 
     /// Both phases: the resolve's result once durable, within the resolveTimeout (or until `deadline`).
     func wait(
@@ -315,4 +328,13 @@ struct LiveLanding: Sendable {
     func durable(within limit: Duration) async -> LiveResult? {
         await results.value(within: limit).map { $0[index] }
     }
+
+    /// Calls `body` with the result once durable (at once when it is), on the thread that gives it.
+    func whenDurable(_ body: @escaping @Sendable (LiveResult) -> Void) {
+        let index = index
+        results.whenFulfilled { body($0[index]) }
+    }
+
+    /// The result if it is durable already.
+    var durableIfReady: LiveResult? { results.valueIfFulfilled.map { $0[index] } }
 }

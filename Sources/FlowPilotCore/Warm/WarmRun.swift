@@ -281,8 +281,16 @@ public struct WarmRun: Sendable {
         /// next line when it needs one.
         mutating func startWhatFits(_ group: inout DiscardingTaskGroup, events: Mailbox<Event>, input: InputReader) {
             let warmer = run.warmer
+            // With nothing to download an identity needs no task: its prefetch posts as its answers and commits come.
+            let taskFree = warmer.config.media == .none
             while true {
                 while let (identity, keys) = flow.nextToStart() {
+                    if taskFree {
+                        warmer.prefetch(
+                            keys, for: identity, answered: { events.post(.answered) },
+                            finished: { events.post(.finished($0)) })
+                        continue
+                    }
                     group.addTask {
                         let answered = await warmer.answer(keys, for: identity)
                         // Its place among those resolving goes to the next identity while its flows are written.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The SDK's prefetch, isPlacementReady and resolution chain over a cache
 /// directory: `TierChain` decides, `LiveResolver` does Tier 1 (shared, batched,
@@ -69,6 +70,34 @@ public final class Warmer: Sendable {
     /// placement's images never hold back a live placement's request, and
     /// every placement has the same `resolveTimeout` from the start.
     public func answer(_ placements: [String], for identity: Identity) async -> AnsweredPrefetch {
+        let begun = begin(placements, for: identity)
+        var landings: [(Int, LiveLanding?)] = []
+        landings.reserveCapacity(begun.calls.count)
+        // A batch's answers all come at once: waiting for each in turn costs no more.
+        for (index, call) in zip(begun.needLive, begun.calls) {
+            landings.append((index, await live.answer(call, until: begun.deadline)))
+        }
+        return AnsweredPrefetch(
+            warmer: self, identity: identity, keys: begun.keys, cached: begun.cached,
+            cachedWithImages: begun.cachedWithImages, landings: landings, start: begun.start, deadline: begun.deadline)
+    }
+
+    /// A prefetch up to its live requests: the placements de-duplicated,
+    /// the cache looked up, the live resolves started or joined.
+    struct Begun {
+        let keys: [String]
+        let start: ContinuousClock.Instant
+        let deadline: ContinuousClock.Instant
+        /// Each fresh cache hit's outcome, by its key's position, where there are no images to download.
+        let cached: [PrefetchOutcome?]
+        /// Each fresh cache hit (its key's position) whose images `--media` asks for.
+        let cachedWithImages: [(Int, TierChain.Served)]
+        /// The positions of the keys resolved live, and their calls.
+        let needLive: [Int]
+        let calls: [LiveCall]
+    }
+
+    func begin(_ placements: [String], for identity: Identity) -> Begun {
         // De-duplicated in order; a prefetch asks for a few placements, so by looking back.
         var keys: [String] = []
         keys.reserveCapacity(placements.count)
@@ -92,16 +121,25 @@ public final class Warmer: Sendable {
             }
         }
         let calls = live.start(needLive.map { keys[$0] }, for: identity)
-        let deadline = start + config.resolveTimeout
-        var landings: [(Int, LiveLanding?)] = []
-        landings.reserveCapacity(calls.count)
-        // A batch's answers all come at once: waiting for each in turn costs no more.
-        for (index, call) in zip(needLive, calls) {
-            landings.append((index, await live.answer(call, until: deadline)))
-        }
-        return AnsweredPrefetch(
-            warmer: self, identity: identity, keys: keys, cached: cached, cachedWithImages: cachedWithImages,
-            landings: landings, start: start, deadline: deadline)
+        return Begun(
+            keys: keys, start: start, deadline: start + config.resolveTimeout, cached: cached,
+            cachedWithImages: cachedWithImages, needLive: needLive, calls: calls)
+    }
+
+    /// Both phases of a prefetch with no task of its own, for a warm with
+    /// nothing to download (`--media none`): `answered` once every live
+    /// placement is answered or the resolveTimeout passed, then `finished`
+    /// with the outcomes once each flow is durable or the time passed. Each
+    /// is called once, in that order, on whichever thread gets there (a
+    /// resolve's, the group commit's, the timeout clock's): the same
+    /// outcomes `answer` and `outcomes()` give, without a task waiting.
+    func prefetch(
+        _ placements: [String], for identity: Identity, answered: @escaping @Sendable () -> Void,
+        finished: @escaping @Sendable ([PrefetchOutcome]) -> Void
+    ) {
+        precondition(config.media == .none, "a prefetch that downloads images waits in a task (answer, outcomes)")
+        TaskFreePrefetch(warmer: self, identity: identity, begun: begin(placements, for: identity))
+            .run(answered: answered, finished: finished)
     }
 
     /// One identity's prefetch between its two phases (`Warmer.answer`).
@@ -227,12 +265,8 @@ public final class Warmer: Sendable {
         cacheStep: TierChain.Step? = nil, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil,
         serveUnstored: Bool = false
     ) async -> Resolution {
-        let (steps, decision) = TierChain.afterLive(
-            await live.result(landing, until: deadline), defaultTTL: config.environment.defaultTTL,
-            stale: {
-                store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
-            },
-            bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil, serveUnstored: serveUnstored)
+        let (steps, decision) = chain(
+            placement, identity, await live.result(landing, until: deadline), serveUnstored: serveUnstored)
         var mediaWarmed = false
         if warmMedia, case .serve(let served) = decision, served.tier == .network {
             mediaWarmed = await media.warmImages(
@@ -241,6 +275,154 @@ public final class Warmer: Sendable {
         return Resolution(
             placement, for: identity, steps: cacheStep.map { [$0] + steps } ?? steps, decision: decision,
             mediaWarmed: mediaWarmed, since: start)
+    }
+}
+
+extension Warmer {
+    /// Tiers 1 to 3 for a placement whose live resolve gave `result` (a timeout is a failure).
+    fileprivate func chain(
+        _ placement: String, _ identity: Identity, _ result: Result<LiveResult, ResolveFailure>,
+        serveUnstored: Bool = false
+    ) -> ([TierChain.Step], TierChain.Decision) {
+        TierChain.afterLive(
+            result, defaultTTL: config.environment.defaultTTL,
+            stale: {
+                store.lookupFlow(placement: placement, identity: identity) ?? store.lookupAlias(placement: placement)
+            },
+            bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil, serveUnstored: serveUnstored)
+    }
+
+    /// `Warmer.prefetch(_:for:answered:finished:)`: one identity's landings
+    /// and results gathered as they come, the deadline one timer, each
+    /// phase ended once, by the last to arrive or by the timer.
+    fileprivate final class TaskFreePrefetch: Sendable {
+        private enum Phase {
+            case answering, writing, done
+        }
+
+        private struct State {
+            var phase = Phase.answering
+            /// Each live placement's landing (nil until it comes; nil at the deadline: no answer).
+            var landings: [LiveLanding?]
+            var answersLeft: Int
+            /// Each landed placement's result once durable.
+            var results: [LiveResult?]
+            var resultsLeft = 0
+            var timer: TimeoutClock.Token?
+            var answered: (@Sendable () -> Void)?
+            var finished: (@Sendable ([PrefetchOutcome]) -> Void)?
+        }
+
+        let warmer: Warmer
+        let identity: Identity
+        let begun: Begun
+        private let state: Mutex<State>
+
+        init(warmer: Warmer, identity: Identity, begun: Begun) {
+            (self.warmer, self.identity, self.begun) = (warmer, identity, begun)
+            let count = begun.calls.count
+            state = Mutex(
+                State(
+                    landings: Array(repeating: nil, count: count), answersLeft: count,
+                    results: Array(repeating: nil, count: count)))
+        }
+
+        func run(answered: @escaping @Sendable () -> Void, finished: @escaping @Sendable ([PrefetchOutcome]) -> Void) {
+            guard !begun.calls.isEmpty else {
+                answered()
+                return finished(begun.cached.compactMap { $0 })
+            }
+            let limit = max(.zero, ContinuousClock.now.duration(to: begun.deadline))
+            state.withLock { state in
+                (state.answered, state.finished) = (answered, finished)
+                state.timer = TimeoutClock.shared.schedule(after: limit) { [self] in timedOut() }
+            }
+            for (n, call) in begun.calls.enumerated() {
+                call.landing.whenFulfilled { [self] landing in landed(n, landing) }
+            }
+        }
+
+        private func landed(_ n: Int, _ landing: LiveLanding) {
+            let ready = state.withLock { state -> Bool in
+                guard state.phase == .answering, state.landings[n] == nil else { return false }
+                state.landings[n] = landing
+                state.answersLeft -= 1
+                guard state.answersLeft == 0 else { return false }
+                enterWriting(&state)
+                return true
+            }
+            guard ready else { return }
+            for (n, landing) in state.withLock({ $0.landings }).enumerated() {
+                landing?.whenDurable { [self] result in self.durable(n, result) }
+            }
+        }
+
+        /// Every answer is in: `answered` is told (under the lock, so
+        /// `finished` can only follow it) and the results are awaited.
+        private func enterWriting(_ state: inout State) {
+            state.phase = .writing
+            state.resultsLeft = state.landings.count
+            state.answered?()
+            state.answered = nil
+        }
+
+        private func durable(_ n: Int, _ result: LiveResult) {
+            let done = state.withLock { state -> State? in
+                guard state.phase == .writing, state.results[n] == nil else { return nil }
+                state.results[n] = result
+                state.resultsLeft -= 1
+                guard state.resultsLeft == 0 else { return nil }
+                state.phase = .done
+                return state
+            }
+            guard let done else { return }
+            if let timer = done.timer { TimeoutClock.shared.cancel(timer) }
+            finish(done)
+        }
+
+        /// The deadline: a placement with no answer, or whose flow is not
+        /// durable yet, is remembered as late and fails with a timeout, as
+        /// `LiveResolver.answer` and `result` do when their time is up.
+        private func timedOut() {
+            let done = state.withLock { state -> State? in
+                switch state.phase {
+                case .done: return nil
+                case .answering: enterWriting(&state)
+                case .writing: break
+                }
+                state.phase = .done
+                return state
+            }
+            guard var done else { return }
+            // Handed on: the clock's task only fires limits; the chain may read the cache (a stale copy).
+            Task { [self] in
+                for n in done.landings.indices where done.landings[n] == nil {
+                    done.landings[n] = warmer.live.unanswered(begun.calls[n])
+                }
+                finish(done)
+            }
+        }
+
+        private func finish(_ done: State) {
+            var outcomes = begun.cached
+            let live = warmer.live
+            for (n, index) in begun.needLive.enumerated() {
+                let result: Result<LiveResult, ResolveFailure>
+                if let durable = done.results[n] {
+                    result = .success(durable)
+                } else if let landing = done.landings[n] {
+                    // An answer from a request that failed before the deadline is durable at once.
+                    result = landing.durableIfReady.map { .success($0) } ?? live.undurable(landing)
+                } else {
+                    result = .failure(live.timeout)
+                }
+                let key = begun.keys[index]
+                let (steps, decision) = warmer.chain(key, identity, result)
+                outcomes[index] =
+                    Resolution(key, for: identity, steps: steps, decision: decision, since: begun.start).outcome
+            }
+            done.finished?(outcomes.compactMap { $0 })
+        }
     }
 }
 

@@ -93,14 +93,7 @@ public struct CSVRow {
     /// A number's cell, its digits written as they are made.
     public mutating func cell(_ number: Int) {
         separate()
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
-        var rest = number.magnitude
-        let start = bytes.count
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        bytes[start...].reverse()
+        DecimalText.append(Int64(number), to: &bytes)
     }
 
     /// The row's bytes with its newline.

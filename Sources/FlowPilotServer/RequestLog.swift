@@ -69,24 +69,13 @@ final class RequestLogWriter: @unchecked Sendable {
         line.append(UInt8(ascii: " "))
         path.withUTF8Bytes { line.append(contentsOf: $0) }
         line.append(UInt8(ascii: " "))
-        appendDecimal(Int64(status), to: &line)
+        DecimalText.append(Int64(status), to: &line)
         line.append(UInt8(ascii: " "))
-        appendDecimal(tenths / 10, to: &line)
+        DecimalText.append(tenths / 10, to: &line)
         line.append(UInt8(ascii: "."))
         line.append(UInt8(ascii: "0") + UInt8(abs(tenths % 10)))
         line += "ms\n".utf8
         return line
-    }
-
-    private static func appendDecimal(_ value: Int64, to line: inout [UInt8]) {
-        if value < 0 { line.append(UInt8(ascii: "-")) }
-        var n = value.magnitude
-        let start = line.count
-        repeat {
-            line.append(UInt8(ascii: "0") + UInt8(n % 10))
-            n /= 10
-        } while n > 0
-        line[start...].reverse()  // written least significant digit first
     }
 
     func append(_ line: [UInt8]) {

@@ -279,44 +279,51 @@ struct WarmTests {
                 client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
                 config: config)
         }
-        /// The callback path's events in order, and its outcomes.
-        func taskFree(_ warmer: Warmer, _ keys: [String], _ user: String) async -> ([String], [PrefetchOutcome]) {
-            let events = Mutex<[String]>([])
-            let outcomes = await withCheckedContinuation { (done: CheckedContinuation<[PrefetchOutcome], Never>) in
-                warmer.prefetch(
-                    keys, for: Identity(userID: user), answered: { events.withLock { $0.append("answered") } },
-                    finished: { outcomes in
-                        events.withLock { $0.append("finished") }
-                        done.resume(returning: outcomes)
-                    })
-            }
-            // Nothing more comes after the outcomes (a second call would show here).
-            try? await Task.sleep(for: .milliseconds(300))
-            return (events.withLock { $0 }, outcomes)
+        /// The callback path's events in order, and its outcomes to come. The
+        /// resolve is started (or joined) before this returns.
+        final class Events: Sendable {
+            private let list = Mutex<[String]>([])
+            func add(_ event: String) { list.withLock { $0.append(event) } }
+            var all: [String] { list.withLock { $0 } }
+        }
+        func taskFree(_ warmer: Warmer, _ keys: [String], _ user: String) -> (
+            events: Events, outcomes: Pending<[PrefetchOutcome]>
+        ) {
+            let events = Events()
+            let outcomes = Pending<[PrefetchOutcome]>()
+            warmer.prefetch(
+                keys, for: Identity(userID: user), answered: { events.add("answered") },
+                finished: { result in
+                    events.add("finished")
+                    outcomes.fulfil(result)
+                })
+            return (events, outcomes)
         }
         let patient = warmer(timeout: .seconds(60))
-        let (events, warmed) = await taskFree(patient, ["paywall", "onboarding", "paywall"], "tf")
+        let first = taskFree(patient, ["paywall", "onboarding", "paywall"], "tf")
+        let warmed = await first.outcomes.value
         let expected = await patient.prefetch(["paywall", "onboarding", "paywall"], for: Identity(userID: "tf2"))
-        #expect(events == ["answered", "finished"])
+        #expect(first.events.all == ["answered", "finished"])
         #expect(warmed.map(\.placement) == ["paywall", "onboarding"] && warmed.allSatisfy { $0.state == .warmed })
         #expect(warmed.map(\.placement) == expected.map(\.placement) && expected.allSatisfy { $0.state == .warmed })
         // A fresh entry now: Tier 0 at once, with no request and no wait.
-        let (_, hit) = await taskFree(patient, ["paywall"], "tf")
+        let hit = await taskFree(patient, ["paywall"], "tf").outcomes.value
         #expect(hit.first?.deliverySource == .cache)
         // Slower than the timeout: failed with a timeout, the resolve left running and landing in the
         // grace. A cache of its own: this one's placement aliases would serve a stale copy (Tier 2).
         let hasty = warmer(timeout: .milliseconds(100), store: try CacheStore(root: tmp.file("hasty"), create: true))
-        let (lateEvents, late) = await taskFree(hasty, ["paywall", "onboarding"], "slow")
-        #expect(lateEvents == ["answered", "finished"])
+        let slow = taskFree(hasty, ["paywall", "onboarding"], "slow")
+        let late = await slow.outcomes.value
         #expect(late.allSatisfy { $0.state == .failed && $0.errorCode == "timeout" })
         let landed = await hasty.waitForLateResolves(grace: .seconds(10))
         #expect(landed.landed == 2 && landed.pending == 0)
-        // Joined: a task-free prefetch of an identity already resolving shares its request.
-        async let first = patient.prefetch(["paywall"], for: Identity(userID: "shared"))
-        try await Task.sleep(for: .milliseconds(100))
-        let (_, joined) = await taskFree(patient, ["paywall"], "shared")
-        let firstOutcomes = await first
-        #expect(joined.first?.state == .warmed && firstOutcomes.first?.state == .warmed)
+        // The answers and commits that came after the deadline told the prefetch nothing more.
+        #expect(slow.events.all == ["answered", "finished"])
+        // Joined: a prefetch of an identity whose resolve the task-free one started shares its request.
+        let shared = taskFree(patient, ["paywall"], "shared")
+        let joined = await patient.prefetch(["paywall"], for: Identity(userID: "shared"))
+        let sharedOutcomes = await shared.outcomes.value
+        #expect(joined.first?.state == .warmed && sharedOutcomes.first?.state == .warmed)
         #expect(try await stats(server).keys["demo/paywall/shared"] == 1)
     }
 

@@ -182,8 +182,9 @@ public struct WarmRun: Sendable {
     /// (`Mailbox`): a line read, an identity answered (its requests
     /// answered, its flows handed to the cache's writer: `Warmer.answer`),
     /// an identity finished (its flows written and durable:
-    /// `AnsweredPrefetch.outcomes`; the same child posts both), a stop or its
-    /// deadline. The loop alone keeps the counts and starts the children;
+    /// `AnsweredPrefetch.outcomes`; the same child posts both, or with
+    /// `--media none` no child at all: `Warmer.prefetch(_:for:answered:finished:)`),
+    /// a stop or its deadline. The loop alone keeps the counts and starts the children;
     /// the children share the warmer (its cache, its requests and downloads
     /// in flight, which are unstructured tasks that outlive a caller), never
     /// the loop's state.

@@ -7,10 +7,9 @@ import Synchronization
 /// timed-out connect, a proxy that never connected) and none reached it, the
 /// caller reports that failure (`unreachable`, `proxy`, `tls`: exit 69)
 /// instead of a bare `timeout`. `ResolveClient.post` records each attempt
-/// into the log of the task it runs in (`current`).
+/// into the log it is handed (`attempts`), passed down rather than bound
+/// to the task: a binding cost its task an allocation and every read a walk.
 final class AttemptLog: Sendable {
-    @TaskLocal static var current: AttemptLog?
-
     private struct State {
         var unavailable: ResolveFailure?
         var reached = false

@@ -80,8 +80,13 @@ public struct ResolveClient: Sendable {
     }
 
     public func resolve(_ placement: String, _ identity: Identity) async -> LiveResult {
+        await resolve(placement, identity, attempts: nil)
+    }
+
+    /// `resolve`, each attempt recorded in `attempts`.
+    func resolve(_ placement: String, _ identity: Identity, attempts: AttemptLog?) async -> LiveResult {
         let url = "\(placementsURL)\(Self.encode(placement))/resolve"
-        switch await post(url, body(identity), endpoint: "resolve") {
+        switch await post(url, body(identity), endpoint: "resolve", attempts: attempts) {
         case .failure(let failure): return .failed(failure)
         case .response(let status, let bytes):
             let answer = bytes.flatMap { Answer(read: $0, nested: nil, known: flows) }
@@ -101,12 +106,14 @@ public struct ResolveClient: Sendable {
 
     /// One request for several placements, their results in the same order;
     /// throws `BatchUnavailable` on 404/405/501.
-    func resolveBatch(_ placements: [String], _ identity: Identity) async throws -> [LiveResult] {
+    func resolveBatch(_ placements: [String], _ identity: Identity, attempts: AttemptLog? = nil) async throws
+        -> [LiveResult]
+    {
         let url = placementsURL + "resolve-batch"
         func failAll(_ failure: ResolveFailure) -> [LiveResult] {
             Array(repeating: .failed(failure), count: placements.count)
         }
-        switch await post(url, body(identity, keys: placements), endpoint: "resolve-batch") {
+        switch await post(url, body(identity, keys: placements), endpoint: "resolve-batch", attempts: attempts) {
         case .failure(let failure):
             return failAll(failure)
         case .response(let status, let bytes):
@@ -190,7 +197,7 @@ public struct ResolveClient: Sendable {
     /// POST with retries on 429/5xx/connection errors: backoff 200 ms, 400 ms, …,
     /// or the answer's Retry-After (seconds or an HTTP-date, capped at 10 s; `RetryAfter`), which holds back every
     /// request of the run (`RequestPacer.pause`), not only this one.
-    private func post(_ url: String, _ body: ByteBuffer, endpoint: String) async -> Response {
+    private func post(_ url: String, _ body: ByteBuffer, endpoint: String, attempts: AttemptLog?) async -> Response {
         // The trust store the environment names cannot be read: nothing is sent with another.
         if let problem = transport.trustProblem, HTTPTransport.needsTLS(url) {
             return .failure(.tls(problem.description))
@@ -221,14 +228,14 @@ public struct ResolveClient: Sendable {
                 }
                 // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
                 let bytes = try await Deadline.collect(response.body, limit: 16 << 20, until: started + .seconds(30))
-                AttemptLog.current?.record(nil)
+                attempts?.record(nil)
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, body: bytes)
                 if status != 429 && status < 500 { return outcome }
             } catch {
                 requests.record(endpoint, status: nil)
                 let failure = transport.failure(error, proxy: proxy)
-                AttemptLog.current?.record(failure)
+                attempts?.record(failure)
                 outcome = .failure(failure)
             }
             if attempt >= retries || Task.isCancelled { return outcome }

@@ -93,11 +93,10 @@ final class LiveResolver: Sendable {
     private func resolve(_ claims: [Claim], _ identity: Identity) async {
         let log = claims[0].tag
         let placements = claims.map(\.key.placement)
-        let results = await AttemptLog.$current.withValue(log) {
+        let results =
             claims.count == 1
-                ? [await self.resolveOne(placements[0], identity)]
-                : await self.resolveBatch(placements, identity)
-        }
+            ? [await resolveOne(placements[0], identity, log)]
+            : await resolveBatch(placements, identity, log)
         // The answers go to their callers first: a warm's next request need not wait for this disk.
         // One promise for the request's results once durable, each landing reading its own.
         let durable = Pending<[LiveResult]>()
@@ -200,17 +199,17 @@ final class LiveResolver: Sendable {
         return counts
     }
 
-    private func resolveOne(_ placement: String, _ identity: Identity) async -> LiveResult {
-        let result = await client.resolve(placement, identity)
-        record(result.failure)
+    private func resolveOne(_ placement: String, _ identity: Identity, _ log: AttemptLog) async -> LiveResult {
+        let result = await client.resolve(placement, identity, attempts: log)
+        record(result.failure, log)
         return result
     }
 
     /// One request ended with `failure` (nil: it reached the backend), in
     /// the run's `BackendReach`; once only when a caller already counted it
     /// as unanswered at its timeout (`answer`).
-    private func record(_ failure: ResolveFailure?) {
-        let reported = AttemptLog.current?.finish() ?? false
+    private func record(_ failure: ResolveFailure?, _ log: AttemptLog) {
+        let reported = log.finish()
         state.withLock { state in
             if reported { state.reach.recordLate(failure) } else { state.reach.record(failure) }
         }
@@ -218,21 +217,21 @@ final class LiveResolver: Sendable {
 
     /// Each placement's result, in order: one batch request, or one request
     /// each once the backend shows it has no batch endpoint.
-    private func resolveBatch(_ placements: [String], _ identity: Identity) async -> [LiveResult] {
+    private func resolveBatch(_ placements: [String], _ identity: Identity, _ log: AttemptLog) async -> [LiveResult] {
         do {
-            let results = try await client.resolveBatch(placements, identity)
+            let results = try await client.resolveBatch(placements, identity, attempts: log)
             // The batch got no answer when none of its keys did.
             let failures = results.map(\.failure)
             let unanswered = failures.allSatisfy { $0?.isUnavailable == true }
-            record(unanswered ? failures.first ?? nil : nil)
+            record(unanswered ? failures.first ?? nil : nil, log)
             return results
         } catch {
             // 404/405/501: no batch endpoint; remember it for the rest of the run.
-            record(nil)
+            record(nil, log)
             state.withLock { $0.batchUnavailable = true }
             return await withTaskGroup(of: (Int, LiveResult).self) { group in
                 for (index, placement) in placements.enumerated() {
-                    group.addTask { (index, await self.resolveOne(placement, identity)) }
+                    group.addTask { (index, await self.resolveOne(placement, identity, log)) }
                 }
                 var results = placements.map { LiveResult.failed(.missingResult(placement: $0)) }
                 for await (index, result) in group { results[index] = result }

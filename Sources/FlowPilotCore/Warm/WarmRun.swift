@@ -226,7 +226,9 @@ public struct WarmRun: Sendable {
             var loop = Loop(run: self)
             group.addTask { events.post(await stopRequested.valueUnlessCancelled == nil ? .cancelled : .stop) }
             loop.startWhatFits(&group, events: events, input: input)
-            eventLoop: while true {
+            // Checked before each wait: the loop may finish the run itself (a bad line read from a
+            // chunk it had, nothing in flight), and then no child will post again.
+            eventLoop: while !loop.flow.isDone {
                 let event = await events.next()
                 switch event {
                 case .read, .readFailed:
@@ -248,7 +250,6 @@ public struct WarmRun: Sendable {
                 case .cancelled:
                     break
                 }
-                if loop.flow.isDone { break }
                 loop.startWhatFits(&group, events: events, input: input)
             }
             // The stop watcher, a read waiting for its line, identities past the

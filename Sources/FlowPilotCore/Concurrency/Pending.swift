@@ -4,8 +4,8 @@ import Synchronization
 /// waiters, each with a time limit of its own. A waiter that gives up (its
 /// limit passed, or its task was cancelled) leaves the work running: what it
 /// produces still lands (warm's late resolves). No task is started per
-/// waiter: a waiter is a continuation in a dictionary and, with a limit, an
-/// entry in `TimeoutClock`. Each continuation is resumed exactly once, by
+/// waiter: a waiter is a continuation in an array and, with a limit, an
+/// entry in `TimeoutClock`; a callback (`whenFulfilled`) needs no task either. Each continuation is resumed exactly once, by
 /// whoever takes its waiter out of the state under the lock (the value, the
 /// limit or the cancellation), so the unchecked kind is used: no canary
 /// object made and freed for every wait.

@@ -20,14 +20,13 @@ import Synchronization
 final class FlowMemo: Sendable, KnownValues {
     /// A flow kept: its bytes as sent, its document, how deeply it nests.
     private final class Known: Sendable {
-        let bytes: Data
-        /// The same bytes as an array, compared against answers without `Data`'s checked accesses.
+        /// As an array: compared against answers without `Data`'s checked accesses.
         let raw: [UInt8]
         let document: FlowDocument
         let nesting: Int
 
-        init(bytes: Data, document: FlowDocument, nesting: Int) {
-            (self.bytes, self.raw, self.document, self.nesting) = (bytes, Array(bytes), document, nesting)
+        init(raw: [UInt8], document: FlowDocument, nesting: Int) {
+            (self.raw, self.document, self.nesting) = (raw, document, nesting)
         }
     }
 
@@ -55,7 +54,7 @@ final class FlowMemo: Sendable, KnownValues {
     func validate(bytes: UnsafeRawBufferPointer, location: String) -> (FlowDocument?, [Finding]) {
         let probe = Self.probe(bytes)
         let known = flows.withLock { flows -> FlowDocument? in
-            guard let known = flows.byProbe[probe]?.first(where: { Self.same($0.bytes, bytes) }) else { return nil }
+            guard let known = flows.byProbe[probe]?.first(where: { Self.same($0.raw, bytes) }) else { return nil }
             flows.used(known)
             return known.document
         }
@@ -63,7 +62,7 @@ final class FlowMemo: Sendable, KnownValues {
         let data = Data(bytes)
         let (doc, findings) = FlowDocument.validate(data: data, location: location)
         if let doc, findings.isEmpty, let nesting = JSONParser.nesting(of: bytes) {
-            let known = Known(bytes: data, document: doc, nesting: nesting)
+            let known = Known(raw: Array(bytes), document: doc, nesting: nesting)
             flows.withLock { flows in
                 let alike = flows.byProbe[probe, default: []]
                 guard flows.count < Self.limit, alike.count < Self.perProbe else { return }
@@ -100,9 +99,9 @@ final class FlowMemo: Sendable, KnownValues {
         return hasher.finalize()
     }
 
-    private static func same(_ data: Data, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        data.count == bytes.count
-            && data.withUnsafeBytes { stored in
+    private static func same(_ raw: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
+        raw.count == bytes.count
+            && raw.withUnsafeBytes { stored in
                 guard let a = stored.baseAddress, let b = bytes.baseAddress else { return true }
                 return memcmp(a, b, bytes.count) == 0
             }

@@ -120,7 +120,8 @@ final class Format2StoreTests {
         let clean = try CacheStore(root: store.root)
         #expect(try clean.verify(repair: false).findings.isEmpty)
         #expect(clean.lookupFlow(placement: "q", identity: bob)?.1.id == "g", "repair removed only what was broken")
-        // A flipped byte inside a record is damage, not debris: everything after it in the segment is lost.
+        // A flipped byte inside a record is damage, not debris; it costs that record (the entry), and
+        // reading goes on after it: the alias written with it reads whole, and points at nothing.
         let before = Set(clean.log.segments().map(\.name))
         try clean.storeFlow(placement: "r", identity: alice, document: Self.flow("r"), ttlSeconds: 300, tier: .network)
         let segment2 = try #require(clean.log.segments().first { !before.contains($0.name) })
@@ -128,7 +129,7 @@ final class Format2StoreTests {
         bytes[LogSegment.magic.count + 20] ^= 0xFF
         try bytes.write(to: URL(fileURLWithPath: segment2.path))
         let damaged = try CacheStore(root: store.root).verify(repair: false)
-        #expect(damaged.findings.map(\.rule) == ["cache-corrupt-segment"])
+        #expect(damaged.findings.map(\.rule) == ["cache-dangling-alias", "cache-corrupt-segment"])
     }
 
     @Test("a writer whose segment a compaction replaced goes on in a new one; nothing it wrote is lost")

@@ -86,7 +86,7 @@ extension CacheStore {
         return !usesLog && currentVersion() >= 2 ? self.scan(log: true) : scan
     }
 
-    private func scan(log usesLog: Bool) -> CacheScan {
+    func scan(log usesLog: Bool) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
         for item in DirectoryWalker.list(root) ?? [] {
@@ -114,12 +114,16 @@ extension CacheStore {
 
     private static func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
         let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
-        if item.name.hasPrefix(AtomicFile.tempPrefix) {
+        // `.tmp-…`, or the marker's own (`.fpcache.json.tmp-<pid>-…`: its replacement by a migration or a repair).
+        if item.name.hasPrefix(AtomicFile.tempPrefix) || item.name.hasPrefix(Self.markerTemporaryPrefix) {
             scan.temporaries.append(file)
             return true
         }
         return false
     }
+
+    /// What a replacement of the marker (`AtomicFile.write`) writes first.
+    static let markerTemporaryPrefix = ".\(markerName).tmp-"
 
     /// Placement directories one by one, then every key directory, spread over
     /// the cores (the walk is one `getdents` and a `stat` per entry file: the sizes

@@ -147,6 +147,7 @@ extension CacheStore {
                 placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
                 resolvedAt: resolvedAt, pointAlias: pointAlias)
         }
+        FaultHook.reach("format-1-decided")
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -175,6 +176,7 @@ extension CacheStore {
                 placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
                 resolvedAt: resolvedAt, waiter: waiter)
         }
+        FaultHook.reach("format-1-decided")
         let prepared = flowEntry(
             placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
             resolvedAt: resolvedAt)
@@ -257,6 +259,7 @@ extension CacheStore {
             }
             return (logged.map(\.entry), { self.stageLogged(logged, to: $0) })
         }
+        FaultHook.reach("format-1-decided")
         let prepared = flows.map {
             flowEntry(
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,

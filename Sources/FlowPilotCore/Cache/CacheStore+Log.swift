@@ -179,29 +179,33 @@ extension CacheStore {
 }
 
 extension CacheStore {
-    /// `log/`: every record read once; the newest entry of each key is a
+    /// `log/`: every record read once; of each key, the entry a lookup
+    /// serves (the newest whose flow reads back whole, `FlowLog.Servable`;
+    /// the newest of all when none does, which `verify` then reports) is a
     /// flow, the newest alias of each placement an alias, the rest
     /// superseded (what the next compaction drops). A record's path is
     /// `<cache>/log/<segment>#<offset>`.
     func scanLog(into scan: inout CacheScan) {
-        var newest: [LogKey: (record: LogRecord, path: String, size: Int)] = [:]
+        var newest: [LogKey: (record: LogRecord, path: String, size: Int, serves: Bool)] = [:]
         let now = LogRecord.nowMillis
+        var servable = FlowLog.Servable(log)
         let problems = log.scan { segment, offset, length, record in
             let path = "\(segment.path)#\(offset)"
             let key = record.key
+            let serves = record.kind == .alias || servable.serves(record)
             if let known = newest[key] {
-                if record.wins(over: known.record, now: now) {
+                if serves != known.serves ? serves : record.wins(over: known.record, now: now) {
                     scan.superseded.append(
                         .init(path: known.path, size: Int64(known.size), mtime: known.record.resolvedAt))
-                    newest[key] = (record, path, length)
+                    newest[key] = (record, path, length, serves)
                 } else {
                     scan.superseded.append(.init(path: path, size: Int64(length), mtime: record.resolvedAt))
                 }
             } else {
-                newest[key] = (record, path, length)
+                newest[key] = (record, path, length, serves)
             }
         }
-        for (record, path, size) in newest.values.sorted(by: { $0.path < $1.path }) {
+        for (record, path, size, _) in newest.values.sorted(by: { $0.path < $1.path }) {
             switch record.kind {
             case .entry: scan.flows.append(cachedFlow(record, path: path))
             case .alias:

@@ -28,6 +28,10 @@ extension CacheStore {
         /// The findings' paths (relative to the cache) that `repair` could
         /// not remove, and why; every other finding's file is gone.
         public let notRemoved: [String: String]
+
+        public init(findings: [Finding], notRemoved: [String: String]) {
+            (self.findings, self.notRemoved) = (findings, notRemoved)
+        }
     }
 
     /// Reads every entry and checks it; one finding per problem (rule ids
@@ -163,9 +167,13 @@ extension CacheStore {
     /// pid namespace, holds until it exits; or, where locks do nothing, a
     /// process of that pid started at that time runs on this machine. A file
     /// already gone is not debris. An older name (`.tmp-<pid>-…`) is checked
-    /// by its pid alone.
+    /// by its pid alone, as is the marker's (`.fpcache.json.tmp-<pid>-…`).
     static func writerAlive(_ path: String) -> Bool {
-        let fields = PathName.lastComponent(of: path).dropFirst(AtomicFile.tempPrefix.count).split(separator: "-")
+        let name = PathName.lastComponent(of: path)
+        let fields =
+            name.hasPrefix(markerTemporaryPrefix)
+            ? name.dropFirst(markerTemporaryPrefix.count).split(separator: "-")
+            : name.dropFirst(AtomicFile.tempPrefix.count).split(separator: "-")
         guard let first = fields.first, let pid = Int32(first) else { return false }
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 { return errno == ENOENT || errno == EACCES }

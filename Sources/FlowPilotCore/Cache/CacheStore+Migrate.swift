@@ -66,8 +66,9 @@ extension CacheStore {
         let started = ContinuousClock.now
         var result = try withLock(exclusive: true) { () throws -> Migration in
             if currentVersion() >= 2 {
-                removeFormatOneTrees()
-                return Migration(from: 2)
+                var result = Migration(from: 2)
+                try carryOverFormatOneTrees(into: &result)
+                return result
             }
             return try migrateLocked()
         }
@@ -82,15 +83,33 @@ extension CacheStore {
         for directory in [log.logDir, log.objectsDir] where access(directory, F_OK) == 0 {
             try? FileManager.default.removeItem(atPath: directory)
         }
-        // 2. Records and objects, a segment's worth of entries at a time: each chunk read across
-        // the cores, its new flows stored, its records written into a sealed segment, so memory
-        // holds one chunk (and the listing), not every entry, whatever the cache's size.
-        let scan = scan()
+        // 2. Records and objects.
+        try carryOver(scan(), into: &result)
+        FaultHook.reach("migrate-written")
+        // 3. The switch.
+        try AtomicFile.write(Self.markerBody(version: 2), to: "\(root)/\(Self.markerName)", overwrite: true)
+        migratedSinceOpen.store(true, ordering: .relaxed)
+        FaultHook.reach("migrate-switched")
+        // 4. Format 1's trees.
+        removeFormatOneTrees()
+        return result
+    }
+
+    /// Format 1's entries and aliases in `scan` as records and objects
+    /// (step 2), a segment's worth of entries at a time: each chunk read
+    /// across the cores, its new flows stored, its records written into a
+    /// sealed segment, so memory holds one chunk (and the listing), not every
+    /// entry, whatever the cache's size. With `skip`, an entry the log
+    /// already holds (`skip` says so) is not carried again.
+    private func carryOver(
+        _ scan: CacheScan, into result: inout Migration, skip: ((CachedFlow) -> Bool)? = nil
+    ) throws {
+        let flows = skip.map { skip in scan.flows.filter { !skip($0) } } ?? scan.flows
         let aliasTargets = Set(scan.aliases.map(\.directoryKey))
         var targets: [String: LogRecord] = [:]
         var stored = Set<String>()
-        for chunkStart in stride(from: 0, to: scan.flows.count, by: Self.migrationChunk) {
-            let chunk = scan.flows[chunkStart..<min(chunkStart + Self.migrationChunk, scan.flows.count)]
+        for chunkStart in stride(from: 0, to: flows.count, by: Self.migrationChunk) {
+            let chunk = flows[chunkStart..<min(chunkStart + Self.migrationChunk, flows.count)]
             let slices = Parallel.mapSlices(Array(chunk), minimumPerSlice: 256) { slice in
                 var read: [(CachedFlow, LogRecord?)] = []
                 var objects: [String: Data] = [:]
@@ -134,15 +153,25 @@ extension CacheStore {
             result.aliases += 1
         }
         try log.writeSealed(aliases)
-        result.objects = stored.count
-        FaultHook.reach("migrate-written")
-        // 3. The switch.
-        try AtomicFile.write(Self.markerBody(version: 2), to: "\(root)/\(Self.markerName)", overwrite: true)
-        migratedSinceOpen.store(true, ordering: .relaxed)
-        FaultHook.reach("migrate-switched")
-        // 4. Format 1's trees.
+        result.objects += stored.count
+    }
+
+    /// What is left of `flows/` and `aliases/` after the switch (a killed
+    /// migration's step 4, or what a writer that opened the cache as format 1
+    /// wrote there since: an older fpctl, or one that read the marker just
+    /// before it changed) is carried into the log, never deleted: each entry
+    /// newer than the log's record of its key becomes a record, as step 2
+    /// makes them; then the trees are removed. The caller holds the
+    /// exclusive lock, so no such writer is writing.
+    func carryOverFormatOneTrees(into result: inout Migration) throws {
+        guard access(flowsDir, F_OK) == 0 || access(aliasesDir, F_OK) == 0 else { return }
+        let leftovers = scan(log: false)
+        try carryOver(leftovers, into: &result) { entry in
+            let logged = self.log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint))
+            let millis = Self.millis(entry.resolvedAt)
+            return logged.contains { $0.resolvedAtMillis >= millis }
+        }
         removeFormatOneTrees()
-        return result
     }
 
     /// `flows/` and `aliases/`, after the switch.

@@ -34,7 +34,11 @@ extension CacheStore {
             if o.unreferenced { selection.addUnreferenced() }
             if o.dryRun { return RemovalResult(removed: selection.removals, failed: []) }
             guard scan.logged else { return self.delete(selection.removals) }
-            if !scan.migrationLeftovers.isEmpty { self.removeFormatOneTrees() }
+            if !scan.migrationLeftovers.isEmpty {
+                // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
+                var carried = CacheStore.Migration(from: 2)
+                try? self.carryOverFormatOneTrees(into: &carried)
+            }
             let (records, files) = (
                 selection.removals.filter { self.isLogged("\(self.root)/\($0.path)") },
                 selection.removals.filter { !self.isLogged("\(self.root)/\($0.path)") }
@@ -102,7 +106,9 @@ private struct PruneSelection {
     /// Superseded copies, and url files whose image was never written.
     mutating func addDebris() {
         if scan.logged {
-            for tree in scan.migrationLeftovers { remove(.directory, tree, 0, "format 1's, left by a migration") }
+            for tree in scan.migrationLeftovers {
+                remove(.directory, tree, 0, "format 1's, left by a migration (its entries carried into the log)")
+            }
         }
         for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
         for dir in scan.emptyKeys { remove(.directory, dir, 0, "key directory with no entry") }

@@ -124,6 +124,7 @@ public final class CacheStore: Sendable {
     ) throws -> Int {
         let marker = "\(root)/\(markerName)"
         if let version = try checkMarker(marker, root: root) { return version }
+        try refuseDamagedMarker(marker, root: root)
         beforeListing?()
         // A directory that cannot be listed is not taken for an empty one.
         guard let listing = opendir(root) else {
@@ -144,7 +145,12 @@ public final class CacheStore: Sendable {
             // Another process's cache, whose marker this client may not show yet.
             if contents.isEmpty { throw FPError.inputMissing("\(root): empty directory, not a cache yet") }
             if let version = try waitForMarker(marker, root: root) { return version }
-            throw FPError.inputMissing("\(root): no \(markerName) beside the cache's folders, not a cache yet")
+            throw FPError.invalid([
+                .error(
+                    "cache-format", root,
+                    "no \(markerName) beside the cache's folders after waiting \(Int(markerWait)) s: not an fpctl cache"
+                )
+            ])
         }
         let body = markerBody(version: newVersion)
         do {
@@ -166,6 +172,58 @@ public final class CacheStore: Sendable {
             throw error
         }
         return newVersion
+    }
+
+    /// An empty marker is another process's claim of the name only while
+    /// the cache is new: the marker is published before anything else, so
+    /// beside any of the cache's folders an empty one is damage (a disk's,
+    /// an editor's), said at once (65), never waited out.
+    private static func refuseDamagedMarker(_ marker: String, root: String) throws {
+        guard let damage = damagedMarker(root: root) else { return }
+        throw FPError.invalid([.error(damage.finding.rule, marker, damage.finding.message)])
+    }
+
+    /// The cache's marker when it is damaged (empty, or not a marker, beside
+    /// the cache's folders): the finding (`cache-corrupt-marker`, its path
+    /// relative to the cache) and the version the folders say the cache is
+    /// in, nil when they do not say (both formats' folders, or neither's).
+    public static func damagedMarker(root: String) -> (finding: Finding, version: Int?)? {
+        let marker = "\(root)/\(markerName)"
+        var info = stat()
+        guard lstat(marker, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        if info.st_size > 0, let data = FileManager.default.contents(atPath: marker),
+            let json = try? JSONValue.parse(data), json["format"]?.stringValue == format
+        {
+            return nil
+        }
+        let present = layoutNames.subtracting([markerName, ".lock"]).sorted().filter {
+            access("\(root)/\($0)", F_OK) == 0
+        }
+        guard let first = present.first else { return nil }
+        let logged = present.contains("log") || present.contains("objects")
+        let filed = present.contains("flows") || present.contains("aliases")
+        let version: Int? = logged == filed ? (logged ? nil : newCacheVersion) : (logged ? 2 : 1)
+        let how =
+            version.map { "`fpctl cache verify --repair` writes it again (format \($0), as the folders say)" }
+            ?? "its folders do not say which format it is (both formats' are there): restore it from a backup"
+        let what = info.st_size == 0 ? "empty" : "not a cache marker"
+        return (
+            .error(
+                "cache-corrupt-marker", markerName,
+                "\(what), beside the cache's \(first)/: the marker is damaged; \(how)"), version
+        )
+    }
+
+    /// Writes a damaged marker again (`cache verify --repair`), in the
+    /// format the folders say; the finding it mended, nil when the marker
+    /// is not damaged. Throws when the folders do not say the format.
+    public static func mendMarker(root: String) throws -> Finding? {
+        guard let damage = damagedMarker(root: root) else { return nil }
+        guard let version = damage.version else { throw FPError.invalid([damage.finding]) }
+        let lock = try Lock(path: "\(root)/.lock", exclusive: true)
+        defer { lock.release() }
+        try AtomicFile.write(markerBody(version: version), to: "\(root)/\(markerName)", overwrite: true)
+        return damage.finding
     }
 
     /// The marker's bytes for a format version.

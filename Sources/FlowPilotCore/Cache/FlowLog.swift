@@ -90,13 +90,13 @@ public final class FlowLog: Sendable {
                 if indexFD < 0 && errno == ENOENT { throw Vanished() }
                 if indexFD >= 0 {
                     defer { close(indexFD) }
-                    if let probe = SegmentIndex.probe(indexFD, prefix: key.prefix) {
-                        for offset in probe.offsets {
-                            if let record = Self.record(fd, at: Int(offset)), key.matches(record) {
-                                found.append(Located(record: record, segment: segment.name, offset: Int(offset)))
+                    if let index = SegmentIndex.checked(indexFD, segmentLength: Self.length(fd)) {
+                        for offset in SegmentIndex.offsets(indexFD, index, prefix: key.prefix) {
+                            if let record = Self.record(fd, at: offset), key.matches(record) {
+                                found.append(Located(record: record, segment: segment.name, offset: offset))
                             }
                         }
-                        scanFrom = Int(probe.covered)
+                        scanFrom = index.covered
                     }
                 }
             }
@@ -142,6 +142,14 @@ public final class FlowLog: Sendable {
         }
     }
 
+    /// The length of the file open as `fd` (0 when it cannot be told): what
+    /// `fstat` of the open file says, never a listing's size, which another
+    /// node's client may have cached.
+    static func length(_ fd: Int32) -> Int {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? Int(info.st_size) : 0
+    }
+
     /// The bytes of `fd` from `offset` to its end (empty at the end), nil
     /// when it cannot be read.
     static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
@@ -172,8 +180,10 @@ public final class FlowLog: Sendable {
 
     /// Every record of every segment, segment by segment (`cache info`,
     /// `list`, `verify`, compaction), with its offset and length, and each
-    /// segment's problem (a torn or corrupt record, after which nothing in
-    /// it is read).
+    /// segment's problems: damage read past (it costs the records it hit,
+    /// which a sealed segment's index counts), a tail no whole record
+    /// follows (torn: what a writer killed mid-append leaves), or a sealed
+    /// segment shorter than its index covers (cut short: what it lost).
     func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(Segment, String, torn: Bool)] {
         var problems: [(Segment, String, torn: Bool)] = []
         for segment in segments() {
@@ -181,18 +191,46 @@ public final class FlowLog: Sendable {
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard let bytes = Self.read(fd, from: 0) else { continue }
+            // The index's record offsets, when it checks out: what the damage cost.
+            let indexed = segment.index.flatMap { FileManager.default.contents(atPath: $0) }
+                .flatMap { SegmentIndex.entries(of: Array($0)) }
             bytes.withUnsafeBytes { raw in
                 guard LogSegment.hasMagic(raw) else {
                     // A segment whose header never reached the disk (a power cut right after it was made).
                     problems.append((segment, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))
                     return
                 }
-                let (records, end, problem) = LogSegment.records(in: raw)
-                for (index, (offset, record)) in records.enumerated() {
-                    let next = index + 1 < records.count ? records[index + 1].offset : end
-                    body(segment, offset, next - offset, record)
+                let read = LogSegment.records(in: raw)
+                for (offset, record) in read.records {
+                    body(segment, offset, LogRecord.headerSize + Int(LogRecord.load(raw, offset, 4)), record)
                 }
-                if let problem { problems.append((segment, problem, LogSegment.isTornTail(raw, at: end))) }
+                func lost(_ range: Range<Int>) -> String {
+                    guard let indexed else { return "" }
+                    let count = indexed.offsets.count(where: range.contains)
+                    return count == 1 ? ", 1 record lost" : ", \(count) records lost"
+                }
+                for (from, to, why) in read.skipped {
+                    problems.append(
+                        (
+                            segment,
+                            "\(why) at byte \(from): \(to - from) bytes dropped\(lost(from..<to)), read on from byte \(to)",
+                            false
+                        ))
+                }
+                if let indexed, indexed.covered > raw.count {
+                    // Sealed, so its writer had written every byte the index covers: these are gone.
+                    problems.append(
+                        (
+                            segment,
+                            "cut short: its index covers \(indexed.covered) bytes, \(raw.count) remain\(lost(read.end..<indexed.covered))",
+                            false
+                        ))
+                } else if let problem = read.problem {
+                    // A sealed segment's writer wrote every byte its index covers: what ends reading
+                    // there is damage, not a kill. Past what it covers, it is what any tail is.
+                    let covered = indexed.map { read.end < $0.covered } ?? false
+                    problems.append((segment, problem, !covered && LogSegment.isTornTail(raw, at: read.end)))
+                }
             }
         }
         return problems
@@ -208,6 +246,27 @@ public final class FlowLog: Sendable {
             Digest.sha256Hex(data) == sha256
         else { return nil }
         return data
+    }
+
+    /// Which objects hold a flow a lookup serves, each object read once
+    /// (`cache list`, `info`, `verify`, compaction): its bytes hash to its
+    /// name (so they are what a writer stored, a flow it validated), and a
+    /// record serves only if that flow's `id` is the record's flow id,
+    /// compared by bytes. Holds one id an object, never one an entry.
+    struct Servable {
+        let log: FlowLog
+        private var ids: [String: String?] = [:]
+
+        init(_ log: FlowLog) { self.log = log }
+
+        /// Whether a lookup would serve `record`'s flow (what `CacheStore.lookupLogged` checks).
+        mutating func serves(_ record: LogRecord) -> Bool {
+            let sha = record.flowSHA256
+            if let known = ids[sha] { return known.map { $0.utf8.elementsEqual(record.flowID.utf8) } ?? false }
+            let id = log.readObject(sha).flatMap { try? JSONValue.parse($0) }.flatMap { $0["id"]?.stringValue }
+            ids[sha] = id
+            return id.map { $0.utf8.elementsEqual(record.flowID.utf8) } ?? false
+        }
     }
 
     /// Stores a flow's bytes under their SHA-256, unless they are there
@@ -385,15 +444,6 @@ public final class FlowLog: Sendable {
         public var notRemoved: [(path: String, reason: String)] = []
     }
 
-    /// Rewrites every segment into new, sealed ones holding, of each key,
-    /// the newest entry record that `keep` keeps and whose object is there,
-    /// and of each placement the newest alias if `keep` keeps it and the
-    /// entry it points at is kept; then removes the old segments and the
-    /// objects no kept record points at. `keep` is given each record and its
-    /// path (`<segment path>#<offset>`). The caller holds the exclusive lock.
-    /// A kill at any step leaves every record it kept in some segment: the
-    /// new segments are durable before any old one goes, and until then a
-    /// reader finds each record twice, which is harmless.
     /// Writes `records` into new segments of about the roll size each, each
     /// synced and sealed before this returns; their names.
     @discardableResult
@@ -444,6 +494,16 @@ public final class FlowLog: Sendable {
         try AtomicFile.syncDirectory(logDir)
     }
 
+    /// Rewrites every segment into new, sealed ones holding, of each key,
+    /// the newest entry record that `keep` keeps and whose flow a lookup
+    /// serves (`Servable`: an older good record over a newer damaged one),
+    /// and of each placement the newest alias if `keep` keeps it and the
+    /// entry it points at is kept; then removes the old segments and the
+    /// objects no kept record points at. `keep` is given each record and its
+    /// path (`<segment path>#<offset>`). The caller holds the exclusive lock.
+    /// A kill at any step leaves every record it kept in some segment: the
+    /// new segments are durable before any old one goes, and until then a
+    /// reader finds each record twice, which is harmless.
     func compact(keeping keep: (LogRecord, String) -> Bool) throws -> Compaction {
         var entries: [LogKey: LogRecord] = [:]
         var aliases: [LogKey: (record: LogRecord, kept: Bool)] = [:]
@@ -451,17 +511,16 @@ public final class FlowLog: Sendable {
         var result = Compaction()
         let old = segments()
         var read = 0
-        var present: [String: Bool] = [:]
+        var servable = Servable(self)
         _ = scan { segment, offset, _, record in
             read += 1
             let key = record.key
             switch record.kind {
             case .entry:
+                // What a lookup serves: never a newer record whose flow is missing or damaged over an older good one.
                 if let known = entries[key], !record.wins(over: known, now: now) { return }
-                guard keep(record, "\(segment.path)#\(offset)") else { return }
-                let there = present[record.flowSHA256] ?? (access(objectPath(record.flowSHA256), F_OK) == 0)
-                present[record.flowSHA256] = there
-                if there { entries[key] = record }
+                guard keep(record, "\(segment.path)#\(offset)"), servable.serves(record) else { return }
+                entries[key] = record
             case .alias:
                 if let known = aliases[key], !record.wins(over: known.record, now: now) { return }
                 aliases[key] = (record, keep(record, "\(segment.path)#\(offset)"))

@@ -169,9 +169,32 @@ public struct LogRecord: Sendable, Equatable {
         return .record(record, next: bodyStart + length)
     }
 
+    /// Where reading goes on after damage at `offset`: the first later
+    /// offset where a whole record starts (its length in range, its kind and
+    /// tier known, its CRC holding, its body parsing to exactly its length),
+    /// nil when none does. A damaged byte so costs the record it is in, as
+    /// LevelDB's log costs a block: a false start needs a CRC-32 to match by
+    /// chance on top of the shape checks.
+    static func resynchronize(_ bytes: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+        var candidate = offset + 1
+        while bytes.count - candidate >= headerSize + minimumBodySize {
+            let length = Int(load(bytes, candidate, 4))
+            let bodyStart = candidate + headerSize
+            if length >= minimumBodySize, length <= maxBodySize, bytes.count - bodyStart >= length,
+                Kind(rawValue: bytes[bodyStart]) != nil, bytes[bodyStart + 1] <= 3,
+                case .record = decode(bytes, at: candidate)
+            {
+                return candidate
+            }
+            candidate += 1
+        }
+        return nil
+    }
+
     /// The key prefix of each whole record from `offset` on, and the offset
-    /// where they end (at a torn or damaged record, as `LogSegment.records`
-    /// stops): what indexing a segment's unsealed tail needs, without making a
+    /// where they end (at a torn record, or at damage no whole record
+    /// follows; `resynchronize` reads on past damage, as `LogSegment.records`
+    /// does): what indexing a segment's unsealed tail needs, without making a
     /// `LogRecord` (its hex and strings) of each. A record is checked as
     /// `decode` checks it (length, CRC, every field within the body, nothing
     /// after the last) but for its strings' UTF-8, which the lookup that reads
@@ -184,13 +207,21 @@ public struct LogRecord: Sendable, Equatable {
         var digits = [UInt8](repeating: 0, count: 64)
         while bytes.count - offset >= headerSize {
             let length = Int(load(bytes, offset, 4))
-            guard length >= minimumBodySize, length <= maxBodySize else { break }
             let bodyStart = offset + headerSize
-            guard bytes.count - bodyStart >= length else { break }
-            let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + length)])
-            guard Self.crc(body) == UInt32(load(bytes, offset + 4, 4)),
-                let prefix = keyPrefix(body, digits: &digits)
-            else { break }
+            let inRange = length >= minimumBodySize && length <= maxBodySize
+            if inRange && bytes.count - bodyStart < length { break }
+            var prefix: UInt64?
+            if inRange {
+                let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + length)])
+                if Self.crc(body) == UInt32(load(bytes, offset + 4, 4)) { prefix = keyPrefix(body, digits: &digits) }
+            }
+            guard let prefix else {
+                // Damage in the middle (whole bytes that fail their checks): read on after it. Bytes
+                // that end inside a record are a writer's append in progress, read again next time.
+                guard let next = resynchronize(bytes, after: offset) else { break }
+                offset = next
+                continue
+            }
             keys.append((offset, prefix))
             offset = bodyStart + length
         }

@@ -22,28 +22,52 @@ enum LogSegment {
         return padded + "-" + String(repeating: "0", count: 16 - random.count) + random
     }
 
-    /// Every record of a segment's bytes from `offset` on, and how it ended:
-    /// at the end of the bytes, in a torn record, or at a corrupt one.
-    /// With `fingerprint` (32 bytes), only the records of that identity are
-    /// parsed (a lookup's scan of a segment no index covers), the others
-    /// skipped after their length and CRC are checked.
+    /// What reading a segment's bytes found.
+    struct Read {
+        var records: [(offset: Int, record: LogRecord)] = []
+        /// Where reading stopped: the end of the bytes, or the start of a
+        /// tail no whole record follows (a torn last record, zeroes, damage).
+        var end: Int
+        /// What stopped it before the end of the bytes.
+        var problem: String?
+        /// Damage read past (`LogRecord.resynchronize`): the bytes dropped,
+        /// from where to where, and what was wrong at the start.
+        var skipped: [(from: Int, to: Int, why: String)] = []
+    }
+
+    /// Every record of a segment's bytes from `offset` on. Damage costs the
+    /// record it is in: reading goes on at the next whole record
+    /// (`LogRecord.resynchronize`), and stops only at a tail no whole record
+    /// follows. With `fingerprint` (32 bytes), only the records of that
+    /// identity are parsed (a lookup's scan of a segment no index covers),
+    /// the others skipped after their length and CRC are checked.
     static func records(
         in bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil
-    ) -> (records: [(offset: Int, record: LogRecord)], end: Int, problem: String?) {
-        var found: [(offset: Int, record: LogRecord)] = []
+    ) -> Read {
+        var read = Read(end: offset)
         var offset = offset
         while offset < bytes.count {
+            let why: String
             switch LogRecord.decode(bytes, at: offset, fingerprint: fingerprint) {
             case .skipped(let next):
                 offset = next
+                continue
             case .record(let record, let next):
-                found.append((offset, record))
+                read.records.append((offset, record))
                 offset = next
-            case .torn: return (found, offset, "a torn last record at byte \(offset)")
-            case .corrupt(let why): return (found, offset, "\(why) at byte \(offset)")
+                continue
+            case .torn: why = "a torn last record"
+            case .corrupt(let reason): why = reason
             }
+            guard let next = LogRecord.resynchronize(bytes, after: offset) else {
+                (read.end, read.problem) = (offset, "\(why) at byte \(offset)")
+                return read
+            }
+            read.skipped.append((offset, next, why == "a torn last record" ? "a record cut short" : why))
+            offset = next
         }
-        return (found, offset, nil)
+        read.end = offset
+        return read
     }
 
     /// Whether what ends a segment's read at `end` is what a writer killed
@@ -67,11 +91,13 @@ enum LogSegment {
 ///     count x (u64 key prefix, u32 offset), sorted
 ///     u32 CRC-32 of everything before it
 ///
-/// A lookup reads the header, the fanout and the keys of one first byte:
-/// about 1 KiB and a few entries, whatever the segment holds. A record past
-/// the covered length (none, in a segment sealed by its writer) is read by
-/// scanning. A lookup trusts no index: the record an offset leads to must
-/// pass its own CRC and match the whole key; `cache verify` checks the CRC.
+/// A process checks an index whole once (`checked`: its length, its CRC, the
+/// segment as long as it covers) before it trusts it; then a lookup reads
+/// the keys of one first byte: a few entries, whatever the segment holds.
+/// A record past the covered length (none, in a segment sealed by its
+/// writer) is read by scanning, and so is the whole segment when its index
+/// fails the check. The record an offset leads to must still pass its own
+/// CRC and match the whole key.
 enum SegmentIndex {
     static let magic: [UInt8] = Array("FPIDX\u{0}2\n".utf8)
     static let headerSize = 8 + 8 + 4
@@ -103,39 +129,70 @@ enum SegmentIndex {
         return out
     }
 
-    /// What a lookup of one key reads of an index file.
-    struct Probe {
-        let covered: UInt64
-        let offsets: [UInt32]
+    /// An index file checked whole, once, before any lookup trusts it: its
+    /// length is what its count says, its CRC holds, and the segment it
+    /// belongs to still holds every byte it covers. Anything else (a
+    /// truncated, zeroed or flipped index, a segment cut short) and the
+    /// lookup scans the segment instead, so no key the segment holds is ever
+    /// missed for an older one (docs/cache-format.md, "Reading").
+    struct Checked {
+        /// The segment's length the index covers.
+        let covered: Int
+        /// 257 cumulative counts, the first 0.
+        let fanout: [UInt32]
     }
 
-    /// The offsets of records whose key has `prefix`, reading the header,
-    /// the fanout and one slice of `fd`; nil when the file is not an index
-    /// (the lookup then scans the segment).
-    static func probe(_ fd: Int32, prefix: UInt64) -> Probe? {
+    /// The index in `fd` checked whole (streamed in 64 KiB reads, the CRC
+    /// by libdeflate: about 12 bytes a record, read once a process), for a
+    /// segment of `segmentLength` bytes; nil when it must not be trusted.
+    static func checked(_ fd: Int32, segmentLength: Int) -> Checked? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        let size = Int(info.st_size)
         var head = [UInt8](repeating: 0, count: headerSize + fanoutSize)
-        guard readFully(fd, &head, at: 0) else { return nil }
-        return head.withUnsafeBytes { bytes -> Probe? in
-            guard zip(bytes.prefix(8), magic).allSatisfy({ $0 == $1 }) else { return nil }
-            let covered = LogRecord.load(bytes, 8, 8)
-            let count = LogRecord.load(bytes, 16, 4)
-            let first = Int(prefix >> 56)
-            let start = first == 0 ? 0 : LogRecord.load(bytes, headerSize + (first - 1) * 4, 4)
-            let end = LogRecord.load(bytes, headerSize + first * 4, 4)
-            guard start <= end, end <= count else { return nil }
-            guard end > start else { return Probe(covered: covered, offsets: []) }
-            var slice = [UInt8](repeating: 0, count: Int(end - start) * entrySize)
-            guard readFully(fd, &slice, at: headerSize + fanoutSize + Int(start) * entrySize) else { return nil }
-            var offsets: [UInt32] = []
-            slice.withUnsafeBytes { entries in
-                for index in 0..<Int(end - start) {
-                    let base = index * entrySize
-                    let key = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(entries[base + $1]) }
-                    if key == prefix { offsets.append(UInt32(LogRecord.load(entries, base + 8, 4))) }
-                }
-            }
-            return Probe(covered: covered, offsets: offsets)
+        guard size >= head.count + 4, readFully(fd, &head, at: 0), Array(head.prefix(8)) == magic else { return nil }
+        let (covered, count, fanout) = head.withUnsafeBytes { bytes in
+            (
+                Int(LogRecord.load(bytes, 8, 8)), Int(LogRecord.load(bytes, 16, 4)),
+                [0] + (0..<256).map { UInt32(LogRecord.load(bytes, headerSize + $0 * 4, 4)) }
+            )
         }
+        guard size == headerSize + fanoutSize + count * entrySize + 4, Int(fanout[256]) == count,
+            zip(fanout, fanout.dropFirst()).allSatisfy({ $0 <= $1 }),
+            covered >= LogSegment.magic.count, covered <= segmentLength
+        else { return nil }
+        var crc = CRC32()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        var offset = 0
+        while offset < size - 4 {
+            let want = min(chunk.count, size - 4 - offset)
+            guard readUpTo(fd, &chunk, at: offset) >= want else { return nil }
+            chunk.withUnsafeBytes { crc.update(UnsafeRawBufferPointer(rebasing: $0[..<want])) }
+            offset += want
+        }
+        var stored = [UInt8](repeating: 0, count: 4)
+        guard readFully(fd, &stored, at: size - 4),
+            stored.withUnsafeBytes({ UInt32(LogRecord.load($0, 0, 4)) }) == crc.value
+        else { return nil }
+        return Checked(covered: covered, fanout: fanout)
+    }
+
+    /// The offsets of records whose key has `prefix`, from an index `checked` whole.
+    static func offsets(_ fd: Int32, _ index: Checked, prefix: UInt64) -> [Int] {
+        let first = Int(prefix >> 56)
+        let (start, end) = (Int(index.fanout[first]), Int(index.fanout[first + 1]))
+        guard end > start else { return [] }
+        var slice = [UInt8](repeating: 0, count: (end - start) * entrySize)
+        guard readFully(fd, &slice, at: headerSize + fanoutSize + start * entrySize) else { return [] }
+        var found: [Int] = []
+        slice.withUnsafeBytes { entries in
+            for index in 0..<(end - start) {
+                let base = index * entrySize
+                let key = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(entries[base + $1]) }
+                if key == prefix { found.append(Int(LogRecord.load(entries, base + 8, 4))) }
+            }
+        }
+        return found
     }
 
     /// Whether an index file's bytes are whole and agree with their CRC
@@ -149,6 +206,16 @@ enum SegmentIndex {
                     == UInt32(LogRecord.load(raw, bytes.count - 4, 4))
             else { return nil }
             return LogRecord.load(raw, 8, 8)
+        }
+    }
+
+    /// A whole index's covered length and record offsets, when its CRC holds (`cache verify`).
+    static func entries(of bytes: [UInt8]) -> (covered: Int, offsets: [Int])? {
+        guard let covered = check(bytes) else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            let count = Int(LogRecord.load(raw, 16, 4))
+            let base = headerSize + fanoutSize
+            return (Int(covered), (0..<count).map { Int(LogRecord.load(raw, base + $0 * entrySize + 8, 4)) })
         }
     }
 

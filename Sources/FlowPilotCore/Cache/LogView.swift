@@ -11,8 +11,11 @@ import Synchronization
 /// - each segment is opened once and kept open: segments never change but
 ///   by appending, and one a compaction removes stays readable, its records
 ///   copied into segments the next listing shows;
-/// - a sealed segment's fanout is read once; a lookup reads one slice of its
-///   keys and the records they lead to;
+/// - a sealed segment's index is checked whole once (its length, its CRC,
+///   the segment still as long as it covers) and its fanout kept; a lookup
+///   reads one slice of its keys and the records they lead to. An index that
+///   fails the check is not used: the segment is read whole, as an unsealed
+///   one is;
 /// - a segment still being written is read as it grows: the records past
 ///   what was read are indexed by key in memory, once each, and a lookup
 ///   reads the ones of its key.
@@ -40,8 +43,8 @@ final class LogView: Sendable {
     final class OpenSegment: @unchecked Sendable {
         let name: String
         let fd: Int32
-        /// The index's fanout (257 cumulative counts, the first 0), when sealed.
-        var fanout: [UInt32]?
+        /// The index, when sealed and checked whole.
+        var index: SegmentIndex.Checked?
         var indexFD: Int32 = -1
         /// Records past what the index covers (all of an unsealed segment's), by key prefix.
         var tail: [UInt64: [Int]] = [:]
@@ -55,28 +58,19 @@ final class LogView: Sendable {
             if indexFD >= 0 { close(indexFD) }
         }
 
-        /// Opens the index, if it is whole enough to probe; the tail then starts where it stops.
+        /// Opens the index, if it checks out whole against the segment
+        /// (`SegmentIndex.checked`); the tail then starts where it stops.
+        /// Otherwise the segment is read whole, as an unsealed one is.
         func seal(_ path: String) {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return }
-            var head = [UInt8](repeating: 0, count: SegmentIndex.headerSize + SegmentIndex.fanoutSize)
-            guard SegmentIndex.readFully(fd, &head, at: 0), Array(head.prefix(8)) == SegmentIndex.magic else {
+            guard let index = SegmentIndex.checked(fd, segmentLength: FlowLog.length(self.fd)) else {
                 close(fd)
                 return
             }
-            let (covered, count, fanout) = head.withUnsafeBytes { bytes in
-                (
-                    Int(LogRecord.load(bytes, 8, 8)), UInt32(LogRecord.load(bytes, 16, 4)),
-                    [0] + (0..<256).map { UInt32(LogRecord.load(bytes, SegmentIndex.headerSize + $0 * 4, 4)) }
-                )
-            }
-            guard fanout.last == count, zip(fanout, fanout.dropFirst()).allSatisfy({ $0 <= $1 }) else {
-                close(fd)
-                return
-            }
-            (indexFD, self.fanout) = (fd, fanout)
+            (indexFD, self.index) = (fd, index)
             tail = [:]
-            readTo = max(covered, LogSegment.magic.count)
+            readTo = index.covered
         }
 
         /// Indexes the records appended since the last look. A torn record
@@ -93,22 +87,9 @@ final class LogView: Sendable {
 
         /// The offsets of records whose key has `prefix`.
         func offsets(of prefix: UInt64) -> [Int] {
-            var found = tail[prefix] ?? []
-            guard let fanout, indexFD >= 0 else { return found }
-            let first = Int(prefix >> 56)
-            let (start, end) = (Int(fanout[first]), Int(fanout[first + 1]))
-            guard end > start else { return found }
-            var slice = [UInt8](repeating: 0, count: (end - start) * SegmentIndex.entrySize)
-            let at = SegmentIndex.headerSize + SegmentIndex.fanoutSize + start * SegmentIndex.entrySize
-            guard SegmentIndex.readFully(indexFD, &slice, at: at) else { return found }
-            slice.withUnsafeBytes { entries in
-                for index in 0..<(end - start) {
-                    let base = index * SegmentIndex.entrySize
-                    let key = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(entries[base + $1]) }
-                    if key == prefix { found.append(Int(LogRecord.load(entries, base + 8, 4))) }
-                }
-            }
-            return found
+            let found = tail[prefix] ?? []
+            guard let index, indexFD >= 0 else { return found }
+            return found + SegmentIndex.offsets(indexFD, index, prefix: prefix)
         }
     }
 
@@ -136,7 +117,7 @@ final class LogView: Sendable {
     /// (else `catchUp` reads them, as it reads another writer's).
     func appended(to name: String, from start: Int, through end: Int, keys: [(prefix: UInt64, relativeOffset: Int)]) {
         state.withLock { state in
-            guard let segment = state.segments[name], segment.fanout == nil, segment.readTo == start else { return }
+            guard let segment = state.segments[name], segment.index == nil, segment.readTo == start else { return }
             for key in keys { segment.tail[key.prefix, default: []].append(start + key.relativeOffset) }
             segment.readTo = end
         }
@@ -166,7 +147,7 @@ final class LogView: Sendable {
         for name in segmentNames {
             let sealed = indexes.contains(name + LogSegment.indexSuffix)
             if let known = state.segments[name] {
-                if sealed && known.fanout == nil { known.seal("\(logDir)/\(name)\(LogSegment.indexSuffix)") }
+                if sealed && known.index == nil { known.seal("\(logDir)/\(name)\(LogSegment.indexSuffix)") }
                 kept[name] = known
                 continue
             }

@@ -20,8 +20,19 @@ struct CacheVerify: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     func run() throws {
+        let root = try cache.path()
+        // A damaged marker is a finding of its own: the cache cannot be opened until it is mended.
+        var mended: [Finding] = []
+        if let damage = CacheStore.damagedMarker(root: root) {
+            guard repair else {
+                try output.print(VerifyReport(.init(findings: [damage.finding], notRemoved: [:]), repaired: false))
+                throw Verdict.invalid
+            }
+            mended = try CacheStore.mendMarker(root: root).map { [$0] } ?? []
+        }
         let store = try cache.open()
-        let verification = try store.verify(repair: repair, now: try Now.pinned())
+        var verification = try store.verify(repair: repair, now: try Now.pinned())
+        verification = .init(findings: mended + verification.findings, notRemoved: verification.notRemoved)
         let report = VerifyReport(verification, repaired: repair)
         try output.print(report)
         if report.incomplete { throw Verdict.incomplete }

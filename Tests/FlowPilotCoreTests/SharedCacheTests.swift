@@ -83,6 +83,11 @@ final class SharedCacheTests {
             placement: "p", fingerprint: future.fingerprint, userID: "u", flowID: "f", version: "v",
             resolvedAt: now + CachedFlow.clockSkew - 1, ttlSeconds: 300, size: 0, path: "")
         #expect(skewed.isFresh(at: now) && !skewed.isFromFuture(at: now))
+        // It counts as resolved now (docs/cache-format.md, "Time"): with a TTL of 0 it is stale at once.
+        let noTTL = CachedFlow(
+            placement: "p", fingerprint: future.fingerprint, userID: "u", flowID: "f", version: "v",
+            resolvedAt: now + 30, ttlSeconds: 0, size: 0, path: "")
+        #expect(!noTTL.isFresh(at: now) && !noTTL.isFromFuture(at: now))
         let verification = try store.verify(repair: false, now: now)
         #expect(verification.findings.map(\.rule).contains("cache-future-entry"))
         try store.storeFlow(

@@ -118,8 +118,9 @@ public struct CachedFlow: Sendable {
     public func isFromFuture(at now: Date) -> Bool { age(at: now) < -Self.clockSkew }
     /// Fresh while `now - resolved_at < ttl`, and not from the future.
     public func isFresh(at now: Date) -> Bool {
+        // Within the skew, resolved ahead counts as resolved now (age 0): a TTL of 0 is never fresh.
         let age = age(at: now)
-        return age >= -Self.clockSkew && age < TimeInterval(ttlSeconds)
+        return age >= -Self.clockSkew && max(age, 0) < TimeInterval(ttlSeconds)
     }
 }
 

@@ -216,8 +216,10 @@ extension CacheStore {
                         path: path, size: Int64(size), inLog: true))
             }
         }
-        scan.logProblems += problems.map { ($0.0.path, $0.1, $0.torn) }
-        for item in DirectoryWalker.list(log.logDir) ?? [] {
+        scan.logProblems += problems
+        let listing = DirectoryWalker.list(log.logDir) ?? []
+        let names = Set(listing.map(\.name))
+        for item in listing {
             let file = CacheScan.File(path: "\(log.logDir)/\(item.name)", size: item.size, mtime: item.mtime)
             if item.name.hasPrefix(AtomicFile.tempPrefix) {
                 scan.temporaries.append(file)
@@ -225,8 +227,9 @@ extension CacheStore {
                 scan.segments.append(file)
             } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
                 scan.segments.append(file)
-                let covered = FileManager.default.contents(atPath: file.path).flatMap { SegmentIndex.check(Array($0)) }
-                if covered == nil {
+                // `log.scan` checked the index of each segment it read; one whose segment is gone is checked here.
+                if names.contains(String(item.name.dropLast(LogSegment.indexSuffix.count))) { continue }
+                if FileManager.default.contents(atPath: file.path).flatMap({ SegmentIndex.check(Array($0)) }) == nil {
                     scan.logProblems.append((file.path, "index damaged (lookups scan its segment)", false))
                 }
             } else {

@@ -65,11 +65,7 @@ extension CacheStore {
     public func migrate() throws -> Migration {
         let started = ContinuousClock.now
         var result = try withLock(exclusive: true) { () throws -> Migration in
-            if currentVersion() >= 2 {
-                var result = Migration(from: 2)
-                try carryOverFormatOneTrees(into: &result)
-                return result
-            }
+            if currentVersion() >= 2 { return try carryOverFormatOneTrees() }
             return try migrateLocked()
         }
         let elapsed = ContinuousClock.now - started
@@ -163,8 +159,10 @@ extension CacheStore {
     /// newer than the log's record of its key becomes a record, as step 2
     /// makes them; then the trees are removed. The caller holds the
     /// exclusive lock, so no such writer is writing.
-    func carryOverFormatOneTrees(into result: inout Migration) throws {
-        guard access(flowsDir, F_OK) == 0 || access(aliasesDir, F_OK) == 0 else { return }
+    @discardableResult
+    func carryOverFormatOneTrees() throws -> Migration {
+        var result = Migration(from: 2)
+        guard access(flowsDir, F_OK) == 0 || access(aliasesDir, F_OK) == 0 else { return result }
         let leftovers = scan(log: false)
         try carryOver(leftovers, into: &result) { entry in
             let logged = self.log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint))
@@ -172,6 +170,7 @@ extension CacheStore {
             return logged.contains { $0.resolvedAtMillis >= millis }
         }
         removeFormatOneTrees()
+        return result
     }
 
     /// `flows/` and `aliases/`, after the switch.

@@ -36,8 +36,7 @@ extension CacheStore {
             guard scan.logged else { return self.delete(selection.removals) }
             if !scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
-                var carried = CacheStore.Migration(from: 2)
-                try? self.carryOverFormatOneTrees(into: &carried)
+                _ = try? self.carryOverFormatOneTrees()
             }
             let (records, files) = (
                 selection.removals.filter { self.isLogged("\(self.root)/\($0.path)") },

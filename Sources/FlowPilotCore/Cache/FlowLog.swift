@@ -183,21 +183,28 @@ public final class FlowLog: Sendable {
     /// segment's problems: damage read past (it costs the records it hit,
     /// which a sealed segment's index counts), a tail no whole record
     /// follows (torn: what a writer killed mid-append leaves), or a sealed
-    /// segment shorter than its index covers (cut short: what it lost).
-    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(Segment, String, torn: Bool)] {
-        var problems: [(Segment, String, torn: Bool)] = []
+    /// segment shorter than its index covers (cut short: what it lost), and
+    /// an index that fails its check (lookups scan its segment instead).
+    /// Each index is read once here, for its check and for what damage cost.
+    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(
+        path: String, message: String, torn: Bool
+    )] {
+        var problems: [(path: String, message: String, torn: Bool)] = []
         for segment in segments() {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard let bytes = Self.read(fd, from: 0) else { continue }
             // The index's record offsets, when it checks out: what the damage cost.
-            let indexed = segment.index.flatMap { FileManager.default.contents(atPath: $0) }
-                .flatMap { SegmentIndex.entries(of: Array($0)) }
+            var indexed: (covered: Int, offsets: [Int])?
+            if let index = segment.index, let bytes = FileManager.default.contents(atPath: index) {
+                indexed = SegmentIndex.entries(of: Array(bytes))
+                if indexed == nil { problems.append((index, "index damaged (lookups scan its segment)", false)) }
+            }
             bytes.withUnsafeBytes { raw in
                 guard LogSegment.hasMagic(raw) else {
                     // A segment whose header never reached the disk (a power cut right after it was made).
-                    problems.append((segment, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))
+                    problems.append((segment.path, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))
                     return
                 }
                 let read = LogSegment.records(in: raw)
@@ -212,7 +219,7 @@ public final class FlowLog: Sendable {
                 for (from, to, why) in read.skipped {
                     problems.append(
                         (
-                            segment,
+                            segment.path,
                             "\(why) at byte \(from): \(to - from) bytes dropped\(lost(from..<to)), read on from byte \(to)",
                             false
                         ))
@@ -221,7 +228,7 @@ public final class FlowLog: Sendable {
                     // Sealed, so its writer had written every byte the index covers: these are gone.
                     problems.append(
                         (
-                            segment,
+                            segment.path,
                             "cut short: its index covers \(indexed.covered) bytes, \(raw.count) remain\(lost(read.end..<indexed.covered))",
                             false
                         ))
@@ -229,7 +236,7 @@ public final class FlowLog: Sendable {
                     // A sealed segment's writer wrote every byte its index covers: what ends reading
                     // there is damage, not a kill. Past what it covers, it is what any tail is.
                     let covered = indexed.map { read.end < $0.covered } ?? false
-                    problems.append((segment, problem, !covered && LogSegment.isTornTail(raw, at: read.end)))
+                    problems.append((segment.path, problem, !covered && LogSegment.isTornTail(raw, at: read.end)))
                 }
             }
         }

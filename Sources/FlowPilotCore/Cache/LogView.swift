@@ -50,6 +50,10 @@ final class LogView: Sendable {
         var tail: [UInt64: [Int]] = [:]
         /// How far `tail` has read.
         var readTo = LogSegment.magic.count
+        /// The segment's length when `tail` last read it: a segment changes
+        /// only by growing, so at the same length there is nothing new (a
+        /// torn or damaged tail is not read again at every lookup).
+        var seenLength = -1
 
         init(name: String, fd: Int32) { (self.name, self.fd) = (name, fd) }
 
@@ -70,13 +74,16 @@ final class LogView: Sendable {
             }
             (indexFD, self.index) = (fd, index)
             tail = [:]
-            readTo = index.covered
+            (readTo, seenLength) = (index.covered, -1)
         }
 
         /// Indexes the records appended since the last look. A torn record
         /// (a writer appending right now) is read again next time; after a
         /// corrupt one, nothing is.
         func catchUp() {
+            let length = FlowLog.length(fd)
+            guard length != seenLength else { return }
+            seenLength = length
             guard let bytes = FlowLog.read(fd, from: readTo), !bytes.isEmpty else { return }
             bytes.withUnsafeBytes { raw in
                 let (keys, end) = LogRecord.keyPrefixes(raw, from: 0)

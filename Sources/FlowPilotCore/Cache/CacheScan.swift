@@ -277,8 +277,8 @@ extension CacheScan {
     /// by fingerprint: the same order in either format, on any file system).
     public func flows(placement: String?, userID: String?, freshness: Freshness?, at now: Date) -> [CachedFlow] {
         flows
-            .filter { placement == nil || $0.placement == placement }
-            .filter { userID == nil || $0.userID == userID }
+            .filter { entry in placement.map { entry.placement.sameBytes(as: $0) } ?? true }
+            .filter { userID == nil || $0.userID.sameBytes(as: userID) }
             .filter { freshness == nil || $0.isFresh(at: now) == (freshness == .fresh) }
             .sorted {
                 ($0.placement, $0.resolvedAt, $0.fingerprint, $0.userID ?? "")

@@ -97,8 +97,8 @@ public struct CachedFlow: Sendable {
             let data = FileManager.default.contents(atPath: path), let json = try? JSONValue.parse(data),
             let fullPlacement = json["placement"]?.stringValue, let fullUser = json["user_id"]?.stringValue,
             let fullFlowID = json["flow_id"]?.stringValue, let fullVersion = json["version"]?.stringValue,
-            json["fingerprint"]?.stringValue == fingerprint,
-            placement == fullPlacement || CacheNames.placement(fullPlacement) == placement
+            json["fingerprint"]?.stringValue.sameBytes(as: fingerprint) == true,
+            placement.sameBytes(as: fullPlacement) || CacheNames.placement(fullPlacement) == placement
         else { return self }
         return CachedFlow(
             placement: fullPlacement, fingerprint: fingerprint, userID: fullUser, flowID: fullFlowID,
@@ -493,10 +493,11 @@ extension CacheStore {
             return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)")
         }
         guard let placement = json["placement"]?.stringValue,
-            placement == entry.placement || CacheNames.placement(placement) == entry.placement,
-            json["fingerprint"]?.stringValue == entry.fingerprint,
+            placement.sameBytes(as: entry.placement) || CacheNames.placement(placement) == entry.placement,
+            json["fingerprint"]?.stringValue.sameBytes(as: entry.fingerprint) == true,
             let flowID = json["flow_id"]?.stringValue,
-            flowID == entry.flowID || (entry.flowID.hasPrefix("#") && CacheNames.hashed(flowID) == entry.flowID),
+            flowID.sameBytes(as: entry.flowID)
+                || (entry.flowID.hasPrefix("#") && CacheNames.hashed(flowID) == entry.flowID),
             json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"]
         else {
             return (nil, Int64(data.count), "metadata disagrees with the file name")

@@ -151,7 +151,7 @@ extension CacheStore {
         for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
             let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
             guard let doc = objectDocument(located.record.flowSHA256, location: path),
-                doc.id == located.record.flowID
+                doc.id.sameBytes(as: located.record.flowID)
             else { continue }
             return (cachedFlow(located.record, path: path), doc)
         }
@@ -266,7 +266,7 @@ extension CacheStore {
             let (_, findings) = FlowDocument.validate(data: bytes, location: entry.path)
             return "flow fails validation: \(findings.first?.line ?? "")"
         }
-        guard doc.id == entry.flowID else { return "metadata disagrees with the flow (flow id \(doc.id))" }
+        guard doc.id.sameBytes(as: entry.flowID) else { return "metadata disagrees with the flow (flow id \(doc.id))" }
         return nil
     }
 

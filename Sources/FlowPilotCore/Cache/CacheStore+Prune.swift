@@ -128,7 +128,7 @@ private struct PruneSelection {
         for entry in scan.flows {
             let age = entry.age(at: now)
             if let user = options.userID,
-                entry.inLog ? entry.userID == user : userSuffix.map(entry.path.contains) == true
+                entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.contains) == true
             {
                 remove(.flow, entry.path, entry.size, "identity \(user)")
             } else if options.olderThan != nil, entry.isFromFuture(at: now) {

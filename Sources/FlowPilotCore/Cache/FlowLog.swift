@@ -269,10 +269,10 @@ public final class FlowLog: Sendable {
         /// Whether a lookup would serve `record`'s flow (what `CacheStore.lookupLogged` checks).
         mutating func serves(_ record: LogRecord) -> Bool {
             let sha = record.flowSHA256
-            if let known = ids[sha] { return known.map { $0.utf8.elementsEqual(record.flowID.utf8) } ?? false }
+            if let known = ids[sha] { return known?.sameBytes(as: record.flowID) ?? false }
             let id = log.readObject(sha).flatMap { try? JSONValue.parse($0) }.flatMap { $0["id"]?.stringValue }
             ids[sha] = id
-            return id.map { $0.utf8.elementsEqual(record.flowID.utf8) } ?? false
+            return id?.sameBytes(as: record.flowID) ?? false
         }
     }
 

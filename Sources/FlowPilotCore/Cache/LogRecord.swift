@@ -468,7 +468,8 @@ public struct LogKey: Sendable, Hashable {
         func prefix(placement: String, fingerprint: String) -> UInt64? {
             let slot = Self.slot(placement, fingerprint)
             return slots.withLock { slots in
-                guard let known = slots[slot], known.fingerprint == fingerprint, known.placement == placement
+                guard let known = slots[slot], known.fingerprint.sameBytes(as: fingerprint),
+                    known.placement.sameBytes(as: placement)
                 else { return nil }
                 return known.prefix
             }
@@ -521,6 +522,7 @@ public struct LogKey: Sendable, Hashable {
 
     /// Whether `record` is of this key (not only of its prefix).
     func matches(_ record: LogRecord) -> Bool {
-        record.kind == kind && record.placement == placement && (kind == .alias || record.fingerprint == fingerprint)
+        record.kind == kind && record.placement.sameBytes(as: placement)
+            && (kind == .alias || record.fingerprint.sameBytes(as: fingerprint))
     }
 }

@@ -31,7 +31,7 @@ final class LiveResolver: Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 
         static func == (a: Key, b: Key) -> Bool {
-            a.digest == b.digest && a.fingerprint == b.fingerprint && a.placement == b.placement
+            a.digest == b.digest && a.fingerprint.sameBytes(as: b.fingerprint) && a.placement.sameBytes(as: b.placement)
         }
     }
 

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Names compared as bytes. Placements, user ids, flow ids and fingerprints
+/// are the backend's UTF-8, hashed byte for byte into fingerprints and keys;
+/// Swift's `==` on strings is Unicode canonical equivalence, under which
+/// "café" written precomposed (`c3 a9`) equals "cafe" and a combining accent
+/// (`65 cc 81`), two identities everywhere else. The cache compares such
+/// names with `sameBytes(as:)`, never `==`.
+extension StringProtocol {
+    /// Whether `other` is the same UTF-8 bytes (one `memcmp` where both
+    /// are contiguous, as native strings are).
+    @inlinable
+    public func sameBytes(as other: some StringProtocol) -> Bool {
+        let (a, b) = (utf8, other.utf8)
+        guard a.count == b.count else { return false }
+        let compared = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in
+                guard let p = x.baseAddress, let q = y.baseAddress else { return true }  // both empty
+                return memcmp(p, q, x.count) == 0
+            }
+        }
+        return (compared ?? nil) ?? a.elementsEqual(b)
+    }
+}
+
+extension Optional where Wrapped: StringProtocol {
+    /// Both nil, or the same UTF-8 bytes.
+    @inlinable
+    public func sameBytes(as other: Wrapped?) -> Bool {
+        switch (self, other) {
+        case (nil, nil): true
+        case (let a?, let b?): a.sameBytes(as: b)
+        default: false
+        }
+    }
+}

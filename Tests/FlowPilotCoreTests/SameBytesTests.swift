@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import FlowPilotCore
+
+/// Names are their bytes in the cache (#64, point 1): "café" precomposed
+/// (NFC, `c3 a9`) and "cafe" with a combining accent (NFD, `65 cc 81`) are
+/// two identities and two placements, as the fingerprint and the backend see
+/// them, though Swift's `==` calls them equal.
+@Suite("names compared as bytes")
+final class SameBytesTests {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bytes-\(UUID().uuidString)").path
+    deinit { try? FileManager.default.removeItem(atPath: scratch) }
+
+    static let nfc = "caf\u{E9}"
+    static let nfd = "cafe\u{301}"
+
+    static func flow(_ version: String) -> FlowDocument {
+        let json: JSONValue = .object([
+            "schema_version": .number(1), "id": .string("flow_paywall"), "version": .string(version),
+            "screens": .array([.object(["id": .string("s"), "components": .array([])])]),
+        ])
+        return FlowDocument.validate(json, location: "test").0!
+    }
+
+    @Test("the two spellings are equal to Swift's == and not the same bytes")
+    func helper() {
+        #expect(Self.nfc == Self.nfd, "the premise: String == is canonical equivalence")
+        #expect(!Self.nfc.sameBytes(as: Self.nfd))
+        #expect(Self.nfc.sameBytes(as: "caf\u{E9}") && "".sameBytes(as: ""))
+        #expect(Self.nfc.sameBytes(as: Substring("xcaf\u{E9}").dropFirst()))
+        #expect(String?.none.sameBytes(as: nil) && !Optional(Self.nfc).sameBytes(as: nil))
+    }
+
+    @Test("prune --user-id and list --user-id of one spelling touch only that user's entries", arguments: [1, 2])
+    func pruneAndListByUser(format: Int) throws {
+        let store = try CacheStore(root: "\(scratch)/\(format)", create: true, newFormat: format)
+        for (user, version) in [(Self.nfc, "nfc"), (Self.nfd, "nfd")] {
+            try store.storeFlow(
+                placement: "paywall", identity: Identity(userID: user), document: Self.flow(version), ttlSeconds: 300,
+                tier: .network)
+        }
+        #expect(store.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfc))?.1.version == "nfc")
+        #expect(store.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfd))?.1.version == "nfd")
+        let listed = store.scan().flows(placement: nil, userID: Self.nfd, freshness: nil, at: Date())
+        #expect(listed.map(\.version) == ["nfd"])
+        var options = CacheStore.PruneOptions()
+        options.userID = Self.nfd
+        let removed = try store.prune(options)
+        #expect(removed.removed.filter { $0.kind == .flow }.count == 1)
+        let reader = try CacheStore(root: store.root)
+        #expect(reader.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfc))?.1.version == "nfc")
+        #expect(reader.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfd)) == nil)
+    }
+
+    @Test("a placement of one spelling is a miss for the other, also through the memo of recent keys")
+    func placements() throws {
+        let store = try CacheStore(root: "\(scratch)/p", create: true, newFormat: 2)
+        let user = Identity(userID: "u")
+        try store.storeFlow(
+            placement: Self.nfc, identity: user, document: Self.flow("nfc"), ttlSeconds: 300, tier: .network)
+        #expect(store.lookupFlow(placement: Self.nfc, identity: user)?.1.version == "nfc")
+        #expect(store.lookupFlow(placement: Self.nfd, identity: user) == nil)
+        let listed = store.scan().flows(placement: Self.nfd, userID: nil, freshness: nil, at: Date())
+        #expect(listed.isEmpty)
+    }
+}

@@ -159,7 +159,8 @@ def markdown(text, base_level=2):
             while i < len(lines) and lines[i].strip() != "" and not re.match(r"^(#|```|\||\s*([-*]|\d+\.) |    )", lines[i]):
                 para.append(lines[i].strip())
                 i += 1
-            out += [".PP"] + [line(esc(p)) for p in para]
+            # One text, then filled: a code span or emphasis that crosses a line of the source stays whole.
+            out += [".PP", line(esc(" ".join(para)))]
     flush()
     return sections
 

@@ -204,6 +204,20 @@ struct ManPageTests {
         #expect(lint.stdout + lint.stderr == "")
     }
 
+    @Test("no page shows a Markdown backtick outside a literal block (a code span split across source lines)")
+    func noStrayBackticks() throws {
+        for section in ["man1", "man5"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: "\(Self.man)/\(section)") {
+                var literal = false
+                let text = try String(contentsOfFile: "\(Self.man)/\(section)/\(name)", encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    if line.hasPrefix(".nf") { literal = true } else if line.hasPrefix(".fi") { literal = false }
+                    #expect(literal || !line.contains("`"), "\(section)/\(name):\(number + 1): \(line)")
+                }
+            }
+        }
+    }
+
     @Test("every EXAMPLES command runs and exits 0, against the sample bundles and a local fpctl serve")
     func examples() throws {
         let work = try TemporaryDirectory()

@@ -219,7 +219,7 @@ final class FlowLogTests {
         #expect(
             log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("user-5"))?.0.resolvedAtMillis == 1002)
         var total = 0
-        _ = log.scan { _, _, _, _ in total += 1 }
+        _ = log.scan { _, _, _, _, _ in total += 1 }
         #expect(total == 29)
         // The writer's segment went with the compaction: its next append starts a new one, not lost.
         try writer.append([Self.entry("user-4", at: 5000)])

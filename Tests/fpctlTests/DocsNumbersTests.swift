@@ -63,6 +63,30 @@ struct DocsNumbersTests {
                 "body is at least \(LogRecord.minimumBodySize) bytes and at most \(LogRecord.maxBodySize >> 20) MiB long"
             ),
             (
+                "docs/cache-format.md", "a survey's range of index slots",
+                "each range at most \(grouped(LogSurvey.rangeSlots)) slots (\(LogSurvey.slotBytes) bytes each in memory, \((LogSurvey.rangeSlots * LogSurvey.slotBytes) >> 20) MiB)"
+            ),
+            (
+                "docs/cache-format.md", "a survey's bit a slot",
+                "one bit for every \(LogSurvey.slot) bytes of segment"
+            ),
+            (
+                "docs/cache-format.md", "a listing's sorted batch",
+                "sorted in batches of \(grouped(SortedListing.defaultRunLength))"
+            ),
+            (
+                "man/src/fpctl-cache-list.md", "a listing's sorted batch",
+                "more than \(grouped(SortedListing.defaultRunLength)) entries is sorted in batches"
+            ),
+            (
+                "man/src/fpctl.md", "a listing's sorted batch",
+                "a listing of more than \(grouped(SortedListing.defaultRunLength)) entries"
+            ),
+            (
+                "docs/cache-format.md", "a compaction's segment size",
+                "each synced and sealed once it holds \(LogSegment.rollBytes >> 20) MiB"
+            ),
+            (
                 "docs/cache-format.md", "the memory layer",
                 "(default \(CacheStore.Budgets().imageMemoryBytes >> 20) MiB)"
             ),

@@ -1,5 +1,13 @@
 import Foundation
 
+/// A format-2 cache's log as `CacheScan.walk` reads it.
+struct LogWalk: Sendable {
+    let log: FlowLog
+    let survey: LogSurvey
+    /// Whether a walk has added the aliases and problems to the scan.
+    var walked = false
+}
+
 /// Everything in a cache directory, from one walk: names and `stat` only, never
 /// file contents. What `cache info`, `list` and `prune` work from.
 public struct CacheScan: Sendable {
@@ -26,10 +34,15 @@ public struct CacheScan: Sendable {
         public let mtime: Date
     }
 
-    /// The newest entry of every (placement, fingerprint) key.
-    public var flows: [CachedFlow] = []
-    /// Older files of a key, left by a write in progress or a killed writer.
+    /// Format 1: the newest entry of every (placement, fingerprint) key.
+    var treeFlows: [CachedFlow] = []
+    /// Format 2: the log surveyed (which records a newer one supersedes),
+    /// its entries read by each `walk`, never held.
+    var logWalk: LogWalk?
+    /// Older files of a key, left by a write in progress or a killed writer
+    /// (format 2: older records of a key are handed to `walk` instead).
     public var superseded: [File] = []
+    /// Each placement's alias (format 2: known once the log was walked).
     public var aliases: [Alias] = []
     public var images: [CachedImage] = []
     public var imageURLFiles: [File] = []
@@ -57,7 +70,7 @@ public struct CacheScan: Sendable {
 
     /// Adds what another part of the walk found, after what this one holds.
     mutating func merge(_ other: CacheScan) {
-        flows += other.flows
+        treeFlows += other.treeFlows
         superseded += other.superseded
         aliases += other.aliases
         images += other.images
@@ -73,7 +86,56 @@ public struct CacheScan: Sendable {
         migrationLeftovers += other.migrationLeftovers
     }
 
-    public var flowBytes: Int64 { flows.reduce(0) { $0 + $1.size } }
+    /// The newest entry of every key, all at once: for a small cache (and
+    /// tests); commands `walk`, which holds none of them.
+    public var flows: [CachedFlow] {
+        var copy = self
+        var all: [CachedFlow] = []
+        copy.walk { all.append($0) }
+        return all.sorted { $0.path < $1.path }
+    }
+
+    /// Hands every key's newest entry to `flow` and, in format 2, every
+    /// older record of a key to `superseded` (format 1's older files are in
+    /// `superseded`), reading the log once, in storage order; the first walk
+    /// of a format-2 cache adds its aliases to `aliases` and what is wrong in
+    /// its segments to `logProblems`.
+    public mutating func walk(flow: (CachedFlow) -> Void, superseded: ((File) -> Void)? = nil) {
+        guard let logWalk else {
+            treeFlows.forEach(flow)
+            return
+        }
+        var aliases: [Alias] = []
+        let problems = logWalk.log.scan(logWalk.survey) { segment, offset, length, record, older in
+            let path = "\(segment.path)#\(offset)"
+            if older {
+                superseded?(File(path: path, size: Int64(length), mtime: record.resolvedAt))
+                return
+            }
+            switch record.kind {
+            case .entry: flow(CacheStore.cachedFlow(record, path: path))
+            case .alias:
+                aliases.append(
+                    Alias(
+                        placement: record.placement,
+                        target:
+                            "\(record.fingerprint)~\(CacheNames.bounded(record.userID, max: CacheStore.maxNameField))",
+                        path: path, size: Int64(length), inLog: true))
+            }
+        }
+        if !logWalk.walked {
+            self.aliases += aliases.sorted { $0.path < $1.path }
+            logProblems += problems
+            self.logWalk?.walked = true
+        }
+    }
+
+    public var flowBytes: Int64 {
+        var copy = self
+        var total: Int64 = 0
+        copy.walk { total += $0.size }
+        return total
+    }
     public var imageBytes: Int64 { images.reduce(0) { $0 + $1.size } }
     public var fontBytes: Int64 { fonts.reduce(0) { $0 + $1.size } }
 }
@@ -176,7 +238,7 @@ extension CacheStore {
         }
         entries.sort { $0.path < $1.path }
         // A name whose fields were too long to carry their values: the newest entry's JSON has them.
-        if let newest = entries.popLast() { scan.flows.append(newest.withFullValues()) }
+        if let newest = entries.popLast() { scan.treeFlows.append(newest.withFullValues()) }
         scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
     }
 
@@ -276,13 +338,53 @@ extension CacheScan {
     /// given, of one freshness at `now`; by placement, then oldest first (then
     /// by fingerprint: the same order in either format, on any file system).
     public func flows(placement: String?, userID: String?, freshness: Freshness?, at now: Date) -> [CachedFlow] {
-        flows
-            .filter { entry in placement.map { entry.placement.sameBytes(as: $0) } ?? true }
-            .filter { userID == nil || $0.userID.sameBytes(as: userID) }
-            .filter { freshness == nil || $0.isFresh(at: now) == (freshness == .fresh) }
-            .sorted {
-                ($0.placement, $0.resolvedAt, $0.fingerprint, $0.userID ?? "")
-                    < ($1.placement, $1.resolvedAt, $1.fingerprint, $1.userID ?? "")
+        var copy = self
+        var found: [CachedFlow] = []
+        copy.walk { entry in
+            if Self.selects(entry, placement: placement, userID: userID, freshness: freshness, at: now) {
+                found.append(entry)
             }
+        }
+        return found.sorted(by: Self.listed)
+    }
+
+    /// Entries a listing sorts in memory before it spills to a temporary file.
+    public static let defaultRunLength = SortedListing.defaultRunLength
+
+    /// `flows(placement:userID:freshness:at:)` handed to `body` one by one,
+    /// in memory that does not grow with the cache: sorted in batches,
+    /// merged from a temporary file past one batch (`SortedListing`).
+    public func forEachFlow(
+        placement: String?, userID: String?, freshness: Freshness?, at now: Date,
+        runLength: Int = CacheScan.defaultRunLength,
+        spillDirectory: String? = nil, _ body: (CachedFlow) throws -> Void
+    ) throws {
+        var copy = self
+        var sorted = SortedListing(runLength: runLength, directory: spillDirectory)
+        var failure: (any Error)?
+        copy.walk { entry in
+            guard failure == nil,
+                Self.selects(entry, placement: placement, userID: userID, freshness: freshness, at: now)
+            else { return }
+            do { try sorted.add(entry) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try sorted.finish(body)
+    }
+
+    /// Whether a listing of one placement, user id and freshness shows `entry`.
+    public static func selects(
+        _ entry: CachedFlow, placement: String?, userID: String?, freshness: Freshness?, at now: Date
+    ) -> Bool {
+        (placement.map { entry.placement.sameBytes(as: $0) } ?? true)
+            && (userID == nil || entry.userID.sameBytes(as: userID))
+            && (freshness == nil || entry.isFresh(at: now) == (freshness == .fresh))
+    }
+
+    /// A listing's order: by placement, then oldest first, then by fingerprint and user id.
+    public static func listed(_ a: CachedFlow, _ b: CachedFlow) -> Bool {
+        (a.placement, a.resolvedAt, a.fingerprint, a.userID ?? "") < (
+            b.placement, b.resolvedAt, b.fingerprint, b.userID ?? ""
+        )
     }
 }

@@ -43,7 +43,9 @@ extension CacheStore {
 
     /// What a record is as a `CachedFlow`; `path` is where it was read
     /// (`log/<segment>#<offset>`), or the log directory for one being written.
-    func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow {
+    func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow { Self.cachedFlow(record, path: path) }
+
+    static func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow {
         CachedFlow(
             placement: record.placement, fingerprint: record.fingerprint, userID: record.userID,
             flowID: record.flowID, version: record.version, resolvedAt: record.resolvedAt,
@@ -179,44 +181,15 @@ extension CacheStore {
 }
 
 extension CacheStore {
-    /// `log/`: every record read once; of each key, the entry a lookup
-    /// serves (the newest whose flow reads back whole, `FlowLog.Servable`;
-    /// the newest of all when none does, which `verify` then reports) is a
-    /// flow, the newest alias of each placement an alias, the rest
-    /// superseded (what the next compaction drops). A record's path is
+    /// `log/`: surveyed (`LogSurvey`), so that each `CacheScan.walk` reads
+    /// every record once and knows, of each key, the entry a lookup serves
+    /// (the newest whose flow reads back whole, `FlowLog.Servable`; the
+    /// newest of all when none does, which `verify` then reports) and the
+    /// records superseded (what the next compaction drops); the segments,
+    /// indexes and foreign files listed. A record's path is
     /// `<cache>/log/<segment>#<offset>`.
     func scanLog(into scan: inout CacheScan) {
-        var newest: [LogKey: (record: LogRecord, path: String, size: Int, serves: Bool)] = [:]
-        let now = LogRecord.nowMillis
-        var servable = FlowLog.Servable(log)
-        let problems = log.scan { segment, offset, length, record in
-            let path = "\(segment.path)#\(offset)"
-            let key = record.key
-            let serves = record.kind == .alias || servable.serves(record)
-            if let known = newest[key] {
-                if serves != known.serves ? serves : record.wins(over: known.record, now: now) {
-                    scan.superseded.append(
-                        .init(path: known.path, size: Int64(known.size), mtime: known.record.resolvedAt))
-                    newest[key] = (record, path, length, serves)
-                } else {
-                    scan.superseded.append(.init(path: path, size: Int64(length), mtime: record.resolvedAt))
-                }
-            } else {
-                newest[key] = (record, path, length, serves)
-            }
-        }
-        for (record, path, size, _) in newest.values.sorted(by: { $0.path < $1.path }) {
-            switch record.kind {
-            case .entry: scan.flows.append(cachedFlow(record, path: path))
-            case .alias:
-                scan.aliases.append(
-                    .init(
-                        placement: record.placement,
-                        target: "\(record.fingerprint)~\(CacheNames.bounded(record.userID, max: Self.maxNameField))",
-                        path: path, size: Int64(size), inLog: true))
-            }
-        }
-        scan.logProblems += problems
+        scan.logWalk = LogWalk(log: log, survey: LogSurvey(log))
         let listing = DirectoryWalker.list(log.logDir) ?? []
         let names = Set(listing.map(\.name))
         for item in listing {

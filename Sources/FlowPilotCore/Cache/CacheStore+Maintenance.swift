@@ -89,15 +89,16 @@ extension CacheStore {
 
     /// One pass of `verify`: the findings, and the paths they name.
     private func inspectAll(now: Date) -> (findings: [Finding], broken: [String]) {
-        let scan = scan()
+        var scan = scan()
         var findings: [Finding] = []
         var broken: [String] = []
         func bad(_ rule: String, _ path: String, _ message: String) {
             findings.append(.error(rule, relative(path), message))
             broken.append(path)
         }
+        // Format 1's live keys (format 2's aliases are checked by their key alone, below).
         var liveKeys = Set<String>()
-        for entry in scan.flows {
+        scan.walk { entry in
             if let problem = entry.inLog ? inspectLogged(entry) : Self.inspectEntry(entry)?.2 {
                 bad("cache-corrupt-entry", entry.path, problem)
             } else if entry.isFromFuture(at: now) {
@@ -105,11 +106,12 @@ extension CacheStore {
                     "cache-future-entry", entry.path,
                     "resolved \(Int(-entry.age(at: now)))s in the future, beyond the \(Int(CachedFlow.clockSkew))s clock skew allowed: its writer's clock was wrong; it is served as stale, never fresh"
                 )
-            } else {
+            } else if !entry.inLog {
                 liveKeys.insert(entry.directoryKey)
             }
         }
-        for alias in scan.aliases where !liveKeys.contains(alias.directoryKey) {
+        for alias in scan.aliases
+        where !(alias.inLog ? loggedAliasLive(alias, now: now) : liveKeys.contains(alias.directoryKey)) {
             bad("cache-dangling-alias", alias.path, "points at an entry that is missing, corrupt or from the future")
         }
         // An empty key directory (a write that failed on a full disk, or a writer killed before its
@@ -159,6 +161,21 @@ extension CacheStore {
             }
         }
         return (findings, broken)
+    }
+
+    /// Whether a format-2 alias points at an entry `verify` finds whole and
+    /// not from the future: its key's survivor, as the walk saw it (one key
+    /// looked up, not a set of every live key).
+    private func loggedAliasLive(_ alias: CacheScan.Alias, now: Date) -> Bool {
+        let fingerprint = String(alias.target.prefix { $0 != "~" })
+        var servable = FlowLog.Servable(log)
+        guard
+            let survivor = try? log.survivor(
+                of: .entry(placement: alias.placement, fingerprint: fingerprint), in: log.segments(),
+                servable: &servable)
+        else { return false }
+        let entry = cachedFlow(survivor.record, path: survivor.path)
+        return inspectLogged(entry) == nil && !entry.isFromFuture(at: now)
     }
 
     /// Whether the writer of a named temporary (`.tmp-<pid>-<start>-…`,

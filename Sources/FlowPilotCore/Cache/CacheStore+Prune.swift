@@ -26,10 +26,10 @@ extension CacheStore {
     /// key that readers already ignore). A stale flow goes only when asked for.
     public func prune(_ o: PruneOptions) throws -> RemovalResult {
         let work = { () -> RemovalResult in
-            let scan = self.scan()
-            var selection = PruneSelection(store: self, scan: scan, options: o, now: o.now ?? Date())
+            var selection = PruneSelection(store: self, scan: self.scan(), options: o, now: o.now ?? Date())
             selection.addDebris()
-            if o.flows { selection.addFlows() }
+            selection.walkFlows()
+            let scan = selection.scan
             if o.images { selection.addImages() }
             if o.unreferenced { selection.addUnreferenced() }
             if o.dryRun { return RemovalResult(removed: selection.removals, failed: []) }
@@ -84,7 +84,7 @@ public struct RemovalResult: Sendable {
 /// The files one prune removes, each once, in the order the rules chose them.
 private struct PruneSelection {
     let store: CacheStore
-    let scan: CacheScan
+    private(set) var scan: CacheScan
     let options: CacheStore.PruneOptions
     let now: Date
     private(set) var removals: [Removal] = []
@@ -110,6 +110,7 @@ private struct PruneSelection {
             }
         }
         for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
+        // Format 2's older records of a key: handed over by the walk (`walkFlows`).
         for dir in scan.emptyKeys { remove(.directory, dir, 0, "key directory with no entry") }
         let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
         for urlFile in scan.imageURLFiles
@@ -121,29 +122,70 @@ private struct PruneSelection {
         }
     }
 
-    /// One identity's entries, or entries resolved too long ago, and the aliases pointing at them.
-    mutating func addFlows() {
+    /// Walks the entries once: a format-2 cache's older records of a key
+    /// (debris, always removed), and with `flows`, one identity's entries or
+    /// entries resolved too long ago, then the aliases pointing at them.
+    mutating func walkFlows() {
         var removedKeys = Set<String>()
-        let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
-        for entry in scan.flows {
-            let age = entry.age(at: now)
-            if let user = options.userID,
-                entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.contains) == true
-            {
-                remove(.flow, entry.path, entry.size, "identity \(user)")
-            } else if options.olderThan != nil, entry.isFromFuture(at: now) {
-                // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
-                remove(.flow, entry.path, entry.size, "resolved \(Int(-age))s in the future")
-            } else if let limit = options.olderThan, age > limit {
-                remove(.flow, entry.path, entry.size, "resolved \(Int(age))s ago")
-            } else {
-                continue
-            }
+        var selected: [(CachedFlow, String)] = []
+        // A segment's older records, counted: one row a segment, not one a record.
+        var older: [String: (records: Int, bytes: Int64)] = [:]
+        let (options, now) = (self.options, self.now)
+        // Gathered by the walk (the selection and the debris, not every entry), removed in the walk's order.
+        scan.walk(
+            flow: { entry in
+                guard options.flows, let reason = Self.reason(entry, options: options, now: now) else { return }
+                selected.append((entry, reason))
+            },
+            superseded: { record in
+                let segment = String(record.path.prefix { $0 != "#" })
+                older[segment, default: (0, 0)].records += 1
+                older[segment]?.bytes += record.size
+            })
+        for (segment, count) in older.sorted(by: { $0.key < $1.key }) {
+            let what = count.records == 1 ? "1 older record of a key" : "\(count.records) older records of keys"
+            remove(.superseded, segment, count.bytes, "\(what), dropped by a compaction")
+        }
+        for (entry, reason) in selected {
+            remove(.flow, entry.path, entry.size, reason)
             removedKeys.insert(entry.directoryKey)
         }
-        for alias in scan.aliases where removedKeys.contains(alias.directoryKey) {
-            remove(.alias, alias.path, alias.size, "points at a removed entry")
+        guard options.flows else { return }
+        for alias in scan.aliases {
+            // Format 2: the alias's key looked up alone, not a set of every entry removed.
+            let removed =
+                alias.inLog ? aliasTargetRemoved(alias) : removedKeys.contains(alias.directoryKey)
+            if removed { remove(.alias, alias.path, alias.size, "points at a removed entry") }
         }
+    }
+
+    /// Why `options` remove an entry, nil when they keep it.
+    private static func reason(_ entry: CachedFlow, options: CacheStore.PruneOptions, now: Date) -> String? {
+        let age = entry.age(at: now)
+        let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
+        if let user = options.userID,
+            entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.contains) == true
+        {
+            return "identity \(user)"
+        } else if options.olderThan != nil, entry.isFromFuture(at: now) {
+            // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
+            return "resolved \(Int(-age))s in the future"
+        } else if let limit = options.olderThan, age > limit {
+            return "resolved \(Int(age))s ago"
+        }
+        return nil
+    }
+
+    /// Whether the entry a format-2 alias points at (its key's survivor) is one this prune removes.
+    private func aliasTargetRemoved(_ alias: CacheScan.Alias) -> Bool {
+        let fingerprint = String(alias.target.prefix { $0 != "~" })
+        var servable = FlowLog.Servable(store.log)
+        guard
+            let survivor = try? store.log.survivor(
+                of: .entry(placement: alias.placement, fingerprint: fingerprint), in: store.log.segments(),
+                servable: &servable)
+        else { return false }
+        return gone.contains(survivor.path)
     }
 
     /// Expired or long-unused images, then the least recently used beyond the size limit.
@@ -171,9 +213,11 @@ private struct PruneSelection {
     mutating func addUnreferenced() {
         var images = Set<String>()
         var fonts = Set<String>()
-        for entry in scan.flows where !gone.contains(entry.path) {
+        let (store, gone) = (self.store, self.gone)
+        scan.walk { entry in
+            guard !gone.contains(entry.path) else { return }
             let document = entry.inLog ? store.loggedDocument(entry) : CacheStore.readEntry(entry)?.0
-            guard let doc = document else { continue }
+            guard let doc = document else { return }
             images.formUnion(doc.allImages.map(CacheStore.urlHash))
             fonts.formUnion(doc.fonts.compactMap(\.sha256))
         }

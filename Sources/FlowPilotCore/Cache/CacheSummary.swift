@@ -41,26 +41,36 @@ public struct CacheSummary: Sendable, Encodable {
 extension CacheStore {
     /// The directory's summary, fresh and stale and expired as of `now`.
     public func summary(at now: Date) -> CacheSummary {
-        let scan = scan()
+        var scan = scan()
         let locks = locksWork()
-        let fresh = scan.flows.filter { $0.isFresh(at: now) }.count
-        var byPlacement: [String: [CachedFlow]] = [:]
-        for f in scan.flows { byPlacement[f.placement, default: []].append(f) }
+        // Counted as the entries are walked: nothing an entry is held.
+        var placements: [String: (entries: Int, fresh: Int, bytes: Int64)] = [:]
+        var (flows, fresh, bytes) = (0, 0, Int64(0))
+        var (oldest, newest): (Date?, Date?) = (nil, nil)
+        scan.walk { entry in
+            let isFresh = entry.isFresh(at: now)
+            flows += 1
+            bytes += entry.size
+            if isFresh { fresh += 1 }
+            placements[entry.placement, default: (0, 0, 0)].entries += 1
+            placements[entry.placement]?.bytes += entry.size
+            if isFresh { placements[entry.placement]?.fresh += 1 }
+            oldest = min(oldest ?? entry.resolvedAt, entry.resolvedAt)
+            newest = max(newest ?? entry.resolvedAt, entry.resolvedAt)
+        }
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
         let aliased = Set(scan.aliases.map(\.placementDirectory))
         return CacheSummary(
-            cacheDir: root, flows: scan.flows.count, fresh: fresh, stale: scan.flows.count - fresh,
-            aliases: scan.aliases.count, flowBytes: scan.flowBytes, images: scan.images.count,
+            cacheDir: root, flows: flows, fresh: fresh, stale: flows - fresh,
+            aliases: scan.aliases.count, flowBytes: bytes, images: scan.images.count,
             expiredImages: scan.images.filter { $0.isExpired(at: now, ttl: budgets.imageTTL) }.count,
             imageBytes: scan.imageBytes, imageBudgetBytes: budgets.imageDiskBytes,
             fonts: scan.fonts.count, fontBytes: scan.fontBytes,
-            oldestResolvedAt: scan.flows.map(\.resolvedAt).min(),
-            newestResolvedAt: scan.flows.map(\.resolvedAt).max(),
-            placements: byPlacement.sorted { $0.key < $1.key }.map { key, list in
-                let f = list.filter { $0.isFresh(at: now) }.count
-                return CacheSummary.Placement(
-                    placement: key, entries: list.count, fresh: f, stale: list.count - f,
-                    bytes: list.reduce(0) { $0 + $1.size }, alias: aliased.contains(CacheNames.placement(key)))
+            oldestResolvedAt: oldest, newestResolvedAt: newest,
+            placements: placements.sorted { $0.key < $1.key }.map { key, counts in
+                CacheSummary.Placement(
+                    placement: key, entries: counts.entries, fresh: counts.fresh, stale: counts.entries - counts.fresh,
+                    bytes: counts.bytes, alias: aliased.contains(CacheNames.placement(key)))
             }, locksWork: locks, fileSystem: locks == false ? Platform.fileSystemType(of: root) : nil)
     }
 }

@@ -179,22 +179,30 @@ public final class FlowLog: Sendable {
     }
 
     /// Every record of every segment, segment by segment (`cache info`,
-    /// `list`, `verify`, compaction), with its offset and length, and each
+    /// `list`, `verify`, compaction), with its offset and length and, from
+    /// `survey`, whether a newer record of its key supersedes it (without
+    /// one: every segment as listed now, none superseded); and each
     /// segment's problems: damage read past (it costs the records it hit,
     /// which a sealed segment's index counts), a tail no whole record
     /// follows (torn: what a writer killed mid-append leaves), or a sealed
     /// segment shorter than its index covers (cut short: what it lost), and
     /// an index that fails its check (lookups scan its segment instead).
-    /// Each index is read once here, for its check and for what damage cost.
-    func scan(_ body: (Segment, _ offset: Int, _ length: Int, LogRecord) -> Void) -> [(
-        path: String, message: String, torn: Bool
-    )] {
+    /// One segment's bytes are held at a time; each index is read once here,
+    /// for its check and for what damage cost.
+    func scan(
+        _ survey: LogSurvey? = nil,
+        _ body: (Segment, _ offset: Int, _ length: Int, LogRecord, _ superseded: Bool) -> Void
+    ) -> [(path: String, message: String, torn: Bool)] {
         var problems: [(path: String, message: String, torn: Bool)] = []
-        for segment in segments() {
+        let parts = survey?.parts ?? segments().map { LogSurvey.Part(segment: $0, length: .max, superseded: []) }
+        for part in parts {
+            let segment = part.segment
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
-            guard let bytes = Self.read(fd, from: 0) else { continue }
+            guard var bytes = Self.read(fd, from: 0) else { continue }
+            // No further than the survey saw: what a writer appended since was not weighed.
+            if bytes.count > part.length { bytes.removeLast(bytes.count - part.length) }
             // The index's record offsets, when it checks out: what the damage cost.
             var indexed: (covered: Int, offsets: [Int])?
             if let index = segment.index, let bytes = FileManager.default.contents(atPath: index) {
@@ -207,9 +215,10 @@ public final class FlowLog: Sendable {
                     problems.append((segment.path, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))
                     return
                 }
-                let read = LogSegment.records(in: raw)
-                for (offset, record) in read.records {
-                    body(segment, offset, LogRecord.headerSize + Int(LogRecord.load(raw, offset, 4)), record)
+                let read = LogSegment.walk(raw) { offset, record in
+                    body(
+                        segment, offset, LogRecord.headerSize + Int(LogRecord.load(raw, offset, 4)), record,
+                        part.isSuperseded(offset))
                 }
                 func lost(_ range: Range<Int>) -> String {
                     guard let indexed else { return "" }
@@ -270,6 +279,8 @@ public final class FlowLog: Sendable {
         mutating func serves(_ record: LogRecord) -> Bool {
             let sha = record.flowSHA256
             if let known = ids[sha] { return known?.sameBytes(as: record.flowID) ?? false }
+            // Bounded, whatever the number of objects: one forgotten is read again.
+            if ids.count >= 4096 { ids.removeAll(keepingCapacity: true) }
             let id = log.readObject(sha).flatMap { try? JSONValue.parse($0) }.flatMap { $0["id"]?.stringValue }
             ids[sha] = id
             return id?.sameBytes(as: record.flowID) ?? false
@@ -502,48 +513,51 @@ public final class FlowLog: Sendable {
     }
 
     /// Rewrites every segment into new, sealed ones holding, of each key,
-    /// the newest entry record that `keep` keeps and whose flow a lookup
-    /// serves (`Servable`: an older good record over a newer damaged one),
-    /// and of each placement the newest alias if `keep` keeps it and the
-    /// entry it points at is kept; then removes the old segments and the
-    /// objects no kept record points at. `keep` is given each record and its
-    /// path (`<segment path>#<offset>`). The caller holds the exclusive lock.
+    /// its survivor (`LogSurvey`: the record a lookup serves) if `keep`
+    /// keeps it and, for an entry, its flow reads back whole (`Servable`);
+    /// of each placement the surviving alias if `keep` keeps it and the entry
+    /// it points at is kept; then removes the old segments and the objects no
+    /// kept record points at. `keep` is given each record and its path
+    /// (`<segment path>#<offset>`). The caller holds the exclusive lock.
+    /// Streamed: records are written as the walk reads them, so memory does
+    /// not grow with the log (the objects kept, one name each, are remembered).
     /// A kill at any step leaves every record it kept in some segment: the
     /// new segments are durable before any old one goes, and until then a
     /// reader finds each record twice, which is harmless.
     func compact(keeping keep: (LogRecord, String) -> Bool) throws -> Compaction {
-        var entries: [LogKey: LogRecord] = [:]
-        var aliases: [LogKey: (record: LogRecord, kept: Bool)] = [:]
-        let now = LogRecord.nowMillis
         var result = Compaction()
-        let old = segments()
-        var read = 0
+        let survey = LogSurvey(self)
+        let old = survey.parts.map(\.segment)
         var servable = Servable(self)
-        _ = scan { segment, offset, _, record in
+        var output = SealedOutput(log: self)
+        var aliases: [LogRecord] = []
+        var wanted = Set<String>()
+        var failure: (any Error)?
+        var read = 0
+        _ = scan(survey) { segment, offset, _, record, superseded in
             read += 1
-            let key = record.key
+            guard failure == nil, !superseded, keep(record, "\(segment.path)#\(offset)") else { return }
             switch record.kind {
             case .entry:
-                // What a lookup serves: never a newer record whose flow is missing or damaged over an older good one.
-                if let known = entries[key], !record.wins(over: known, now: now) { return }
-                guard keep(record, "\(segment.path)#\(offset)"), servable.serves(record) else { return }
-                entries[key] = record
-            case .alias:
-                if let known = aliases[key], !record.wins(over: known.record, now: now) { return }
-                aliases[key] = (record, keep(record, "\(segment.path)#\(offset)"))
+                guard servable.serves(record) else { return }
+                wanted.insert(record.flowSHA256)
+                do { try output.append(record) } catch { failure = error }
+            case .alias: aliases.append(record)
             }
         }
+        if let failure { throw failure }
+        // A placement's alias stays when the entry it points at was kept: that entry's survivor, kept.
+        for alias in aliases {
+            let key = LogKey.entry(placement: alias.placement, fingerprint: alias.fingerprint)
+            if let target = try survivor(of: key, in: old, servable: &servable), keep(target.record, target.path),
+                servable.serves(target.record)
+            {
+                try output.append(alias)
+            }
+        }
+        let made = try output.finish()
         result.segmentsRead = old.count
-        var kept = Array(entries.values)
-        for (record, wanted) in aliases.values where wanted {
-            if entries[.entry(placement: record.placement, fingerprint: record.fingerprint)] != nil {
-                kept.append(record)
-            }
-        }
-        kept.sort { $1.isNewer(than: $0) }
-        (result.recordsKept, result.recordsDropped) = (kept.count, read - kept.count)
-        // New segments of about the roll size each, durable and sealed before any old one goes.
-        let made = try writeSealed(kept)
+        (result.recordsKept, result.recordsDropped) = (output.written, read - output.written)
         FaultHook.reach("compact-written")
         for segment in old where !made.contains(segment.name) {
             if let index = segment.index { unlink(index) }
@@ -553,7 +567,6 @@ public final class FlowLog: Sendable {
         }
         try AtomicFile.syncDirectory(logDir)
         // Objects no kept record points at.
-        let wanted = Set(kept.filter { $0.kind == .entry }.map(\.flowSHA256))
         for item in DirectoryWalker.list(objectsDir) ?? []
         where !item.name.hasPrefix(".") && !wanted.contains(item.name) {
             if unlink("\(objectsDir)/\(item.name)") == 0 {
@@ -562,5 +575,74 @@ public final class FlowLog: Sendable {
             }
         }
         return result
+    }
+
+    /// The record of `key` a lookup serves among `segments` (the newest
+    /// whose flow reads back whole; the newest of all when none does), with
+    /// its path: the survivor `LogSurvey` finds, for one key.
+    func survivor(of key: LogKey, in segments: [Segment], servable: inout Servable) throws -> (
+        record: LogRecord, path: String
+    )? {
+        let now = LogRecord.nowMillis
+        var best: (record: LogRecord, path: String, serves: Bool)?
+        for found in try records(of: key, in: segments) {
+            let serves = found.record.kind == .alias || servable.serves(found.record)
+            if let known = best, serves == known.serves ? !found.record.wins(over: known.record, now: now) : !serves {
+                continue
+            }
+            best = (found.record, "\(logDir)/\(found.segment)#\(found.offset)", serves)
+        }
+        return best.map { ($0.record, $0.path) }
+    }
+
+    /// New sealed segments written as records come, each of about the roll
+    /// size, synced and sealed as it fills.
+    private struct SealedOutput {
+        let log: FlowLog
+        let writerID = LogSegment.newWriterID()
+        var segment: SegmentWriter?
+        var encoded: [UInt8] = []
+        var keys: [(prefix: UInt64, relativeOffset: Int)] = []
+        var made: Set<String> = []
+        var written = 0
+
+        init(log: FlowLog) { self.log = log }
+
+        mutating func append(_ record: LogRecord) throws {
+            keys.append((record.key.prefix, encoded.count))
+            record.encode(into: &encoded)
+            written += 1
+            if encoded.count >= 256 << 10 { try flush() }
+        }
+
+        private mutating func flush() throws {
+            guard !encoded.isEmpty else { return }
+            if segment == nil {
+                try AtomicFile.makeDirectory(log.logDir)
+                let made = try SegmentWriter(
+                    directory: log.logDir, name: "\(writerID)-\(self.made.count + 1)\(LogSegment.suffix)")
+                self.made.insert(made.name)
+                segment = made
+            }
+            guard let segment else { return }
+            try segment.append(encoded, keys: keys)
+            encoded.removeAll(keepingCapacity: true)
+            keys.removeAll(keepingCapacity: true)
+            if segment.length >= log.rollBytes { try seal() }
+        }
+
+        private mutating func seal() throws {
+            guard let segment else { return }
+            try segment.sync(directory: log.logDir)
+            try segment.seal(directory: log.logDir)
+            self.segment = nil
+        }
+
+        /// The last segment flushed, synced and sealed; the names made.
+        mutating func finish() throws -> Set<String> {
+            try flush()
+            try seal()
+            return made
+        }
     }
 }

@@ -45,6 +45,17 @@ enum LogSegment {
         in bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil
     ) -> Read {
         var read = Read(end: offset)
+        let walked = walk(bytes, from: offset, fingerprint: fingerprint) { read.records.append(($0, $1)) }
+        (read.end, read.problem, read.skipped) = (walked.end, walked.problem, walked.skipped)
+        return read
+    }
+
+    /// As `records(in:)`, each record handed to `visit` as it is read, none kept.
+    static func walk(
+        _ bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil,
+        visit: (_ offset: Int, LogRecord) -> Void
+    ) -> Read {
+        var read = Read(end: offset)
         var offset = offset
         while offset < bytes.count {
             let why: String
@@ -53,7 +64,7 @@ enum LogSegment {
                 offset = next
                 continue
             case .record(let record, let next):
-                read.records.append((offset, record))
+                visit(offset, record)
                 offset = next
                 continue
             case .torn: why = "a torn last record"

@@ -57,12 +57,13 @@ public enum Platform {
     /// A file in `directory` with no name yet (Linux `O_TMPFILE`); nil where the
     /// system or the filesystem has none, and the caller writes a named
     /// temporary file instead.
-    static func openUnnamed(in directory: String) -> Int32? {
+    /// `readable`: opened for reading too (a scratch file read back, never named).
+    static func openUnnamed(in directory: String, readable: Bool = false) -> Int32? {
         #if os(Linux)
             guard !posixFallback else { return nil }
             // `__O_TMPFILE | O_DIRECTORY`: Glibc's O_TMPFILE macro is not imported into Swift.
             let oTmpFile: Int32 = 0o20200000
-            let fd = open(directory, oTmpFile | O_WRONLY | O_CLOEXEC, 0o666)
+            let fd = open(directory, oTmpFile | (readable ? O_RDWR : O_WRONLY) | O_CLOEXEC, readable ? 0o600 : 0o666)
             return fd >= 0 ? fd : nil
         #else
             return nil

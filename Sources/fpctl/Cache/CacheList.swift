@@ -33,12 +33,12 @@ struct CacheList: ParsableCommand {
         if images {
             return try output.print(ImageListing(scan.images, now: now, ttl: store.budgets.imageTTL))
         }
-        let entries = scan.flows(
-            placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now)
         let out = BufferedOutput()
         var listing = FlowListing(format: output.format, now: now)
         out.write(listing.start)
-        for entry in entries { out.write(listing.row(entry)) }
+        try scan.forEachFlow(
+            placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now
+        ) { out.write(listing.row($0)) }
         out.write(listing.end())
         out.flush()
     }

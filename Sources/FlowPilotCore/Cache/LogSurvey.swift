@@ -1,0 +1,259 @@
+import Foundation
+
+/// Which records of a format-2 cache's log a newer record of the same key
+/// supersedes, found in memory that does not grow with the cache
+/// (docs/cache-format.md, "Reading the whole log"), and a walk of every
+/// record that says, of each, whether it is its key's survivor: what
+/// `cache info`, `list`, `verify`, `prune` and compaction read.
+///
+/// Two passes, as git's pack indexes are read:
+/// 1. **Keys.** Each sealed segment's index (checked whole first) is a table
+///    of `(key prefix, offset)` sorted by prefix, with a fanout by the
+///    prefix's first byte. The prefix space is cut into ranges of first
+///    bytes small enough that one range's slots of every index fit in a few
+///    megabytes; each range is read from every index, sorted, and walked: a
+///    prefix met once is its key's only record, so it survives without being
+///    read. Records whose prefix is met more than once (a key written again,
+///    or two keys whose prefixes collide) are read, grouped by their whole
+///    key, and of each group the one a lookup serves survives
+///    (`FlowLog.Servable`: the newest whose flow reads back whole, the newest
+///    of all when none does); the others are marked superseded in their
+///    segment's bitmap, one bit a 64-byte slot (no record is shorter). A
+///    segment no checked index covers (being written, or its index damaged)
+///    has its keys read from its bytes and sorted in memory, bounded by the
+///    segment's size.
+/// 2. **Walk.** Each segment is read once, in order, up to the length the
+///    first pass saw, and each whole record handed on with its bit: a writer
+///    appending meanwhile adds nothing the first pass did not weigh.
+///
+/// Memory: a bit per 64 bytes of log (about 3 bits an entry), one range of
+/// index slots (16 bytes each, a few megabytes), one segment's bytes, and
+/// the keys of segments no index covers.
+struct LogSurvey {
+    /// One segment as the first pass saw it.
+    struct Part {
+        let segment: FlowLog.Segment
+        /// Its length when surveyed: the walk reads no further.
+        let length: Int
+        /// A bit per 64-byte slot: set where a superseded record starts.
+        var superseded: [UInt64]
+
+        func isSuperseded(_ offset: Int) -> Bool {
+            let slot = offset / LogSurvey.slot
+            return slot / 64 < superseded.count && superseded[slot / 64] & (1 << UInt64(slot % 64)) != 0
+        }
+
+        mutating func markSuperseded(_ offset: Int) {
+            let slot = offset / LogSurvey.slot
+            if slot / 64 < superseded.count { superseded[slot / 64] |= 1 << UInt64(slot % 64) }
+        }
+    }
+
+    /// No record is shorter (header and the smallest body), so no two start in one slot.
+    static let slot = LogRecord.headerSize + LogRecord.minimumBodySize
+    /// How many index slots one range of the first pass holds at most, about 4 MiB.
+    static let rangeSlots = 1 << 18
+
+    var parts: [Part]
+    /// Index slots one range of the first pass holds at most (tests make it small).
+    let rangeSlots: Int
+
+    /// Surveys `log`'s segments as listed now.
+    init(_ log: FlowLog, rangeSlots: Int = LogSurvey.rangeSlots) {
+        parts = []
+        self.rangeSlots = rangeSlots
+        var sources: [KeySource] = []
+        for segment in log.segments() {
+            let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            let length = FlowLog.length(fd)
+            parts.append(
+                Part(
+                    segment: segment, length: length,
+                    superseded: [UInt64](repeating: 0, count: (length / Self.slot + 64) / 64)))
+            sources.append(KeySource(segment, fd: fd, length: length))
+        }
+        markSuperseded(log, sources)
+    }
+
+    /// Where the first pass reads a segment's keys from: its index's sorted
+    /// slots (and the tail past what the index covers, none when its writer
+    /// sealed it), or, with no index to trust, its records' keys sorted here.
+    private struct KeySource {
+        /// The index's path and fanout, when it checked out whole.
+        var index: (path: String, fanout: [UInt32])?
+        /// Keys read from the segment's bytes, sorted by prefix.
+        var keys: [(prefix: UInt64, offset: UInt32)] = []
+
+        init(_ segment: FlowLog.Segment, fd: Int32, length: Int) {
+            var from = LogSegment.magic.count
+            if let path = segment.index {
+                let indexFD = open(path, O_RDONLY | O_CLOEXEC)
+                if indexFD >= 0 {
+                    defer { close(indexFD) }
+                    if let checked = SegmentIndex.checked(indexFD, segmentLength: length) {
+                        index = (path, checked.fanout)
+                        from = checked.covered
+                    }
+                }
+            }
+            guard length > from, let bytes = FlowLog.read(fd, from: 0) else { return }
+            bytes.withUnsafeBytes { raw in
+                let bounded = UnsafeRawBufferPointer(rebasing: raw[..<min(length, raw.count)])
+                guard LogSegment.hasMagic(bounded) else { return }
+                keys = LogRecord.keyPrefixes(bounded, from: from).keys.map { ($0.prefix, UInt32($0.offset)) }
+            }
+            keys.sort { ($0.prefix, $0.offset) < ($1.prefix, $1.offset) }
+        }
+
+        /// How many keys have a first byte in `bytes`.
+        func count(_ bytes: Range<Int>) -> Int {
+            var total = 0
+            if let index { total += Int(index.fanout[bytes.upperBound] - index.fanout[bytes.lowerBound]) }
+            if !keys.isEmpty { total += keyRange(bytes).count }
+            return total
+        }
+
+        func keyRange(_ bytes: Range<Int>) -> Range<Int> {
+            func first(_ byte: Int) -> Int {
+                guard byte < 256 else { return keys.count }
+                let bound = UInt64(byte) << 56
+                var (low, high) = (0, keys.count)
+                while low < high {
+                    let mid = (low + high) / 2
+                    if keys[mid].prefix < bound { low = mid + 1 } else { high = mid }
+                }
+                return low
+            }
+            return first(bytes.lowerBound)..<first(bytes.upperBound)
+        }
+    }
+
+    /// What one index slot takes in the first pass's memory.
+    static let slotBytes = MemoryLayout<Slot>.stride
+
+    /// One slot of the first pass: a key prefix and where its record is.
+    private struct Slot {
+        let prefix: UInt64
+        let part: UInt32
+        let offset: UInt32
+    }
+
+    private mutating func markSuperseded(_ log: FlowLog, _ sources: [KeySource]) {
+        var servable = FlowLog.Servable(log)
+        var files = FileCache()
+        defer { files.closeAll() }
+        var first = 0
+        var slots: [Slot] = []
+        while first < 256 {
+            // As many first bytes as fit in one range (at least one).
+            var last = first + 1
+            var total = sources.reduce(0) { $0 + $1.count(first..<last) }
+            while last < 256 {
+                let more = sources.reduce(0) { $0 + $1.count(last..<(last + 1)) }
+                if total + more > rangeSlots { break }
+                total += more
+                last += 1
+            }
+            slots.removeAll(keepingCapacity: true)
+            slots.reserveCapacity(total)
+            for (number, source) in sources.enumerated() {
+                if let index = source.index {
+                    Self.readSlots(index, first..<last, part: UInt32(number), into: &slots)
+                }
+                for key in source.keys[source.keyRange(first..<last)] {
+                    slots.append(Slot(prefix: key.prefix, part: UInt32(number), offset: key.offset))
+                }
+            }
+            slots.sort { ($0.prefix, $0.part, $0.offset) < ($1.prefix, $1.part, $1.offset) }
+            var start = 0
+            while start < slots.count {
+                var end = start + 1
+                while end < slots.count && slots[end].prefix == slots[start].prefix { end += 1 }
+                if end - start > 1 { settle(slots[start..<end], log: log, files: &files, servable: &servable) }
+                start = end
+            }
+            first = last
+        }
+    }
+
+    /// The slots of an index whose prefix's first byte is in `bytes`, read in 64 KiB pieces.
+    private static func readSlots(
+        _ index: (path: String, fanout: [UInt32]), _ bytes: Range<Int>, part: UInt32, into slots: inout [Slot]
+    ) {
+        let (from, to) = (Int(index.fanout[bytes.lowerBound]), Int(index.fanout[bytes.upperBound]))
+        guard to > from else { return }
+        let fd = open(index.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let perRead = (64 << 10) / SegmentIndex.entrySize
+        var buffer = [UInt8](repeating: 0, count: perRead * SegmentIndex.entrySize)
+        var at = from
+        while at < to {
+            let count = min(perRead, to - at)
+            let want = count * SegmentIndex.entrySize
+            let base = SegmentIndex.headerSize + SegmentIndex.fanoutSize + at * SegmentIndex.entrySize
+            guard SegmentIndex.readUpTo(fd, &buffer, at: base) >= want else { return }
+            buffer.withUnsafeBytes { raw in
+                for n in 0..<count {
+                    let entry = n * SegmentIndex.entrySize
+                    let prefix = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(raw[entry + $1]) }
+                    slots.append(Slot(prefix: prefix, part: part, offset: UInt32(LogRecord.load(raw, entry + 8, 4))))
+                }
+            }
+            at += count
+        }
+    }
+
+    /// Records sharing a prefix: read, grouped by their whole key, and all
+    /// but each group's survivor marked superseded. A record that does not
+    /// read whole here is left alone (the walk does not read it either).
+    private mutating func settle(
+        _ group: ArraySlice<Slot>, log: FlowLog, files: inout FileCache, servable: inout FlowLog.Servable
+    ) {
+        var read: [(slot: Slot, record: LogRecord)] = []
+        for slot in group where Int(slot.offset) < parts[Int(slot.part)].length {
+            guard let fd = files.open(parts[Int(slot.part)].segment.path),
+                let record = FlowLog.record(fd, at: Int(slot.offset))
+            else { continue }
+            read.append((slot, record))
+        }
+        let now = LogRecord.nowMillis
+        var keys: [LogKey] = []
+        var best: [Int] = []
+        var serves: [Bool] = []
+        for (index, item) in read.enumerated() {
+            let key = item.record.key
+            let good = item.record.kind == .alias || servable.serves(item.record)
+            if let known = keys.firstIndex(of: key) {
+                let other = read[best[known]].record
+                let wins = good != serves[known] ? good : item.record.wins(over: other, now: now)
+                let loser = wins ? read[best[known]].slot : item.slot
+                parts[Int(loser.part)].markSuperseded(Int(loser.offset))
+                if wins { (best[known], serves[known]) = (index, good) }
+            } else {
+                keys.append(key)
+                best.append(index)
+                serves.append(good)
+            }
+        }
+    }
+
+    /// The few segment files a group's records are read from, kept open
+    /// between groups up to a small number (a low `ulimit -n` is no limit on the cache's size).
+    private struct FileCache {
+        private var open: [(path: String, fd: Int32)] = []
+
+        mutating func open(_ path: String) -> Int32? {
+            if let known = open.firstIndex(where: { $0.path == path }) { return open[known].fd }
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            if open.count >= 16 { close(open.removeFirst().fd) }
+            open.append((path, fd))
+            return fd
+        }
+
+        func closeAll() { for file in open { close(file.fd) } }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+@testable import FlowPilotCore
+
+/// The survey that lets `cache info`, `list`, `verify` and `prune` read a
+/// format-2 log in flat memory (#62) finds, of each key, the record a
+/// lookup serves, across sealed and unsealed segments, over several ranges
+/// of key prefixes, and tells keys apart whose prefixes collide.
+@Suite("format-2 survey")
+final class LogSurveyTests {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("survey-\(UUID().uuidString)").path
+
+    deinit { try? FileManager.default.removeItem(atPath: scratch) }
+
+    static func user(_ n: Int) -> Identity { Identity(userID: "user-\(n)") }
+
+    /// Writers one after another, each a segment of its own: users written
+    /// again and again with a version naming the writer; the last writer's
+    /// segment left unsealed (a writer still running).
+    func manyWriters(_ root: String) throws -> [Int: String] {
+        var expected: [Int: String] = [:]
+        let base = Date() - 600
+        for writer in 0..<6 {
+            let store = try CacheStore(root: root, create: writer == 0, newFormat: 2)
+            let users = stride(from: writer * 7 % 5, to: 240, by: writer + 1)
+            for n in users {
+                let version = "w\(writer)"
+                try store.storeFlow(
+                    placement: n % 2 == 0 ? "paywall" : "onboarding", identity: Self.user(n),
+                    document: LogDamageTests.flow(version), ttlSeconds: 300, tier: .network,
+                    resolvedAt: base + Double(writer * 10), pointAlias: n % 25 == 0)
+                expected[n] = version
+            }
+            if writer < 5 { store.finishWriting() }
+        }
+        return expected
+    }
+
+    @Test("of each key the newest record survives, over sealed and unsealed segments and many prefix ranges")
+    func survivors() throws {
+        let root = "\(scratch)/many"
+        let expected = try manyWriters(root)
+        let store = try CacheStore(root: root)
+        #expect(store.log.segments().count == 6)
+        #expect(store.log.segments().filter { $0.index == nil }.count == 1, "the last writer's segment is unsealed")
+        for rangeSlots in [LogSurvey.rangeSlots, 16, 1] {
+            var scan = store.scan()
+            scan.logWalk = LogWalk(log: store.log, survey: LogSurvey(store.log, rangeSlots: rangeSlots))
+            var listed: [String: String] = [:]
+            var (older, handed) = (0, 0)
+            scan.walk(
+                flow: {
+                    listed[$0.fingerprint] = $0.version
+                    handed += 1
+                }, superseded: { _ in older += 1 })
+            #expect(handed == expected.count, "one entry a key (\(rangeSlots) slots a range)")
+            for (n, version) in expected {
+                #expect(listed[Self.user(n).fingerprint] == version, "user \(n), \(rangeSlots) slots a range")
+                let placement = n % 2 == 0 ? "paywall" : "onboarding"
+                #expect(store.lookupFlow(placement: placement, identity: Self.user(n))?.1.version == version)
+            }
+            // Every record written is either a key's survivor or superseded: none is lost or counted twice.
+            var records = 0
+            _ = store.log.scan { _, _, _, record, _ in if record.kind == .entry { records += 1 } }
+            #expect(
+                handed + older + scan.aliases.count == records + aliasRecords(store), "every record accounted for once")
+            #expect(scan.aliases.count == 2, "one alias a placement")
+        }
+    }
+
+    /// The alias records in the log, each placement's newest and the older ones.
+    func aliasRecords(_ store: CacheStore) -> Int {
+        var aliases = 0
+        _ = store.log.scan { _, _, _, record, _ in if record.kind == .alias { aliases += 1 } }
+        return aliases
+    }
+
+    @Test("keys whose index prefixes collide are told apart by their whole key")
+    func collidingPrefixes() throws {
+        let root = "\(scratch)/collide"
+        let store = try CacheStore(root: root, create: true, newFormat: 2)
+        let then = Date() - 60
+        for (n, version, at) in [(1, "old", then), (2, "old", then), (1, "new", then + 5)] {
+            try store.storeFlow(
+                placement: "paywall", identity: Self.user(n), document: LogDamageTests.flow(version), ttlSeconds: 300,
+                tier: .network, resolvedAt: at, pointAlias: false)
+        }
+        store.finishWriting()
+        let segment = try #require(store.log.segments().first)
+        let index = try #require(segment.index)
+        // The index made again with every record under user 1's prefix, as if user 2's collided with it.
+        let prefix = LogKey.entry(placement: "paywall", fingerprint: Self.user(1).fingerprint).prefix
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: segment.path)))
+        let offsets = bytes.withUnsafeBytes { LogSegment.records(in: $0).records.map(\.offset) }
+        #expect(offsets.count == 3)
+        let forged = SegmentIndex.encode(offsets.map { (prefix, UInt32($0)) }, covering: UInt64(bytes.count))
+        try Data(forged).write(to: URL(fileURLWithPath: index))
+        let listed = try CacheStore(root: root).scan().flows
+        #expect(listed.count == 2, "two keys, not one prefix")
+        #expect(listed.first { $0.fingerprint == Self.user(1).fingerprint }?.version == "new")
+        #expect(listed.first { $0.fingerprint == Self.user(2).fingerprint }?.version == "old")
+    }
+
+    @Test("a listing past one sorted batch is merged from a temporary file into the order one sort gives")
+    func sortedListing() throws {
+        let root = "\(scratch)/list"
+        _ = try manyWriters(root)
+        let scan = try CacheStore(root: root).scan()
+        let tmp = "\(scratch)/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        let whole = scan.flows(placement: nil, userID: nil, freshness: nil, at: Date()).map(\.path)
+        for run in [1, 7, 64, 100_000] {
+            var merged: [String] = []
+            try scan.forEachFlow(
+                placement: nil, userID: nil, freshness: nil, at: Date(), runLength: run, spillDirectory: tmp
+            ) {
+                merged.append($0.path)
+            }
+            #expect(merged == whole, "batches of \(run)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "no temporary file left behind")
+    }
+}

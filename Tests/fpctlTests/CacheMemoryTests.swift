@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+/// Every cache command reads a format-2 cache in flat memory (#62): the
+/// peak RSS of each, run as a process on a cache of 100,000 entries (a
+/// fifth of them written twice, so the log holds older records too), is
+/// that of the same command on 1,000 entries plus a margin, measured in the
+/// same run. Benchmarks/cache_scale.py measures 1 and 10 million.
+@Suite("cache commands in flat memory")
+struct CacheMemoryTests {
+    /// What a command may add at 100 times the entries: a listing's sorted
+    /// batch and its runs' buffers, a few segments' bytes, the survey's bits.
+    static let margin = 16 << 10
+
+    /// A format-2 cache of `entries` keys (two placements), the first fifth
+    /// of them written again by a second writer.
+    static func cache(_ tmp: TemporaryDirectory, _ name: String, entries: Int) throws -> String {
+        let flow = Paths.sample("demo") + "/flows/paywall.json"
+        let dir = tmp.file(name)
+        for (round, count) in [(0, entries), (1, entries / 5)] {
+            let lines = (0..<count).map { i in
+                #"{"placement":"\#(i % 2 == 0 ? "paywall" : "onboarding")","user_id":"user-\#(i / 2)","ttl_seconds":\#(300 + round),"flow_file":"\#(flow)"}"#
+            }
+            let input = tmp.file("\(name)-\(round).jsonl")
+            try (lines.joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
+            let put = try fpctl(
+                ["cache", "put", "--cache-dir", dir, "--input", input], environment: ["FPCTL_CACHE_FORMAT": "2"])
+            #expect(put.status == 0, "\(put.stderr)")
+        }
+        return dir
+    }
+
+    /// The exit status and peak RSS (KiB) of one fpctl run: the only child
+    /// of a python3 that reads its children's `ru_maxrss` once it is done.
+    static func peak(_ arguments: [String]) throws -> (status: Int32, kib: Int) {
+        let probe = """
+            import resource, subprocess, sys
+            run = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            """
+        let result = try run(try tool("python3"), ["-c", probe, Paths.fpctl] + arguments, timeout: 300)
+        let fields = result.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        try #require(fields.count == 2, "\(result.stdout) \(result.stderr)")
+        return (Int32(fields[0]), fields[1])
+    }
+
+    @Test("info, list, verify and prune at 100,000 entries peak within a margin of their peak at 1,000")
+    func flat() throws {
+        let tmp = try TemporaryDirectory()
+        let small = try Self.cache(tmp, "small", entries: 1_000)
+        let large = try Self.cache(tmp, "large", entries: 100_000)
+        let commands: [[String]] = [
+            ["cache", "info"],
+            ["cache", "list", "--format", "csv"],
+            ["cache", "list", "--format", "json", "--placement", "paywall"],
+            ["cache", "verify"],
+            ["cache", "prune", "--older-than", "3650d", "--dry-run"],
+            // A compaction of the whole log: the older records go, one identity's entries with them.
+            ["cache", "prune", "--user-id", "user-7"],
+        ]
+        for command in commands {
+            let reference = try Self.peak(command + ["--cache-dir", small])
+            let measured = try Self.peak(command + ["--cache-dir", large])
+            let name = command.joined(separator: " ")
+            #expect(reference.status == 0 && measured.status == 0, "\(name)")
+            #expect(
+                measured.kib <= reference.kib + Self.margin,
+                "\(name): \(measured.kib) KiB at 100,000 entries, \(reference.kib) KiB at 1,000")
+        }
+        // What they read at that size is the whole cache, once a key.
+        let info = try fpctl("cache", "info", "--format", "json", "--cache-dir", large)
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any])
+        #expect(doc["flows"] as? Int == 99_998, "user-7's two entries pruned, no key counted twice")
+        let list = try fpctl("cache", "list", "--format", "csv", "--cache-dir", large)
+        let rows = list.stdout.split(separator: "\n").dropFirst()
+        #expect(rows.count == 99_998)
+        // Sorted by placement, then oldest first, across the listing's merged runs.
+        let placements = rows.map { $0.prefix { $0 != "," } }
+        #expect(placements.firstIndex(of: "paywall") == 49_999 && placements.last == "paywall")
+        let gone = try fpctl("cache", "list", "--user-id", "user-7", "--format", "csv", "--cache-dir", large)
+        #expect(gone.stdout.split(separator: "\n").count == 1, "the header alone: \(gone.stdout)")
+    }
+}

@@ -121,4 +121,30 @@ final class LogSurveyTests {
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "no temporary file left behind")
     }
+
+    @Test("format 1's flows are read in batches as readdir lists them, every key once, and a migration carries them all")
+    func formatOneBatches() throws {
+        let root = "\(scratch)/format1"
+        let store = try CacheStore(root: root, create: true, newFormat: 1)
+        for n in 0..<50 {
+            try store.storeFlow(
+                placement: n % 2 == 0 ? "paywall" : "onboarding", identity: Self.user(n),
+                document: LogDamageTests.flow("v\(n)"), ttlSeconds: 300, tier: .network, pointAlias: n == 0)
+        }
+        var batches: [Int] = []
+        var seen = Set<String>()
+        try store.walkFormatOneFlows(chunk: 7) { batch in
+            batches.append(batch.count)
+            for entry in batch { seen.insert(entry.placement + "/" + entry.fingerprint) }
+        }
+        #expect(batches.allSatisfy { $0 <= 7 } && batches.reduce(0, +) == 50, "\(batches)")
+        #expect(seen.count == 50, "every key once")
+        let migration = try store.migrate()
+        #expect(migration.entries == 50 && migration.aliases == 1)
+        let migrated = try CacheStore(root: root)
+        for n in 0..<50 {
+            let placement = n % 2 == 0 ? "paywall" : "onboarding"
+            #expect(migrated.lookupFlow(placement: placement, identity: Self.user(n))?.1.version == "v\(n)")
+        }
+    }
 }

@@ -83,6 +83,10 @@ struct DocsNumbersTests {
                 "a listing of more than \(grouped(SortedListing.defaultRunLength)) entries"
             ),
             (
+                "docs/cache-format.md", "a migration's batch",
+                "\(grouped(CacheStore.migrationChunk)) key directories at a time"
+            ),
+            (
                 "docs/cache-format.md", "a compaction's segment size",
                 "each synced and sealed once it holds \(LogSegment.rollBytes >> 20) MiB"
             ),

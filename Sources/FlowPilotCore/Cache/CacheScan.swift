@@ -148,7 +148,9 @@ extension CacheStore {
         return !usesLog && currentVersion() >= 2 ? self.scan(log: true) : scan
     }
 
-    func scan(log usesLog: Bool) -> CacheScan {
+    /// `flows`: false leaves format 1's `flows/` out (a migration reads it
+    /// in chunks, `walkFormatOneFlows`).
+    func scan(log usesLog: Bool, flows: Bool = true) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
         for item in DirectoryWalker.list(root) ?? [] {
@@ -158,7 +160,7 @@ extension CacheStore {
             if item.isDirectory && Self.fileSystemNames.contains(item.name) { continue }
             switch item.name {
             case Self.markerName, ".lock": continue
-            case "flows" where !usesLog: scanFlows(into: &scan)
+            case "flows" where !usesLog: if flows { scanFlows(into: &scan) }
             case "aliases" where !usesLog: scanAliases(into: &scan)
             case "log" where usesLog: scanLog(into: &scan)
             case "objects" where usesLog: scanObjects(into: &scan)
@@ -220,6 +222,44 @@ extension CacheStore {
         {
             scan.merge(part)
         }
+    }
+
+    /// Format 1's entries (each key directory's newest), handed to `body`
+    /// `chunk` at a time as `readdir` reads the key directories, each chunk's
+    /// directories read across the cores: memory holds one chunk, not the
+    /// listing (a migration of a million entries).
+    func walkFormatOneFlows(chunk: Int, _ body: ([CachedFlow]) throws -> Void) throws {
+        var keyDirs: [(placement: String, dir: String, name: String)] = []
+        func flush() throws {
+            guard !keyDirs.isEmpty else { return }
+            var flows: [CachedFlow] = []
+            for part in Parallel.mapSlices(
+                keyDirs,
+                { slice in
+                    var part = CacheScan()
+                    for key in slice {
+                        Self.scanKey(placement: key.placement, dir: key.dir, name: key.name, into: &part)
+                    }
+                    return part
+                })
+            {
+                flows += part.treeFlows
+            }
+            keyDirs.removeAll(keepingCapacity: true)
+            try body(flows)
+        }
+        for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
+            let pdir = "\(flowsDir)/\(p.name)"
+            guard p.isDirectory, !p.name.hasPrefix("."), let placement = CacheNames.decode(Substring(p.name)) else {
+                continue
+            }
+            try DirectoryWalker.forEach(pdir, stat: false) { k in
+                guard k.isDirectory, !k.name.hasPrefix(".") else { return }
+                keyDirs.append((placement, "\(pdir)/\(k.name)", k.name))
+                if keyDirs.count >= chunk { try flush() }
+            }
+        }
+        try flush()
     }
 
     /// One key directory: its newest entry, and the older files beside it.

@@ -80,7 +80,7 @@ extension CacheStore {
             try? FileManager.default.removeItem(atPath: directory)
         }
         // 2. Records and objects.
-        try carryOver(scan(), into: &result)
+        try carryOver(scan(log: false, flows: false), into: &result)
         FaultHook.reach("migrate-written")
         // 3. The switch.
         try AtomicFile.write(Self.markerBody(version: 2), to: "\(root)/\(Self.markerName)", overwrite: true)
@@ -91,21 +91,23 @@ extension CacheStore {
         return result
     }
 
-    /// Format 1's entries and aliases in `scan` as records and objects
-    /// (step 2), a segment's worth of entries at a time: each chunk read
-    /// across the cores, its new flows stored, its records written into a
-    /// sealed segment, so memory holds one chunk (and the listing), not every
-    /// entry, whatever the cache's size. With `skip`, an entry the log
+    /// Format 1's entries (`flows/`, read in chunks as `readdir` lists it:
+    /// `walkFormatOneFlows`) and the aliases in `scan` as records and objects
+    /// (step 2), `migrationChunk` entries at a time: each chunk read across
+    /// the cores, its new flows stored, its records appended to segments
+    /// sealed as each fills, so memory holds one chunk, not every entry or
+    /// the listing, whatever the cache's size. With `skip`, an entry the log
     /// already holds (`skip` says so) is not carried again.
     private func carryOver(
         _ scan: CacheScan, into result: inout Migration, skip: ((CachedFlow) -> Bool)? = nil
     ) throws {
-        let flows = skip.map { skip in scan.flows.filter { !skip($0) } } ?? scan.flows
         let aliasTargets = Set(scan.aliases.map(\.directoryKey))
         var targets: [String: LogRecord] = [:]
         var stored = Set<String>()
-        for chunkStart in stride(from: 0, to: flows.count, by: Self.migrationChunk) {
-            let chunk = flows[chunkStart..<min(chunkStart + Self.migrationChunk, flows.count)]
+        try AtomicFile.makeDirectory(log.logDir)
+        var output = FlowLog.SealedOutput(log: log)
+        try walkFormatOneFlows(chunk: Self.migrationChunk) { found in
+            let chunk = skip.map { skip in found.filter { !skip($0) } } ?? found
             let slices = Parallel.mapSlices(Array(chunk), minimumPerSlice: 256) { slice in
                 var read: [(CachedFlow, LogRecord?)] = []
                 var objects: [String: Data] = [:]
@@ -118,7 +120,6 @@ extension CacheStore {
                 }
                 return (read, objects)
             }
-            var records: [LogRecord] = []
             for (read, objects) in slices {
                 for (sha, bytes) in objects where stored.insert(sha).inserted {
                     try log.storeObject(bytes, sha256: sha)
@@ -128,27 +129,25 @@ extension CacheStore {
                         // Carried over as what it was, a miss that is listed and a `verify` finding:
                         // a record whose flow is not there (an object name no flow has).
                         result.unreadable.append(relative(entry.path))
-                        records.append(Self.unreadableRecord(entry))
+                        try output.append(Self.unreadableRecord(entry))
                         continue
                     }
-                    records.append(record)
+                    try output.append(record)
                     if aliasTargets.contains(entry.directoryKey) { targets[entry.directoryKey] = record }
                     result.entries += 1
                 }
             }
             FaultHook.reach("migrate-objects")
-            try log.writeSealed(records)
         }
-        var aliases: [LogRecord] = []
         for alias in scan.aliases {
             guard let target = targets[alias.directoryKey] else { continue }
             let stamp = PathName.lastComponent(of: alias.path).prefix(while: { $0 != "~" })
             var record = aliasRecord(to: target)
             if let millis = Int64(stamp) { record.resolvedAtMillis = millis }
-            aliases.append(record)
+            try output.append(record)
             result.aliases += 1
         }
-        try log.writeSealed(aliases)
+        _ = try output.finish()
         result.objects += stored.count
     }
 
@@ -163,7 +162,7 @@ extension CacheStore {
     func carryOverFormatOneTrees() throws -> Migration {
         var result = Migration(from: 2)
         guard access(flowsDir, F_OK) == 0 || access(aliasesDir, F_OK) == 0 else { return result }
-        let leftovers = scan(log: false)
+        let leftovers = scan(log: false, flows: false)
         try carryOver(leftovers, into: &result) { entry in
             let logged = self.log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint))
             let millis = Self.millis(entry.resolvedAt)
@@ -204,8 +203,9 @@ extension CacheStore {
         return LoggedEntry(record: record, object: flow.data, entry: logged)
     }
 
-    /// Entries a migration reads, stores and writes at a time: about a segment's worth.
-    static let migrationChunk = 20_000
+    /// Entries a migration reads across the cores and stores at a time; their
+    /// records go into segments of the roll size as they come.
+    static let migrationChunk = 4_096
 
     /// No flow's SHA-256: what a carried-over unreadable entry points at.
     static let missingObject = String(repeating: "0", count: 64)

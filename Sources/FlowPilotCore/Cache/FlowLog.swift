@@ -596,8 +596,8 @@ public final class FlowLog: Sendable {
     }
 
     /// New sealed segments written as records come, each of about the roll
-    /// size, synced and sealed as it fills.
-    private struct SealedOutput {
+    /// size, synced and sealed as it fills (compaction, migration).
+    struct SealedOutput {
         let log: FlowLog
         let writerID = LogSegment.newWriterID()
         var segment: SegmentWriter?

@@ -214,7 +214,7 @@ struct LogSurvey {
     ) {
         var read: [(slot: Slot, record: LogRecord)] = []
         for slot in group where Int(slot.offset) < parts[Int(slot.part)].length {
-            guard let fd = files.open(parts[Int(slot.part)].segment.path),
+            guard let fd = files.descriptor(parts[Int(slot.part)].segment.path),
                 let record = FlowLog.record(fd, at: Int(slot.offset))
             else { continue }
             read.append((slot, record))
@@ -243,17 +243,17 @@ struct LogSurvey {
     /// The few segment files a group's records are read from, kept open
     /// between groups up to a small number (a low `ulimit -n` is no limit on the cache's size).
     private struct FileCache {
-        private var open: [(path: String, fd: Int32)] = []
+        private var files: [(path: String, fd: Int32)] = []
 
-        mutating func open(_ path: String) -> Int32? {
-            if let known = open.firstIndex(where: { $0.path == path }) { return open[known].fd }
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        mutating func descriptor(_ path: String) -> Int32? {
+            if let known = files.firstIndex(where: { $0.path == path }) { return files[known].fd }
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return nil }
-            if open.count >= 16 { close(open.removeFirst().fd) }
-            open.append((path, fd))
+            if files.count >= 16 { close(files.removeFirst().fd) }
+            files.append((path, fd))
             return fd
         }
 
-        func closeAll() { for file in open { close(file.fd) } }
+        func closeAll() { for file in files { close(file.fd) } }
     }
 }

@@ -13,10 +13,18 @@ enum DirectoryWalker {
 
     /// The entries of `path` (no `.`/`..`), or nil when it is not a readable directory.
     static func list(_ path: String, stat wantStat: Bool = true) -> [Item]? {
-        guard let dir = opendir(path) else { return nil }
+        var items: [Item] = []
+        return forEach(path, stat: wantStat) { items.append($0) } ? items : nil
+    }
+
+    /// Hands each entry of `path` (no `.`/`..`) to `body` as `readdir`
+    /// reads it, none kept (a directory of a million names costs one name at
+    /// a time); false when it is not a readable directory.
+    @discardableResult
+    static func forEach(_ path: String, stat wantStat: Bool = true, _ body: (Item) throws -> Void) rethrows -> Bool {
+        guard let dir = opendir(path) else { return false }
         defer { closedir(dir) }
         let fd = dirfd(dir)
-        var items: [Item] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 // d_name is NUL-terminated within its fixed-size array.
@@ -33,8 +41,8 @@ enum DirectoryWalker {
                 size = Int64(st.st_size)
                 mtime = Platform.modificationTime(st)
             }
-            items.append(Item(name: name, isDirectory: isDir, size: size, mtime: mtime))
+            try body(Item(name: name, isDirectory: isDir, size: size, mtime: mtime))
         }
-        return items
+        return true
     }
 }

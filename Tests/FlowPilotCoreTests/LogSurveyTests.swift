@@ -122,7 +122,8 @@ final class LogSurveyTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "no temporary file left behind")
     }
 
-    @Test("format 1's flows are read in batches as readdir lists them, every key once, and a migration carries them all")
+    @Test(
+        "format 1's flows are read in batches as readdir lists them, every key once, and a migration carries them all")
     func formatOneBatches() throws {
         let root = "\(scratch)/format1"
         let store = try CacheStore(root: root, create: true, newFormat: 1)

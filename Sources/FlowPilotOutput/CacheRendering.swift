@@ -156,7 +156,11 @@ public struct PruneReport: Rendering {
 
     public let document: Document
 
+    /// Entries left for the next prune (a live writer's segment).
+    private let deferred: Int
+
     public init(_ result: RemovalResult, dryRun: Bool) {
+        deferred = result.deferred
         document = Document(
             dryRun: dryRun, files: result.removed.count, bytes: result.removed.reduce(0) { $0 + $1.bytes },
             removed: result.removed, failed: result.failed.map { NotRemoved(path: $0.removal.path, reason: $0.reason) })
@@ -174,7 +178,12 @@ public struct PruneReport: Rendering {
     public var notes: (warnings: [String], summary: String) {
         let d = document
         return (
-            d.failed.map { "could not remove \($0.path): \($0.reason)" },
+            d.failed.map { "could not remove \($0.path): \($0.reason)" }
+                + (deferred == 0
+                    ? []
+                    : [
+                        "\(deferred) \(deferred == 1 ? "entry" : "entries") old enough to go \(deferred == 1 ? "is" : "are") in a segment a writer is still appending to: the next prune removes \(deferred == 1 ? "it" : "them")"
+                    ]),
             "\(d.dryRun ? "would remove" : "removed") \(d.files) files, \(d.bytes) bytes"
                 + (d.failed.isEmpty ? "" : "; could not remove \(d.failed.count)")
         )

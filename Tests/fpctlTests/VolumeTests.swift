@@ -555,7 +555,7 @@ private struct Ext4Volume {
 }
 
 /// Tests/volumes/quirkfs.py mounted over `backing`, until `unmount`.
-private final class QuirkMount {
+final class QuirkMount {
     let mountPoint: String
     let process = Process()
 

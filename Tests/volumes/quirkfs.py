@@ -1,6 +1,7 @@
 """A FUSE file system over a directory, with the quirks of the volumes a fleet gets.
 
-    python3 quirkfs.py BACKING MOUNTPOINT [--no-link] [--noop-flock] [--negative-timeout S]
+    python3 quirkfs.py BACKING MOUNTPOINT [--no-link] [--noop-flock | --pass-flock]
+                       [--negative-timeout S] [--cache-timeout S]
 
 It passes every call through to BACKING, so two mounts of one BACKING are two
 nodes' views of one shared volume. Any FUSE file system through libfuse 2
@@ -11,9 +12,16 @@ NFS and SMB mounts often do. On top of that:
   --noop-flock          `flock` succeeds and locks nothing (NFS mounted `nolock`
                         across nodes): libfuse is told the file system does its
                         own flock, so the kernel hands every call here;
+  --pass-flock          `flock` is taken on the backing file, so two mounts of one
+                        BACKING lock each other out, as NFS's locks do across
+                        nodes (without it, each mount's kernel locks its own inodes);
   --negative-timeout S  the kernel remembers a missing name for S seconds, as an
                         NFS client's attribute cache does: a name another mount
-                        made meanwhile stays missing here until then.
+                        made meanwhile stays missing here until then;
+  --cache-timeout S     the kernel keeps names and attributes for S seconds (an
+                        NFS client's attribute cache, `acregmax`): a file another
+                        mount appended to keeps its old size here, even through
+                        a new `open`, and reads stop at it, until then.
 
 Runs in the foreground until unmounted (`umount MOUNTPOINT`), on fusepy
 (Debian's python3-fusepy, libfuse2), as root.
@@ -21,6 +29,7 @@ Runs in the foreground until unmounted (`umount MOUNTPOINT`), on fusepy
 import argparse
 import ctypes
 import errno
+import fcntl
 import os
 import sys
 
@@ -56,11 +65,21 @@ def with_flock() -> None:
 class Passthrough(Operations):
     use_ns = True
 
-    def __init__(self, backing: str, no_link: bool, noop_flock: bool):
+    def __init__(self, backing: str, no_link: bool, noop_flock: bool, pass_flock: bool = False):
         self.backing = os.path.realpath(backing)
         self.no_link = no_link
         if noop_flock:
             self.flock = lambda path, fh, op: 0
+        elif pass_flock:
+            self.flock = self._pass_flock
+
+    @staticmethod
+    def _pass_flock(path, fh, op):
+        try:
+            fcntl.flock(fh, op)
+        except OSError as error:
+            raise FuseOSError(error.errno)
+        return 0
 
     def _real(self, path: str) -> str:
         return self.backing + path
@@ -155,17 +174,20 @@ def main() -> None:
     parser.add_argument("mountpoint")
     parser.add_argument("--no-link", action="store_true")
     parser.add_argument("--noop-flock", action="store_true")
+    parser.add_argument("--pass-flock", action="store_true")
+    parser.add_argument("--cache-timeout", type=float, default=0)
     parser.add_argument("--negative-timeout", type=float, default=0)
     args = parser.parse_args()
-    if args.noop_flock:
+    if args.noop_flock or args.pass_flock:
         with_flock()
     options = {"foreground": True, "allow_other": True, "fsname": "quirkfs", "subtype": "quirkfs"}
-    # Positive lookups are not cached either, so a name removed through the other mount is gone here at once.
-    options["entry_timeout"] = 0
-    options["attr_timeout"] = 0
+    # Unless --cache-timeout says otherwise, positive lookups and attributes are not cached either, so a
+    # name removed through the other mount is gone here at once.
+    options["entry_timeout"] = args.cache_timeout
+    options["attr_timeout"] = args.cache_timeout
     if args.negative_timeout:
         options["negative_timeout"] = args.negative_timeout
-    fusepy.FUSE(Passthrough(args.backing, args.no_link, args.noop_flock), args.mountpoint, **options)
+    fusepy.FUSE(Passthrough(args.backing, args.no_link, args.noop_flock, args.pass_flock), args.mountpoint, **options)
 
 
 if __name__ == "__main__":

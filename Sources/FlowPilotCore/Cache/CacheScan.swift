@@ -130,6 +130,9 @@ public struct CacheScan: Sendable {
         }
     }
 
+    /// Format 2: the segments whose writer still holds them (`LogSegment.isLive`).
+    var liveSegments: Set<String> { Set(logWalk?.survey.parts.filter(\.live).map(\.segment.path) ?? []) }
+
     public var flowBytes: Int64 {
         var copy = self
         var total: Int64 = 0

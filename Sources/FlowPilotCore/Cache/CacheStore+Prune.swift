@@ -32,7 +32,9 @@ extension CacheStore {
             let scan = selection.scan
             if o.images { selection.addImages() }
             if o.unreferenced { selection.addUnreferenced() }
-            if o.dryRun { return RemovalResult(removed: selection.removals, failed: []) }
+            if o.dryRun {
+                return RemovalResult(removed: selection.removals, failed: [], deferred: selection.deferred)
+            }
             guard scan.logged else { return self.delete(selection.removals) }
             if !scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
@@ -44,7 +46,9 @@ extension CacheStore {
             )
             let logged = self.deleteLogged(records, scan: scan)
             let unlinked = self.delete(files)
-            return RemovalResult(removed: logged.removed + unlinked.removed, failed: logged.failed + unlinked.failed)
+            return RemovalResult(
+                removed: logged.removed + unlinked.removed, failed: logged.failed + unlinked.failed,
+                deferred: selection.deferred)
         }
         return o.dryRun ? work() : try withLock(exclusive: true, work)
     }
@@ -79,6 +83,14 @@ public struct RemovalResult: Sendable {
 
     public let removed: [Removal]
     public let failed: [Failure]
+    /// Format 2: entries older than `--older-than` in a segment a writer is
+    /// still appending to (docs/cache-format.md, "Compaction"), left for the
+    /// next prune: not removed, and no failure.
+    public var deferred = 0
+
+    init(removed: [Removal], failed: [Failure], deferred: Int = 0) {
+        (self.removed, self.failed, self.deferred) = (removed, failed, deferred)
+    }
 }
 
 /// The files one prune removes, each once, in the order the rules chose them.
@@ -88,6 +100,8 @@ private struct PruneSelection {
     let options: CacheStore.PruneOptions
     let now: Date
     private(set) var removals: [Removal] = []
+    /// Entries selected by age in a live writer's segment, left for the next prune.
+    private(set) var deferred = 0
     private var gone = Set<String>()
 
     init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions, now: Date) {
@@ -142,11 +156,19 @@ private struct PruneSelection {
                 older[segment, default: (0, 0)].records += 1
                 older[segment]?.bytes += record.size
             })
-        for (segment, count) in older.sorted(by: { $0.key < $1.key }) {
+        // A live writer's segment stays as it is (a compaction leaves it in place): its older records are not removed.
+        let live = scan.liveSegments
+        for (segment, count) in older.sorted(by: { $0.key < $1.key }) where !live.contains(segment) {
             let what = count.records == 1 ? "1 older record of a key" : "\(count.records) older records of keys"
             remove(.superseded, segment, count.bytes, "\(what), dropped by a compaction")
         }
         for (entry, reason) in selected {
+            // By age, in a live writer's segment: for the next prune (one identity's entries are asked for
+            // by name, so those are tried, and a failure if they stay).
+            if options.userID == nil, live.contains(String(entry.path.prefix { $0 != "#" })) {
+                deferred += 1
+                continue
+            }
             remove(.flow, entry.path, entry.size, reason)
             removedKeys.insert(entry.directoryKey)
         }

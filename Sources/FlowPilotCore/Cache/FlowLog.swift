@@ -241,9 +241,10 @@ public final class FlowLog: Sendable {
                             "cut short: its index covers \(indexed.covered) bytes, \(raw.count) remain\(lost(read.end..<indexed.covered))",
                             false
                         ))
-                } else if let problem = read.problem {
-                    // A sealed segment's writer wrote every byte its index covers: what ends reading
-                    // there is damage, not a kill. Past what it covers, it is what any tail is.
+                } else if let problem = read.problem, !part.live || !LogSegment.isTornTail(raw, at: read.end) {
+                    // A live writer's tail (its append, seen in part through another node's cache) is
+                    // no problem. A sealed segment's writer wrote every byte its index covers: what
+                    // ends reading there is damage, not a kill. Past what it covers, it is what any tail is.
                     let covered = indexed.map { read.end < $0.covered } ?? false
                     problems.append((segment.path, problem, !covered && LogSegment.isTornTail(raw, at: read.end)))
                 }
@@ -449,6 +450,9 @@ public final class FlowLog: Sendable {
 
     // MARK: Compaction
 
+    /// Why a compaction left a segment in place.
+    static let liveReason = "a writer is still appending to it (it holds the segment's lock): run again once it is done"
+
     /// What a compaction kept and removed.
     public struct Compaction: Sendable {
         public var segmentsRead = 0
@@ -494,6 +498,8 @@ public final class FlowLog: Sendable {
     /// exclusive lock, so none of them is being appended to.
     func merge(_ segments: [Segment]) throws {
         var records: [LogRecord] = []
+        // Another writer's segment it still appends to is left alone.
+        let segments = segments.filter { $0.index != nil || !LogSegment.isLive($0.path) }
         for segment in segments {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
@@ -534,8 +540,14 @@ public final class FlowLog: Sendable {
         var wanted = Set<String>()
         var failure: (any Error)?
         var read = 0
+        let live = Set(survey.parts.filter(\.live).map(\.segment.path))
         _ = scan(survey) { segment, offset, _, record, superseded in
             read += 1
+            if live.contains(segment.path) {
+                // Left in place, records and all, so their objects stay too.
+                if record.kind == .entry { wanted.insert(record.flowSHA256) }
+                return
+            }
             guard failure == nil, !superseded, keep(record, "\(segment.path)#\(offset)") else { return }
             switch record.kind {
             case .entry:
@@ -560,13 +572,19 @@ public final class FlowLog: Sendable {
         (result.recordsKept, result.recordsDropped) = (output.written, read - output.written)
         FaultHook.reach("compact-written")
         for segment in old where !made.contains(segment.name) {
+            if live.contains(segment.path) {
+                result.notRemoved.append((segment.path, Self.liveReason))
+                continue
+            }
             if let index = segment.index { unlink(index) }
             if unlink(segment.path) != 0 && errno != ENOENT {
                 result.notRemoved.append((segment.path, Errno.describe(errno)))
             }
         }
         try AtomicFile.syncDirectory(logDir)
-        // Objects no kept record points at.
+        // Objects no kept record points at; none while a writer is live: what it wrote last may be
+        // a record this node does not see yet (another node's, through an attribute cache).
+        guard live.isEmpty else { return result }
         for item in DirectoryWalker.list(objectsDir) ?? []
         where !item.name.hasPrefix(".") && !wanted.contains(item.name) {
             if unlink("\(objectsDir)/\(item.name)") == 0 {

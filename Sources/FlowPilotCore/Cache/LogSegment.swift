@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A format-2 cache's segments (docs/cache-format.md, "Format 2"): files of
 /// records, `log/<writer>-<n>.seg`, each appended to by one process only
@@ -87,6 +88,22 @@ enum LogSegment {
     static func isTornTail(_ bytes: UnsafeRawBufferPointer, at end: Int) -> Bool {
         if case .torn = LogRecord.decode(bytes, at: end) { return true }
         return bytes[end...].allSatisfy { $0 == 0 }
+    }
+
+    /// Whether a writer still holds the segment at `path` (its `flock`,
+    /// taken when it made the segment and held until it closes it): such a
+    /// segment may have bytes a reader on another node does not see yet
+    /// (an attribute cache), so no compaction or merge rewrites or removes
+    /// it, and what its tail looks like is not a killed writer's.
+    /// A segment this process writes is not live to its own compaction: that
+    /// runs under the cache's exclusive lock, so no append of this process is
+    /// in flight, and its writer starts a new segment once this one is gone.
+    static func isLive(_ path: String) -> Bool {
+        if SegmentWriter.held.withLock({ $0.contains(path) }) { return false }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     /// Whether `bytes` start as a segment does.
@@ -269,19 +286,29 @@ final class SegmentWriter {
         (self.name, path) = (name, "\(directory)/\(name)")
         descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
+        // Held until the segment is closed: what tells a compaction on any node that
+        // reads through the lock (a local file system, NFS's locks) that it is live.
+        _ = flock(descriptor, LOCK_EX)
         var info = stat()
         fstat(descriptor, &info)
         inode = UInt64(info.st_ino)
         length = 0
         if let failure = LogSegment.magic.withUnsafeBytes({ writeAll(descriptor, $0) }) {
-            close(descriptor)
+            // Closed by deinit, which runs once self is whole.
             unlink(path)
             throw FPError.cannotWrite("\(path): \(Errno.describe(failure))")
         }
         length = LogSegment.magic.count
+        _ = Self.held.withLock { $0.insert(path) }
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        _ = Self.held.withLock { $0.remove(path) }
+        close(descriptor)
+    }
+
+    /// The segments this process's writers hold open.
+    static let held = Mutex<Set<String>>([])
 
     /// Past this, `isFull`.
     var rollBytes = LogSegment.rollBytes

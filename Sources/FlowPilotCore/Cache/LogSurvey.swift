@@ -37,6 +37,8 @@ struct LogSurvey {
         let length: Int
         /// A bit per 64-byte slot: set where a superseded record starts.
         var superseded: [UInt64]
+        /// Its writer still holds it (`LogSegment.isLive`): never rewritten or removed.
+        var live = false
 
         func isSuperseded(_ offset: Int) -> Bool {
             let slot = offset / LogSurvey.slot
@@ -68,11 +70,14 @@ struct LogSurvey {
             guard fd >= 0 else { continue }
             defer { close(fd) }
             let length = FlowLog.length(fd)
+            let source = KeySource(segment, fd: fd, length: length)
             parts.append(
                 Part(
                     segment: segment, length: length,
-                    superseded: [UInt64](repeating: 0, count: (length / Self.slot + 64) / 64)))
-            sources.append(KeySource(segment, fd: fd, length: length))
+                    superseded: [UInt64](repeating: 0, count: (length / Self.slot + 64) / 64),
+                    // A segment sealed with a whole index is done; any other may be a live writer's.
+                    live: source.index == nil && LogSegment.isLive(segment.path)))
+            sources.append(source)
         }
         markSuperseded(log, sources)
     }

@@ -557,17 +557,26 @@ public final class FlowLog: Sendable {
             case .alias: aliases.append(record)
             }
         }
-        if let failure { throw failure }
-        // A placement's alias stays when the entry it points at was kept: that entry's survivor, kept.
-        for alias in aliases {
-            let key = LogKey.entry(placement: alias.placement, fingerprint: alias.fingerprint)
-            if let target = try survivor(of: key, in: old, servable: &servable), keep(target.record, target.path),
-                servable.serves(target.record)
-            {
-                try output.append(alias)
+        let made: Set<String>
+        do {
+            if let failure { throw failure }
+            // A placement's alias stays when the entry it points at was kept: that entry's survivor, kept.
+            for alias in aliases {
+                let key = LogKey.entry(placement: alias.placement, fingerprint: alias.fingerprint)
+                if let target = try survivor(of: key, in: old, servable: &servable), keep(target.record, target.path),
+                    servable.serves(target.record)
+                {
+                    try output.append(alias)
+                }
             }
+            made = try output.finish()
+        } catch {
+            // A compaction that could not finish (a full disk) leaves nothing of its own: the old
+            // segments hold every record still, and the new ones would be copies a later one makes again.
+            output.discard()
+            throw FPError.cannotWrite(
+                "\(logDir): the compaction could not write its new segments, so nothing was removed: \(error)")
         }
-        let made = try output.finish()
         result.segmentsRead = old.count
         (result.recordsKept, result.recordsDropped) = (output.written, read - output.written)
         FaultHook.reach("compact-written")
@@ -654,6 +663,17 @@ public final class FlowLog: Sendable {
             try segment.sync(directory: log.logDir)
             try segment.seal(directory: log.logDir)
             self.segment = nil
+        }
+
+        /// Removes every segment (and index) made, after a failure.
+        mutating func discard() {
+            segment = nil
+            for name in made {
+                unlink("\(log.logDir)/\(name)\(LogSegment.indexSuffix)")
+                unlink("\(log.logDir)/\(name)")
+            }
+            try? AtomicFile.syncDirectory(log.logDir)
+            made = []
         }
 
         /// The last segment flushed, synced and sealed; the names made.

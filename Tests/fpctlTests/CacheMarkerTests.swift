@@ -73,4 +73,32 @@ struct CacheMarkerTests {
         #expect(!FileManager.default.fileExists(atPath: debris))
         #expect(try fpctl("cache", "verify", "--cache-dir", dir).status == 0)
     }
+
+    @Test(
+        "names NFS and FUSE give a file unlinked while open (.nfs…, .fuse_hidden…) are the file system's: a new volume holding one is empty, verify and prune leave them"
+    )
+    func sillyRenamedFiles() throws {
+        let tmp = try TemporaryDirectory()
+        // What a process that lost the race to start a new volume on another node leaves for a moment.
+        let fresh = tmp.file("fresh")
+        try FileManager.default.createDirectory(atPath: fresh, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: "\(fresh)/.fuse_hidden0000001a00000001"))
+        try writePutLine(tmp.file("one.jsonl"))
+        let put = try fpctl(
+            ["cache", "put", "--cache-dir", fresh, "--input", tmp.file("one.jsonl")],
+            environment: ["FPCTL_CACHE_FORMAT": "2"])
+        #expect(put.status == 0, "taken as a new volume: \(put.stderr)")
+        let dir = try cache(tmp)
+        let names = [
+            "\(dir)/.nfs000000000012abcd00000001", "\(dir)/log/.nfs0000000000340000000a",
+            "\(dir)/objects/.fuse_hidden0000002b00000002",
+        ]
+        for name in names { try Data("held open elsewhere".utf8).write(to: URL(fileURLWithPath: name)) }
+        let verify = try fpctl("cache", "verify", "--cache-dir", dir)
+        #expect(verify.status == 0, "not foreign: \(verify.stdout)")
+        #expect(try fpctl("cache", "prune", "--user-id", "u-1", "--cache-dir", dir).status == 0)
+        let repair = try fpctl("cache", "verify", "--repair", "--cache-dir", dir)
+        #expect(repair.status == 0)
+        for name in names { #expect(FileManager.default.fileExists(atPath: name), "\(name) left to its file system") }
+    }
 }

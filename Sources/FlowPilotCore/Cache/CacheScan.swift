@@ -180,6 +180,8 @@ extension CacheStore {
     }
 
     private static func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
+        // A file unlinked while open, as NFS or FUSE names it until it is closed: the file system's.
+        if item.name.hasPrefix(".nfs") || item.name.hasPrefix(".fuse_hidden") { return true }
         let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
         // `.tmp-…`, or the marker's own (`.fpcache.json.tmp-<pid>-…`: its replacement by a migration or a repair).
         if item.name.hasPrefix(AtomicFile.tempPrefix) || item.name.hasPrefix(Self.markerTemporaryPrefix) {

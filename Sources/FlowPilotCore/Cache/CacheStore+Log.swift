@@ -192,7 +192,7 @@ extension CacheStore {
         scan.logWalk = LogWalk(log: log, survey: LogSurvey(log))
         let listing = DirectoryWalker.list(log.logDir) ?? []
         let names = Set(listing.map(\.name))
-        for item in listing {
+        for item in listing where !Self.isFileSystemName(item.name) {
             let file = CacheScan.File(path: "\(log.logDir)/\(item.name)", size: item.size, mtime: item.mtime)
             if item.name.hasPrefix(AtomicFile.tempPrefix) {
                 scan.temporaries.append(file)
@@ -213,7 +213,7 @@ extension CacheStore {
 
     /// `objects/`: a file per distinct flow, named by its SHA-256.
     func scanObjects(into scan: inout CacheScan) {
-        for item in DirectoryWalker.list(log.objectsDir) ?? [] {
+        for item in DirectoryWalker.list(log.objectsDir) ?? [] where !Self.isFileSystemName(item.name) {
             let file = CacheScan.File(path: "\(log.objectsDir)/\(item.name)", size: item.size, mtime: item.mtime)
             if item.name.hasPrefix(AtomicFile.tempPrefix) {
                 scan.temporaries.append(file)

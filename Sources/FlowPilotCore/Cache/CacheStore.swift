@@ -133,7 +133,7 @@ public final class CacheStore: Sendable {
         closedir(listing)
         // A named temporary (where there is no O_TMPFILE) is another process's marker being written.
         let contents = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
-            .filter { !$0.hasPrefix(AtomicFile.tempPrefix) && !fileSystemNames.contains($0) }
+            .filter { !$0.hasPrefix(AtomicFile.tempPrefix) && !isFileSystemName($0) }
         if contents.contains(where: { !layoutNames.contains($0) }) {
             // Another process may have published the marker since it was looked for.
             if let version = try checkMarker(marker, root: root) { return version }
@@ -234,6 +234,14 @@ public final class CacheStore: Sendable {
     /// Names a file system makes at the root of a new volume: `mkfs.ext4`'s
     /// `lost+found`. A volume's mount point holding only these is empty.
     static let fileSystemNames: Set<String> = ["lost+found"]
+
+    /// Names the file system makes, never the cache's nor foreign to it:
+    /// `lost+found` at a new volume's root, and anywhere the names NFS and
+    /// FUSE give a file unlinked while a process holds it open (`.nfs…`,
+    /// `.fuse_hidden…`), gone once it is closed. Never read, reported or removed.
+    static func isFileSystemName(_ name: String) -> Bool {
+        fileSystemNames.contains(name) || name.hasPrefix(".nfs") || name.hasPrefix(".fuse_hidden")
+    }
 
     /// The names a cache's root holds besides the marker.
     static let layoutNames: Set<String> = [

@@ -38,7 +38,6 @@ public enum AtomicFile {
         try makeDirectory(directory)
         let target = "\(directory)/\(name)"
         let file = try writeUnnamed(data, directory: directory, target: target, mtime: mtime)
-        defer { close(file.descriptor) }
         do {
             if let faults { FaultHook.reach(faults + "-written") }
             guard Platform.syncData(file.descriptor) else {
@@ -46,14 +45,20 @@ public enum AtomicFile {
             }
             if let faults { FaultHook.reach(faults + "-synced") }
             guard giveName(file, to: target, noReplace: noReplace) else {
-                if noReplace && errno == EEXIST { throw NameTaken(path: target) }
-                throw FPError.cannotWrite("\(target): \(Errno.describe(errno))")
+                let failure = errno
+                if noReplace && failure == EEXIST { throw NameTaken(path: target) }
+                throw FPError.cannotWrite("\(target): \(Errno.describe(failure))")
             }
             if let faults { FaultHook.reach(faults + "-named") }
         } catch {
+            // Closed before its name goes: NFS and FUSE rename a file unlinked while it is open
+            // (`.nfs…`, `.fuse_hidden…`), a name another process listing the directory would see
+            // (one starting the same new cache on another node took it for a foreign file).
+            close(file.descriptor)
             if let temporaryPath = file.temporaryPath { unlink(temporaryPath) }
             throw error
         }
+        close(file.descriptor)
         try syncDirectory(directory)
     }
 

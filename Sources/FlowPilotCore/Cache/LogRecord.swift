@@ -72,10 +72,15 @@ public struct LogRecord: Sendable, Equatable {
     /// next write by a writer with a right clock replaces it
     /// (docs/cache-format.md, "Time").
     public func wins(over other: LogRecord, now: Int64) -> Bool {
+        Self.wins((resolvedAtMillis, unique), over: (other.resolvedAtMillis, other.unique), now: now)
+    }
+
+    /// `wins(over:now:)` of two records' (`resolved_at`, `unique`).
+    static func wins(_ stamp: (Int64, UInt64), over other: (Int64, UInt64), now: Int64) -> Bool {
         let limit = now + Int64(CachedFlow.clockSkew * 1000)
-        let (future, otherFuture) = (resolvedAtMillis > limit, other.resolvedAtMillis > limit)
+        let (future, otherFuture) = (stamp.0 > limit, other.0 > limit)
         if future != otherFuture { return otherFuture }
-        return isNewer(than: other)
+        return stamp > other
     }
 
     /// The reader's clock in milliseconds, for `wins`.

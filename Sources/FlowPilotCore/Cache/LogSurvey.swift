@@ -14,7 +14,8 @@ import Foundation
 ///    megabytes; each range is read from every index, sorted, and walked: a
 ///    prefix met once is its key's only record, so it survives without being
 ///    read. Records whose prefix is met more than once (a key written again,
-///    or two keys whose prefixes collide) are read, grouped by their whole
+///    or two keys whose prefixes collide) are read (in the order of their
+///    segments and offsets, so the reads go forward), grouped by their whole
 ///    key, and of each group the one a lookup serves survives
 ///    (`FlowLog.Servable`: the newest whose flow reads back whole, the newest
 ///    of all when none does); the others are marked superseded in their
@@ -27,8 +28,9 @@ import Foundation
 ///    appending meanwhile adds nothing the first pass did not weigh.
 ///
 /// Memory: a bit per 64 bytes of log (about 3 bits an entry), one range of
-/// index slots (16 bytes each, a few megabytes), one segment's bytes, and
-/// the keys of segments no index covers.
+/// index slots (16 bytes each, 2 MiB) and what deciding its repeated
+/// prefixes needs (about 70 bytes a record), one segment's bytes, and the
+/// keys of segments no index covers.
 struct LogSurvey {
     /// One segment as the first pass saw it.
     struct Part {
@@ -53,8 +55,8 @@ struct LogSurvey {
 
     /// No record is shorter (header and the smallest body), so no two start in one slot.
     static let slot = LogRecord.headerSize + LogRecord.minimumBodySize
-    /// How many index slots one range of the first pass holds at most, about 4 MiB.
-    static let rangeSlots = 1 << 18
+    /// How many index slots one range of the first pass holds at most, 2 MiB.
+    static let rangeSlots = 1 << 17
 
     var parts: [Part]
     /// Index slots one range of the first pass holds at most (tests make it small).
@@ -147,8 +149,6 @@ struct LogSurvey {
 
     private mutating func markSuperseded(_ log: FlowLog, _ sources: [KeySource]) {
         var servable = FlowLog.Servable(log)
-        var files = FileCache()
-        defer { files.closeAll() }
         var first = 0
         var slots: [Slot] = []
         while first < 256 {
@@ -172,15 +172,70 @@ struct LogSurvey {
                 }
             }
             slots.sort { ($0.prefix, $0.part, $0.offset) < ($1.prefix, $1.part, $1.offset) }
+            // The slots of prefixes met more than once, and where each group of them starts and ends.
+            var repeated: [Slot] = []
+            var groups: [Range<Int>] = []
             var start = 0
             while start < slots.count {
                 var end = start + 1
                 while end < slots.count && slots[end].prefix == slots[start].prefix { end += 1 }
-                if end - start > 1 { settle(slots[start..<end], log: log, files: &files, servable: &servable) }
+                if end - start > 1 {
+                    groups.append(repeated.count..<(repeated.count + end - start))
+                    repeated += slots[start..<end]
+                }
                 start = end
             }
+            let weighed = weigh(repeated, servable: &servable)
+            for group in groups { settle(group, repeated, weighed) }
             first = last
         }
+    }
+
+    /// What deciding between records of one prefix needs of each, without
+    /// its strings but the placement (a short one is held inline).
+    private struct Weighed {
+        let kind: LogRecord.Kind
+        let placement: String
+        /// The fingerprint's 32 bytes (zero for an alias, whose key is its placement).
+        let fingerprint: (UInt64, UInt64, UInt64, UInt64)
+        let stamp: (Int64, UInt64)
+        let serves: Bool
+
+        func sameKey(_ other: Weighed) -> Bool {
+            kind == other.kind && fingerprint == other.fingerprint && placement.sameBytes(as: other.placement)
+        }
+    }
+
+    /// The records `repeated` names, read in the order of their segments
+    /// and offsets (one segment open at a time, each read forward), not in
+    /// the order of their keys, which jumps between segments; nil for one
+    /// that does not read whole (the walk does not read it either).
+    private func weigh(_ repeated: [Slot], servable: inout FlowLog.Servable) -> [Weighed?] {
+        var weighed = [Weighed?](repeating: nil, count: repeated.count)
+        let order = repeated.indices.sorted {
+            (repeated[$0].part, repeated[$0].offset) < (repeated[$1].part, repeated[$1].offset)
+        }
+        var (part, fd): (UInt32, Int32) = (.max, -1)
+        defer { if fd >= 0 { close(fd) } }
+        for index in order {
+            let slot = repeated[index]
+            guard Int(slot.offset) < parts[Int(slot.part)].length else { continue }
+            if slot.part != part {
+                if fd >= 0 { close(fd) }
+                (part, fd) = (slot.part, open(parts[Int(slot.part)].segment.path, O_RDONLY | O_CLOEXEC))
+            }
+            guard fd >= 0, let record = FlowLog.record(fd, at: Int(slot.offset)) else { continue }
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            if record.kind == .entry, let raw = LogRecord.rawHex(Substring(record.fingerprint)), raw.count == 32 {
+                func word(_ at: Int) -> UInt64 { raw[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+                words = (word(0), word(8), word(16), word(24))
+            }
+            weighed[index] = Weighed(
+                kind: record.kind, placement: record.placement, fingerprint: words,
+                stamp: (record.resolvedAtMillis, record.unique),
+                serves: record.kind == .alias || servable.serves(record))
+        }
+        return weighed
     }
 
     /// The slots of an index whose prefix's first byte is in `bytes`, read in 64 KiB pieces.
@@ -211,54 +266,26 @@ struct LogSurvey {
         }
     }
 
-    /// Records sharing a prefix: read, grouped by their whole key, and all
-    /// but each group's survivor marked superseded. A record that does not
-    /// read whole here is left alone (the walk does not read it either).
-    private mutating func settle(
-        _ group: ArraySlice<Slot>, log: FlowLog, files: inout FileCache, servable: inout FlowLog.Servable
-    ) {
-        var read: [(slot: Slot, record: LogRecord)] = []
-        for slot in group where Int(slot.offset) < parts[Int(slot.part)].length {
-            guard let fd = files.descriptor(parts[Int(slot.part)].segment.path),
-                let record = FlowLog.record(fd, at: Int(slot.offset))
-            else { continue }
-            read.append((slot, record))
-        }
+    /// Records sharing a prefix, grouped by their whole key (placement and
+    /// fingerprint compared as bytes): all but each key's survivor (the one
+    /// a lookup serves) marked superseded.
+    private mutating func settle(_ group: Range<Int>, _ repeated: [Slot], _ weighed: [Weighed?]) {
         let now = LogRecord.nowMillis
-        var keys: [LogKey] = []
         var best: [Int] = []
-        var serves: [Bool] = []
-        for (index, item) in read.enumerated() {
-            let key = item.record.key
-            let good = item.record.kind == .alias || servable.serves(item.record)
-            if let known = keys.firstIndex(of: key) {
-                let other = read[best[known]].record
-                let wins = good != serves[known] ? good : item.record.wins(over: other, now: now)
-                let loser = wins ? read[best[known]].slot : item.slot
+        for index in group {
+            guard let item = weighed[index] else { continue }
+            if let known = best.firstIndex(where: { weighed[$0]?.sameKey(item) == true }),
+                let other = weighed[best[known]]
+            {
+                let wins =
+                    item.serves != other.serves
+                    ? item.serves : LogRecord.wins(item.stamp, over: other.stamp, now: now)
+                let loser = repeated[wins ? best[known] : index]
                 parts[Int(loser.part)].markSuperseded(Int(loser.offset))
-                if wins { (best[known], serves[known]) = (index, good) }
+                if wins { best[known] = index }
             } else {
-                keys.append(key)
                 best.append(index)
-                serves.append(good)
             }
         }
-    }
-
-    /// The few segment files a group's records are read from, kept open
-    /// between groups up to a small number (a low `ulimit -n` is no limit on the cache's size).
-    private struct FileCache {
-        private var files: [(path: String, fd: Int32)] = []
-
-        mutating func descriptor(_ path: String) -> Int32? {
-            if let known = files.firstIndex(where: { $0.path == path }) { return files[known].fd }
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { return nil }
-            if files.count >= 16 { close(files.removeFirst().fd) }
-            files.append((path, fd))
-            return fd
-        }
-
-        func closeAll() { for file in files { close(file.fd) } }
     }
 }

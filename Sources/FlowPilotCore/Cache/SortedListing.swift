@@ -154,20 +154,10 @@ struct SortedListing {
         return decode(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + 4 + length)]))
     }
 
+    /// Appends `out` to the runs' file (written in order from its start; the
+    /// merge reads it with `pread`, which moves no offset).
     private mutating func flush(_ out: inout [UInt8]) throws {
-        if let failure = out.withUnsafeBytes({ bytes -> Int32? in
-            guard let base = bytes.baseAddress else { return nil }
-            var done = 0
-            while done < bytes.count {
-                let n = pwrite(spill, base + done, bytes.count - done, off_t(written + done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                done += n
-            }
-            return nil
-        }) {
+        if let failure = out.withUnsafeBytes({ writeAll(spill, $0) }) {
             throw FPError.cannotWrite("a listing's temporary file: \(Errno.describe(failure))")
         }
         written += out.count

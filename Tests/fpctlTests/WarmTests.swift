@@ -269,7 +269,10 @@ struct WarmTests {
         "warm's task-free prefetch (--media none) answers as the task one does: warmed, timed out and late, shared; answered once, then finished once"
     )
     func taskFreePrefetch() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "400"])
+        // Every answer 2 s late: far past the hasty warmer's 500 ms even when a loaded machine is slow to
+        // connect (at 400 ms and 100 ms, a connect slower than the timeout once made the row unreachable),
+        // and long enough that a second prefetch always finds the first one's request still in flight.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "2000"])
         let store = try CacheStore(root: cache, create: true)
         func warmer(timeout: Duration, store: CacheStore = store) -> Warmer {
             var config = WarmConfiguration()
@@ -311,7 +314,7 @@ struct WarmTests {
         #expect(hit.first?.deliverySource == .cache)
         // Slower than the timeout: failed with a timeout, the resolve left running and landing in the
         // grace. A cache of its own: this one's placement aliases would serve a stale copy (Tier 2).
-        let hasty = warmer(timeout: .milliseconds(100), store: try CacheStore(root: tmp.file("hasty"), create: true))
+        let hasty = warmer(timeout: .milliseconds(500), store: try CacheStore(root: tmp.file("hasty"), create: true))
         let slow = taskFree(hasty, ["paywall", "onboarding"], "slow")
         let late = await slow.outcomes.value
         #expect(late.allSatisfy { $0.state == .failed && $0.errorCode == "timeout" })

@@ -315,6 +315,36 @@ struct TrustTests {
             p.f("e.fpbundle"), env: ["FPCTL_NOW": "2026-12-01T00:00:00Z"])
         #expect(ended.status == 64 && ended.stderr.contains("not now (2026-12-01T00:00:00Z)"))
         #expect(!FileManager.default.fileExists(atPath: p.f("e.fpbundle")))
+        // A SOURCE_DATE_EPOCH so far back that the signature (90 days by default) has expired by now:
+        // what validate would refuse as signature-expired is refused here, and nothing is written (#64).
+        let stale = try p.run(
+            "bundle", "sign", p.bundle, "--key", p.f("ci.key"), "--trust", p.f("trust.json"), "--sequence", "4", "-o",
+            p.f("f.fpbundle"), env: ["SOURCE_DATE_EPOCH": "0"])
+        #expect(stale.status == 64, "\(stale.stderr)")
+        #expect(stale.stderr.contains("the signature would expire at 1970-"), "\(stale.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: p.f("f.fpbundle")))
+    }
+
+    @Test(
+        "app ids are compared as bytes: a root for \"cafe\u{301}\" (decomposed) signs no bundle of \"caf\u{e9}\" (#64)"
+    )
+    func appIDBytes() throws {
+        let p = try Pipeline()
+        let source = p.f("cafe-source")
+        try FileManager.default.copyItem(atPath: Paths.sample("demo"), toPath: source)
+        let manifest = source + "/bundle.json"
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: #""app_id": "demo""#, with: "\"app_id\": \"caf\u{e9}\"")
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        #expect(try fpctl("bundle", "build", source, "-o", p.f("cafe.fpbundle")).status == 0)
+        try p.ok("trust", "init", "-o", p.f("nfd.json"), "--app-id", "cafe\u{301}", "--root-key", p.f("r1.key"))
+        try p.ok("trust", "delegate", p.f("nfd.json"), "--root-key", p.f("r1.key"), "--public-key", p.f("ci.pub"))
+        let signed = try p.run(
+            "bundle", "sign", p.f("cafe.fpbundle"), "--key", p.f("ci.key"), "--trust", p.f("nfd.json"), "--sequence",
+            "1", "-o", p.f("cafe-signed.fpbundle"))
+        #expect(signed.status == 64, "\(signed.stderr)")
+        #expect(signed.stderr.contains("the trust root is for app cafe\u{301}, the bundle for caf\u{e9}"))
+        #expect(!FileManager.default.fileExists(atPath: p.f("cafe-signed.fpbundle")))
     }
 
     @Test("private keys: others may not read them; env:NAME and fd:N work; the key is never printed")

@@ -57,7 +57,8 @@ public enum BundleSigning {
     /// trust root's newest version has expired; the key is revoked, not
     /// delegated, outside its window now, or its delegation ended before
     /// `signedAt`; the root is for another app; the sequence is below the
-    /// root's min_sequence. What validate would refuse, refused before
+    /// root's min_sequence; the signature would be expired now (a
+    /// `signedAt` far back). What validate would refuse, refused before
     /// anything is written.
     static func refusal(_ signer: Signer, appID: String) -> String? {
         guard case .trustRoot(let t) = signer else { return nil }
@@ -78,11 +79,20 @@ public enum BundleSigning {
         if t.signedAt > delegation.expires {
             return "key \(id) is delegated from \(window), not at the signing time \(RFC3339.string(t.signedAt))"
         }
-        if root.appID != appID { return "the trust root is for app \(root.appID), the bundle for \(appID)" }
+        // By bytes: "café" precomposed and decomposed are two apps (#64).
+        if !root.appID.sameBytes(as: appID) {
+            return "the trust root is for app \(root.appID), the bundle for \(appID)"
+        }
         if t.sequence < root.minSequence {
             return "--sequence \(t.sequence) is below root version \(root.version)'s min_sequence \(root.minSequence)"
         }
         if t.expires <= t.signedAt { return "--expires: the signature must expire after it is made" }
+        if t.expires < t.now {
+            // signed_at from SOURCE_DATE_EPOCH can lie far back: what validate would call expired is not written.
+            return
+                "the signature would expire at \(RFC3339.string(t.expires)), before now (\(RFC3339.string(t.now))): "
+                + "signed at \(RFC3339.string(t.signedAt)) (SOURCE_DATE_EPOCH), give a later one or a longer --expires"
+        }
         return nil
     }
 

@@ -236,7 +236,7 @@ public enum SignatureBlock {
         for (what, app) in [
             ("the signed statement", statement.appID), ("manifest.json", manifestAppID ?? statement.appID),
         ]
-        where app != root.appID {
+        where !app.sameBytes(as: root.appID) {
             findings.append(
                 .error("signature-wrong-app", path, "\(what) is for app \(app), the trust root for app \(root.appID)"))
         }

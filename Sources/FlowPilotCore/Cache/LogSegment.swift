@@ -103,7 +103,9 @@ enum LogSegment {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
+        // Shared: on NFS, flock is a POSIX lock, and an exclusive one needs a descriptor open for
+        // writing (EBADF on this read-only one), so the probe would see every segment as dead.
+        return flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     /// Whether `bytes` start as a segment does.

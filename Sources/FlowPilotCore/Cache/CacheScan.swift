@@ -133,12 +133,6 @@ public struct CacheScan: Sendable {
     /// Format 2: the segments whose writer still holds them (`LogSegment.isLive`).
     var liveSegments: Set<String> { Set(logWalk?.survey.parts.filter(\.live).map(\.segment.path) ?? []) }
 
-    public var flowBytes: Int64 {
-        var copy = self
-        var total: Int64 = 0
-        copy.walk { total += $0.size }
-        return total
-    }
     public var imageBytes: Int64 { images.reduce(0) { $0 + $1.size } }
     public var fontBytes: Int64 { fonts.reduce(0) { $0 + $1.size } }
 }
@@ -181,7 +175,7 @@ extension CacheStore {
 
     private static func classify(_ dir: String, _ item: DirectoryWalker.Item, scan: inout CacheScan) -> Bool {
         // A file unlinked while open, as NFS or FUSE names it until it is closed: the file system's.
-        if item.name.hasPrefix(".nfs") || item.name.hasPrefix(".fuse_hidden") { return true }
+        if CacheStore.unlinkedWhileOpen(item.name) { return true }
         let file = CacheScan.File(path: "\(dir)/\(item.name)", size: item.size, mtime: item.mtime)
         // `.tmp-…`, or the marker's own (`.fpcache.json.tmp-<pid>-…`: its replacement by a migration or a repair).
         if item.name.hasPrefix(AtomicFile.tempPrefix) || item.name.hasPrefix(Self.markerTemporaryPrefix) {

@@ -240,7 +240,12 @@ public final class CacheStore: Sendable {
     /// FUSE give a file unlinked while a process holds it open (`.nfs…`,
     /// `.fuse_hidden…`), gone once it is closed. Never read, reported or removed.
     static func isFileSystemName(_ name: String) -> Bool {
-        fileSystemNames.contains(name) || name.hasPrefix(".nfs") || name.hasPrefix(".fuse_hidden")
+        fileSystemNames.contains(name) || unlinkedWhileOpen(name)
+    }
+
+    /// The name NFS (`.nfs…`) or FUSE (`.fuse_hidden…`) gives a file unlinked while it is open.
+    static func unlinkedWhileOpen(_ name: String) -> Bool {
+        name.hasPrefix(".nfs") || name.hasPrefix(".fuse_hidden")
     }
 
     /// The names a cache's root holds besides the marker.

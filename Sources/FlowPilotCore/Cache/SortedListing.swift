@@ -32,13 +32,13 @@ struct SortedListing {
     /// Entries sorted in memory at once by default.
     static let defaultRunLength = 16_384
 
-    /// Where runs are written: `TMPDIR`, else /tmp, unless given.
+    /// Where runs are written unless given: Foundation's temporary directory (`TMPDIR`, else /tmp).
     let directory: String
 
     init(runLength: Int = defaultRunLength, directory: String? = nil) {
         self.runLength = runLength
         self.directory =
-            directory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            directory ?? FileManager.default.temporaryDirectory.path
     }
 
     mutating func add(_ entry: CachedFlow) throws {

@@ -29,8 +29,8 @@ extension FindingsReport {
     /// out and counted in a tool notification.
     public func sarif(limit: Int = sarifResultLimit) -> Data {
         var rules = Rule.all
-        for l in located where Rule.named(l.finding.rule) == nil && !rules.contains(where: { $0.id == l.finding.rule })
-        {
+        for l in located
+        where Rule.named(l.finding.rule) == nil && !rules.contains(where: { $0.id.sameBytes(as: l.finding.rule) }) {
             rules.append(Rule.unknown(l.finding.rule))
         }
         let ruleIndex = Dictionary(uniqueKeysWithValues: rules.enumerated().map { ($1.id, $0) })

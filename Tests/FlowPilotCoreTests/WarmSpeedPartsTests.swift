@@ -259,7 +259,7 @@ struct WarmSpeedPartsTests {
             ttl.finish()
                 == CanonicalJSON.data(
                     .object([
-                        "a": .number(300), "b": .number(Double(-9_007_199_254_740_993)), "c": .number(Double(Int.max)),
+                        "a": .integer(300), "b": .integer(-9_007_199_254_740_993), "c": .integer(Int64.max),
                     ])))
     }
 

@@ -75,6 +75,34 @@ struct DocsNumbersTests {
                 "sorted in batches of \(grouped(SortedListing.defaultRunLength))"
             ),
             (
+                "docs/bundle-format.md", "the largest signed integer",
+                "its lowest value to \(grouped(TrustRoot.largestWhole)) (2^53 - 1"
+            ),
+            (
+                "docs/bundle-format.md", "the signing clock's skew",
+                "more than \(Int(SignatureBlock.clockSkew)) seconds after now is `signature-future`"
+            ),
+            (
+                "docs/bundle-format.md", "trust.json's and a key file's size",
+                "trust.json is read up to \(grouped(TrustFile.maxFileBytes)) bytes and a key file up to \(grouped(SigningKey.maxFileBytes)) bytes"
+            ),
+            ("docs/bundle-format.md", "root versions", "hold 1 to \(grouped(TrustFile.maxVersions)) versions"),
+            (
+                "man/src/fpctl-trust.md", "trust.json's limits",
+                "read up to \(TrustFile.maxFileBytes) bytes, holds 1 to \(TrustFile.maxVersions) versions"
+            ),
+            ("man/src/fpctl-trust.md", "the largest min_sequence", "at most \(TrustRoot.largestWhole); a key file"),
+            ("man/src/fpctl-trust.md", "a key file's size", "read up to \(SigningKey.maxFileBytes) bytes"),
+            (
+                "man/src/fpctl-bundle-sign.md", "the signing clock's skew",
+                "more than \(Int(SignatureBlock.clockSkew)) seconds after now"
+            ),
+            ("man/src/fpctl-bundle-sign.md", "the largest sequence", "a `--sequence` above \(TrustRoot.largestWhole)"),
+            (
+                "man/src/fpctl-bundle-validate.md", "the signing clock's skew",
+                "more than \(Int(SignatureBlock.clockSkew)) seconds after now"
+            ),
+            (
                 "man/src/fpctl-cache-list.md", "a listing's sorted batch",
                 "more than \(grouped(SortedListing.defaultRunLength)) entries is sorted in batches"
             ),

@@ -3,7 +3,7 @@
 fpctl-bundle(5) ("Signatures") alone: Python's standard library reads the zip
 and JSON, openssl checks every Ed25519 signature.
 
-    verify_openssl.py BUNDLE APP-TRUST.json
+    verify_openssl.py BUNDLE APP-TRUST.json [NOW]
 
 Checks, as the page says: manifest.sig's statement is signed by the key it
 names over its canonical JSON (keys sorted, no whitespace); its manifest_sha256
@@ -11,10 +11,16 @@ is the SHA-256 of manifest.json's bytes; the app copy's newest version is signed
 by a threshold of its own root keys; each carried root version newer than it
 follows the one before by 1 and is signed by a threshold of the previous
 version's root keys and of its own; the newest delegates the statement's key.
-Prints "verified: ..." and exits 0, or names the first failure and exits 1.
-Time windows are fpctl's to check; this checks the bytes.
+And the page's "Exact values" and "Times": the statement's and manifest.json's
+app_id are the root's, as their bytes (Python compares code points and never
+normalizes); sequence, version, min_sequence and threshold are integers
+written as digits, at most 2^53 - 1; expires is after signed_at; with NOW
+(RFC 3339), signed_at is at most 300 seconds after it and expires not before
+it. Prints "verified: ..." and exits 0, or names the first failure and exits 1.
+Delegation windows and rollback are fpctl's to check.
 """
 import base64
+import datetime
 import hashlib
 import json
 import os
@@ -74,6 +80,20 @@ def root_keys(signed):
     return keys
 
 
+LARGEST = 2**53 - 1
+
+
+def whole(value, lowest, what):
+    # json.loads reads digits alone as int, anything with a fraction or exponent as float.
+    if type(value) is not int or not lowest <= value <= LARGEST:
+        fail(f"{what} is not an integer from {lowest} to 2^53 - 1 written as digits: {value!r}")
+    return value
+
+
+def instant(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+
+
 def fail(message):
     print(f"failed: {message}")
     sys.exit(1)
@@ -90,11 +110,15 @@ def main():
     with open(app, "rb") as f:
         anchor = json.load(f)["roots"][-1]
     current = anchor["signed"]
+    for field, lowest in (("version", 1), ("min_sequence", 0), ("threshold", 1)):
+        whole(current[field], lowest, f"the app's root {field}")
     if len(signers(anchor, root_keys(current))) < current["threshold"]:
         fail("the app's root is not signed by a threshold of its own keys")
     first = current["version"]
     for entry in block["roots"]:
         new = entry["signed"]
+        for field, lowest in (("version", 1), ("min_sequence", 0), ("threshold", 1)):
+            whole(new[field], lowest, f"a carried root's {field}")
         if new["version"] <= first:
             continue
         if new["version"] != current["version"] + 1:
@@ -103,12 +127,27 @@ def main():
             fail(f"root version {new['version']} lacks the previous version's threshold")
         if len(signers(entry, root_keys(new))) < new["threshold"]:
             fail(f"root version {new['version']} lacks its own threshold")
+        if new["app_id"] != current["app_id"]:
+            fail(f"root version {new['version']} changes the app id")
         current = new
     statement = block["signed"]
     if statement["type"] != "fpctl-bundle-signature":
         fail("the statement's type")
     if statement["manifest_sha256"] != hashlib.sha256(manifest).hexdigest():
         fail("the statement's manifest sha256 is not manifest.json's")
+    whole(statement["sequence"], 0, "the statement's sequence")
+    for what, app_id in (("the statement", statement["app_id"]), ("manifest.json", json.loads(manifest)["app_id"])):
+        if app_id.encode() != current["app_id"].encode():
+            fail(f"{what} is for app {app_id!r}, the root for {current['app_id']!r}")
+    signed_at, expires = instant(statement["signed_at"]), instant(statement["expires"])
+    if expires <= signed_at:
+        fail("the statement expires before it was signed")
+    if len(sys.argv) > 3:
+        now = instant(sys.argv[3])
+        if expires < now:
+            fail(f"the statement expired at {statement['expires']}")
+        if (signed_at - now).total_seconds() > 300:
+            fail(f"the statement was signed at {statement['signed_at']}, after now")
     delegation = current["signing_keys"].get(statement["key_id"])
     if delegation is None:
         fail(f"key {statement['key_id']} is not delegated by root version {current['version']}")

@@ -9,7 +9,8 @@ import FuzzSupport
 // with the same members. Parsing with positions accepts the same texts and
 // gives the same value, and the pointer of every value (the first 256) leads
 // to a byte where that value starts. A resolve answer read with known flows
-// (`KnownValues`, FlowMemo's) is read as it is without them.
+// (`KnownValues`, FlowMemo's) is read as it is without them. An integer is
+// the digits it was read from, and canonical JSON writes those digits (#64).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let data = Fuzz.bytes(start, count)
@@ -38,9 +39,19 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
                 case .string: [UInt8(ascii: "\"")]
                 case .bool: [UInt8(ascii: "t"), UInt8(ascii: "f")]
                 case .null: [UInt8(ascii: "n")]
-                case .number: Set(Array("-0123456789".utf8))
+                case .number, .integer: Set(Array("-0123456789".utf8))
                 }
             Fuzz.check(expected.contains(first), "\(pointer) points at byte \(offset), not at its value")
+            if case .integer(let n) = v {
+                // An integer keeps its digits: the text it was read from, and what canonical JSON writes.
+                let digits = Array(String(n).utf8)
+                let text = data.dropFirst(offset).prefix(digits.count + 1)
+                Fuzz.check(
+                    Array(text.prefix(digits.count)) == digits
+                        && (text.count == digits.count || !"0123456789.eE".utf8.contains(text.last ?? 0)),
+                    "\(pointer): the integer \(n) is not the text it was read from")
+                Fuzz.check(CanonicalJSON.string(v) == String(n), "\(pointer): \(n) is not written as its digits")
+            }
             let p = lookup.position(of: Substring(pointer))
             Fuzz.check(p.line >= 1 && p.column >= 1, "\(pointer): line and column start at 1")
         }

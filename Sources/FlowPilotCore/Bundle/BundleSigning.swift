@@ -62,6 +62,7 @@ public enum BundleSigning {
     /// anything is written.
     static func refusal(_ signer: Signer, appID: String) -> String? {
         guard case .trustRoot(let t) = signer else { return nil }
+        if let reason = TrustRoot.outOfRange("--sequence", t.sequence, lowest: 0) { return reason }
         let root = t.trust.current
         let id = t.key.keyID
         if root.expires < t.now {
@@ -87,6 +88,11 @@ public enum BundleSigning {
             return "--sequence \(t.sequence) is below root version \(root.version)'s min_sequence \(root.minSequence)"
         }
         if t.expires <= t.signedAt { return "--expires: the signature must expire after it is made" }
+        if t.signedAt > t.now.addingTimeInterval(SignatureBlock.clockSkew) {
+            // What validate calls signature-future: a SOURCE_DATE_EPOCH ahead of the clock.
+            return
+                "the signing time \(RFC3339.string(t.signedAt)) (SOURCE_DATE_EPOCH) is more than \(Int(SignatureBlock.clockSkew)) s after now (\(RFC3339.string(t.now)))"
+        }
         if t.expires < t.now {
             // signed_at from SOURCE_DATE_EPOCH can lie far back: what validate would call expired is not written.
             return

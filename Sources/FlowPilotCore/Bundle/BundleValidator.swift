@@ -290,7 +290,7 @@ private struct ContentPass {
             result.findings += flowFindings
             guard let doc else { return }
             for (key, placement) in placementsByPath[path] ?? [] {
-                if placement.flowID != doc.id || placement.version != doc.version {
+                if !placement.flowID.sameBytes(as: doc.id) || !placement.version.sameBytes(as: doc.version) {
                     result.findings.append(
                         .error(
                             "manifest-placement", "\(BundleManifest.path)#/placements/\(key)",

@@ -98,7 +98,7 @@ public struct CachedFlow: Sendable {
             let fullPlacement = json["placement"]?.stringValue, let fullUser = json["user_id"]?.stringValue,
             let fullFlowID = json["flow_id"]?.stringValue, let fullVersion = json["version"]?.stringValue,
             json["fingerprint"]?.stringValue.sameBytes(as: fingerprint) == true,
-            placement.sameBytes(as: fullPlacement) || CacheNames.placement(fullPlacement) == placement
+            placement.sameBytes(as: fullPlacement) || CacheNames.placement(fullPlacement).sameBytes(as: placement)
         else { return self }
         return CachedFlow(
             placement: fullPlacement, fingerprint: fingerprint, userID: fullUser, flowID: fullFlowID,
@@ -493,11 +493,11 @@ extension CacheStore {
             return (nil, Int64(data.count), "not valid JSON (truncated or corrupt)")
         }
         guard let placement = json["placement"]?.stringValue,
-            placement.sameBytes(as: entry.placement) || CacheNames.placement(placement) == entry.placement,
+            placement.sameBytes(as: entry.placement) || CacheNames.placement(placement).sameBytes(as: entry.placement),
             json["fingerprint"]?.stringValue.sameBytes(as: entry.fingerprint) == true,
             let flowID = json["flow_id"]?.stringValue,
             flowID.sameBytes(as: entry.flowID)
-                || (entry.flowID.hasPrefix("#") && CacheNames.hashed(flowID) == entry.flowID),
+                || (entry.flowID.hasPrefix("#") && CacheNames.hashed(flowID).sameBytes(as: entry.flowID)),
             json["ttl_seconds"]?.numberValue == Double(entry.ttlSeconds), let flow = json["flow"]
         else {
             return (nil, Int64(data.count), "metadata disagrees with the file name")

@@ -186,7 +186,7 @@ private struct PruneSelection {
         let age = entry.age(at: now)
         let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
         if let user = options.userID,
-            entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.contains) == true
+            entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.containsBytes) == true
         {
             return "identity \(user)"
         } else if options.olderThan != nil, entry.isFromFuture(at: now) {

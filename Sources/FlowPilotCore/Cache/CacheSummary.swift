@@ -44,7 +44,7 @@ extension CacheStore {
         var scan = scan()
         let locks = locksWork()
         // Counted as the entries are walked: nothing an entry is held.
-        var placements: [String: (entries: Int, fresh: Int, bytes: Int64)] = [:]
+        var placements: [ExactName: (entries: Int, fresh: Int, bytes: Int64)] = [:]
         var (flows, fresh, bytes) = (0, 0, Int64(0))
         var (oldest, newest): (Date?, Date?) = (nil, nil)
         scan.walk { entry in
@@ -52,14 +52,15 @@ extension CacheStore {
             flows += 1
             bytes += entry.size
             if isFresh { fresh += 1 }
-            placements[entry.placement, default: (0, 0, 0)].entries += 1
-            placements[entry.placement]?.bytes += entry.size
-            if isFresh { placements[entry.placement]?.fresh += 1 }
+            let key = ExactName(entry.placement)
+            placements[key, default: (0, 0, 0)].entries += 1
+            placements[key]?.bytes += entry.size
+            if isFresh { placements[key]?.fresh += 1 }
             oldest = min(oldest ?? entry.resolvedAt, entry.resolvedAt)
             newest = max(newest ?? entry.resolvedAt, entry.resolvedAt)
         }
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
-        let aliased = Set(scan.aliases.map(\.placementDirectory))
+        let aliased = Set(scan.aliases.map { ExactName($0.placementDirectory) })
         return CacheSummary(
             cacheDir: root, flows: flows, fresh: fresh, stale: flows - fresh,
             aliases: scan.aliases.count, flowBytes: bytes, images: scan.images.count,
@@ -69,8 +70,9 @@ extension CacheStore {
             oldestResolvedAt: oldest, newestResolvedAt: newest,
             placements: placements.sorted { $0.key < $1.key }.map { key, counts in
                 CacheSummary.Placement(
-                    placement: key, entries: counts.entries, fresh: counts.fresh, stale: counts.entries - counts.fresh,
-                    bytes: counts.bytes, alias: aliased.contains(CacheNames.placement(key)))
+                    placement: key.string, entries: counts.entries, fresh: counts.fresh,
+                    stale: counts.entries - counts.fresh,
+                    bytes: counts.bytes, alias: aliased.contains(ExactName(CacheNames.placement(key.string))))
             }, locksWork: locks, fileSystem: locks == false ? Platform.fileSystemType(of: root) : nil)
     }
 }

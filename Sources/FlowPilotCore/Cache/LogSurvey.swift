@@ -202,6 +202,7 @@ struct LogSurvey {
         let serves: Bool
 
         func sameKey(_ other: Weighed) -> Bool {
+            // bytes-lint: the fingerprint is four integers, compared as its bytes.
             kind == other.kind && fingerprint == other.fingerprint && placement.sameBytes(as: other.placement)
         }
     }

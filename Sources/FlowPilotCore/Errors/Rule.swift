@@ -216,6 +216,10 @@ public struct Rule: Sendable, Equatable {
             "Sign the app's own bundle, with the app's trust root."),
         Rule("signature-expired", "the signature is past its expiry", "Sign the bundle again (bundle sign --expires)."),
         Rule(
+            "signature-future", "the signature was made later than the validator's clock allows",
+            "signed_at is more than 5 minutes ahead of now: fix the signing machine's clock (or SOURCE_DATE_EPOCH) and sign again, or the validator's."
+        ),
+        Rule(
             "signature-rollback", "the bundle's sequence is below the lowest accepted",
             "An older bundle than the app already trusts: ship the newest one, signed with a higher --sequence."),
         Rule(

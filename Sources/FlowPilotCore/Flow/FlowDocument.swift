@@ -179,17 +179,17 @@ private struct FlowValidator {
     /// 1 is read; a newer whole number asks for a newer fpctl.
     mutating func checkSchemaVersion(_ value: JSONValue?) {
         let supported = Double(FlowDocument.supportedSchemaVersion)
-        switch value {
-        case .number(let n) where n == supported:
+        switch (value, value?.numberValue) {
+        case (_, let n?) where n == supported:
             break
-        case .number(let n) where n > supported && n.rounded() == n:
+        case (let newer?, let n?) where n > supported && n.rounded() == n:
             error(
                 "flow-schema-version", "/schema_version",
-                "schema_version \(CanonicalJSON.formatNumber(n)) is newer than this fpctl understands (1); upgrade fpctl"
+                "schema_version \(CanonicalJSON.string(newer)) is newer than this fpctl understands (1); upgrade fpctl"
             )
-        case nil:
+        case (nil, _):
             error("flow-schema-version", "/schema_version", "missing schema_version (expected 1)")
-        case let other?:
+        case (let other?, _):
             error(
                 "flow-schema-version", "/schema_version",
                 "unsupported schema_version \(CanonicalJSON.string(other)) (expected 1)")

@@ -41,7 +41,7 @@ public struct Identity: Sendable, Hashable, Codable {
         try container.encode(attributes, forKey: .attributes)
     }
 
-    public static func == (a: Identity, b: Identity) -> Bool { a.fingerprint == b.fingerprint }
+    public static func == (a: Identity, b: Identity) -> Bool { a.fingerprint.sameBytes(as: b.fingerprint) }
     public func hash(into hasher: inout Hasher) { hasher.combine(fingerprint) }
 }
 

@@ -2,8 +2,9 @@ import Foundation
 
 /// Canonical JSON, the input of identity fingerprints and flow content hashes:
 /// object keys sorted by their UTF-8 bytes at every level, no insignificant
-/// whitespace, numbers in shortest round-trip form (integral values without a
-/// fraction, as JavaScript prints them), strings with only the escapes JSON requires.
+/// whitespace, an integer (`JSONValue.integer`) as its digits, any other number
+/// in shortest round-trip form (integral values within 2^53 without a fraction,
+/// as JavaScript prints them), strings with only the escapes JSON requires.
 public enum CanonicalJSON {
     public static func data(_ value: JSONValue) -> Data {
         var out = [UInt8]()
@@ -91,13 +92,9 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "]"))
         }
 
-        /// An integer in canonical number form (`formatNumber`).
+        /// An integer as its digits, as `data` writes an `integer`.
         mutating func integer(_ key: StaticString, _ value: Int) {
-            if value.magnitude < 9_007_199_254_740_992 {
-                raw(key, String(value).utf8)
-            } else {
-                raw(key, formatNumber(Double(value)).utf8)
-            }
+            raw(key, String(value).utf8)
         }
 
         mutating func finish() -> Data { Data(finishBytes()) }
@@ -119,6 +116,7 @@ public enum CanonicalJSON {
         case .null: out.append(contentsOf: Array("null".utf8))
         case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
         case .number(let n): out.append(contentsOf: Array(formatNumber(n).utf8))
+        case .integer(let n): out.append(contentsOf: Array(String(n).utf8))
         case .string(let s): writeString(s, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))

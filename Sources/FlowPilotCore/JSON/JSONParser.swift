@@ -84,7 +84,7 @@ struct JSONParser {
         case UInt8(ascii: "n"):
             try literal("null")
             return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw error("unexpected character")
         }
     }
@@ -469,16 +469,34 @@ struct JSONParser {
         return v
     }
 
-    private mutating func number() throws -> Double {
+    /// A number: digits alone that fit 64 bits are an exact `integer`
+    /// (`JSONValue`); `-0`, a fraction or an exponent make a double.
+    private mutating func number() throws -> JSONValue {
         let start = i
-        if bytes[i] == UInt8(ascii: "-") { i += 1 }
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
         guard i < bytes.count else { throw error("invalid number") }
+        // Accumulated negatively, so Int64.min's digits fit too.
+        var integer: Int64? = 0
         if bytes[i] == UInt8(ascii: "0") {
             i += 1
+            if negative { integer = nil }
         } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[i]) {
-            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) { i += 1 }
+            while i < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[i]) {
+                if let n = integer {
+                    let (times, o1) = n.multipliedReportingOverflow(by: 10)
+                    let (next, o2) = times.subtractingReportingOverflow(Int64(bytes[i] - UInt8(ascii: "0")))
+                    integer = o1 || o2 ? nil : next
+                }
+                i += 1
+            }
         } else {
             throw error("invalid number")
+        }
+        let whole = i == bytes.count || (bytes[i] != UInt8(ascii: ".") && bytes[i] | 0x20 != UInt8(ascii: "e"))
+        if whole, let n = integer {
+            if negative { return .integer(n) }
+            if n != .min { return .integer(-n) }
         }
         if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
             i += 1
@@ -495,7 +513,7 @@ struct JSONParser {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw error("number out of range") }
-        return value
+        return .number(value)
     }
 }
 

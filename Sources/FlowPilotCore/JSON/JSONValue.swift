@@ -1,11 +1,19 @@
 import Foundation
 
 /// A parsed JSON document that keeps what canonical hashing needs: object keys,
-/// the difference between numbers and booleans, and `null`.
-public enum JSONValue: Sendable, Equatable {
+/// the difference between numbers and booleans, `null`, and integers exactly.
+///
+/// A number written as digits alone (`-?[1-9][0-9]*` or `0`, no fraction, no
+/// exponent) that fits 64 bits is an `integer`, kept exactly and written back as
+/// its digits (a 64-bit id or a price in micros survives a parse and a write);
+/// any other number is a `number`, a double. `-0`, `5.0` and `5e0` are numbers:
+/// fields that must be integers (a signature's sequence) take only `integer`,
+/// so their bytes have one spelling.
+public enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case number(Double)
+    case integer(Int64)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
@@ -57,8 +65,19 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// Either kind of number as a double (an integer beyond 2^53 rounds).
     public var numberValue: Double? {
-        if case .number(let n) = self { return n }
+        switch self {
+        case .number(let n): n
+        case .integer(let n): Double(n)
+        default: nil
+        }
+    }
+
+    /// An integer written as digits alone; nil for any other spelling of a
+    /// whole number (`5.0`, `5e0`), which a signed field refuses.
+    public var integerValue: Int64? {
+        if case .integer(let n) = self { return n }
         return nil
     }
 
@@ -72,11 +91,35 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: "null"
         case .bool: "boolean"
-        case .number: "number"
+        case .number, .integer: "number"
         case .string: "string"
         case .array: "array"
         case .object: "object"
         }
+    }
+}
+
+extension JSONValue: Equatable {
+    /// The same JSON value: numbers equal when their canonical forms are (an
+    /// integer and a double of exactly its value), never through a rounding.
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case (.bool(let x), .bool(let y)): x == y
+        case (.number(let x), .number(let y)): x == y
+        case (.integer(let x), .integer(let y)): x == y
+        case (.integer(let x), .number(let y)), (.number(let y), .integer(let x)): exactly(y) == x
+        case (.string(let x), .string(let y)): x.sameBytes(as: y)
+        case (.array(let x), .array(let y)): x == y
+        case (.object(let x), .object(let y)): x == y
+        default: false
+        }
+    }
+
+    /// The integer a double is exactly, if it is one within 64 bits.
+    static func exactly(_ d: Double) -> Int64? {
+        guard d.rounded() == d, d >= -9_223_372_036_854_775_808, d < 9_223_372_036_854_775_808 else { return nil }
+        return Int64(d)
     }
 }
 
@@ -87,6 +130,8 @@ extension JSONValue: Codable {
             self = .null
         } else if let b = try? container.decode(Bool.self) {
             self = .bool(b)
+        } else if let n = try? container.decode(Int64.self) {
+            self = .integer(n)
         } else if let n = try? container.decode(Double.self) {
             self = .number(n)
         } else if let s = try? container.decode(String.self) {
@@ -104,6 +149,7 @@ extension JSONValue: Codable {
         case .null: try container.encodeNil()
         case .bool(let b): try container.encode(b)
         case .number(let n): try container.encode(n)
+        case .integer(let n): try container.encode(n)
         case .string(let s): try container.encode(s)
         case .array(let a): try container.encode(a)
         case .object(let o): try container.encode(o)
@@ -113,5 +159,5 @@ extension JSONValue: Codable {
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
 }

@@ -40,7 +40,10 @@ public struct BundleComparison: Sendable {
         let content: (BundlePreview.Placement) -> String? = { p in
             old.contentHash == nil && new.contentHash == nil ? p.fileSHA256 : p.contentHash
         }
-        let same = old.flowID == new.flowID && old.version == new.version && content(old) == content(new)
+        // Ids and hashes as bytes: a flow id re-encoded to another Unicode form is a change (#64).
+        let same =
+            old.flowID.sameBytes(as: new.flowID) && old.version.sameBytes(as: new.version)
+            && content(old).sameBytes(as: content(new))
         return same ? .same : .changed
     }
 }

@@ -14,8 +14,8 @@ public enum TTL {
     }
 
     /// What a person or a log is told of a TTL that is out of range.
-    public static func outOfRange(_ field: String, _ value: Double) -> String {
-        "\(field) \(CanonicalJSON.formatNumber(value)) is out of range (\(range.lowerBound) to \(range.upperBound) seconds)"
+    public static func outOfRange(_ field: String, _ value: JSONValue) -> String {
+        "\(field) \(CanonicalJSON.string(value)) is out of range (\(range.lowerBound) to \(range.upperBound) seconds)"
     }
 
     /// The TTL a JSON member gives: nil when it is absent or null (the
@@ -27,7 +27,7 @@ public enum TTL {
         guard let number = value.numberValue else {
             return .failure(TTLProblem(message: "\(field) must be a number of seconds, found \(value.typeName)"))
         }
-        guard let seconds = seconds(number) else { return .failure(TTLProblem(message: outOfRange(field, number))) }
+        guard let seconds = seconds(number) else { return .failure(TTLProblem(message: outOfRange(field, value))) }
         return .success(seconds)
     }
 }

@@ -34,3 +34,34 @@ extension Optional where Wrapped: StringProtocol {
         }
     }
 }
+
+/// A name as a `Set` member or `Dictionary` key, equal and hashed by its
+/// UTF-8 bytes: a `String` key merges "café" precomposed with "cafe" and a
+/// combining accent, two placements or users everywhere else (#64).
+public struct ExactName: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let string: String
+
+    public init(_ string: String) { self.string = string }
+
+    public static func == (a: ExactName, b: ExactName) -> Bool { a.string.sameBytes(as: b.string) }
+
+    public func hash(into hasher: inout Hasher) {
+        var string = string
+        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// By bytes, as canonical JSON sorts keys.
+    public static func < (a: ExactName, b: ExactName) -> Bool {
+        a.string.utf8.lexicographicallyPrecedes(b.string.utf8)
+    }
+
+    public var description: String { string }
+}
+
+extension StringProtocol {
+    /// Whether `other`'s UTF-8 bytes occur in these (`String.contains` matches
+    /// canonically equivalent text, as `==` does).
+    public func containsBytes(_ other: some StringProtocol) -> Bool {
+        utf8.firstRange(of: other.utf8) != nil
+    }
+}

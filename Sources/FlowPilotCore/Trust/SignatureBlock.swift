@@ -13,6 +13,12 @@ import Foundation
 public enum SignatureBlock {
     public static let statementType = "fpctl-bundle-signature"
 
+    /// How far ahead of the validator's clock a statement's `signed_at` may
+    /// be (a signing machine's clock that runs ahead, as Kerberos allows 5
+    /// minutes): beyond it, `signature-future`; `bundle sign` refuses to
+    /// write one (64).
+    public static let clockSkew: TimeInterval = 300
+
     /// What the trust-root form's key signs.
     public struct Statement: Sendable, Equatable {
         public var appID: String
@@ -25,7 +31,7 @@ public enum SignatureBlock {
         var json: JSONValue {
             .object([
                 "type": .string(SignatureBlock.statementType), "app_id": .string(appID),
-                "manifest_sha256": .string(manifestSHA256), "sequence": .number(Double(sequence)),
+                "manifest_sha256": .string(manifestSHA256), "sequence": .integer(Int64(sequence)),
                 "signed_at": .string(RFC3339.string(signedAt)), "expires": .string(RFC3339.string(expires)),
                 "key_id": .string(keyID),
             ])
@@ -99,7 +105,7 @@ public enum SignatureBlock {
         let signature = try key.privateKey.signature(for: statement.signedBytes)
         return CanonicalJSON.prettyData(
             .object([
-                "format_version": .number(2), "signed": statement.json,
+                "format_version": .integer(2), "signed": statement.json,
                 "signature": .string(signature.base64EncodedString()), "roots": .array(roots.map(\.json)),
             ]))
     }
@@ -116,7 +122,7 @@ public enum SignatureBlock {
             else { throw TrustProblem("signature-invalid", "not an ed25519 signature record") }
             return .singleKey(keyID: id, signature: sig)
         }
-        guard object["format_version"]?.numberValue == 2, object.count == 4 else {
+        guard object["format_version"]?.integerValue == 2, object.count == 4 else {
             throw TrustProblem(
                 "signature-invalid", "format_version: 2 with signed, signature and roots (a newer fpctl's record?)")
         }
@@ -140,12 +146,18 @@ public enum SignatureBlock {
         guard let sha = o["manifest_sha256"]?.stringValue, sha.utf8.count == 64 else {
             throw bad("manifest_sha256", "64 hex digits")
         }
-        guard let id = o["key_id"]?.stringValue, TrustRoot.isKeyID(id) else { throw bad("key_id", "16 hex digits") }
-        return Statement(
+        guard let id = o["key_id"]?.stringValue, TrustRoot.isKeyID(id) else {
+            throw bad("key_id", "16 lower-case hex digits")
+        }
+        let statement = Statement(
             appID: app, manifestSHA256: sha,
-            sequence: try TrustRoot.whole(o["sequence"], 0, bad("sequence", "a whole number from 0")),
+            sequence: try TrustRoot.whole(
+                o["sequence"], 0, bad("sequence", "a whole number from 0 to 2^53 - 1, in digits")),
             signedAt: try TrustRoot.time(o["signed_at"], bad("signed_at", "an RFC 3339 time")),
             expires: try TrustRoot.time(o["expires"], bad("expires", "an RFC 3339 time")), keyID: id)
+        // A statement that is never valid is not a statement (fpctl-bundle(5)).
+        guard statement.expires > statement.signedAt else { throw bad("expires", "after signed_at") }
+        return statement
     }
 
     /// What a trust-root check needs: the root the app embeds (the newest
@@ -244,6 +256,13 @@ public enum SignatureBlock {
             findings.append(
                 .error("signature-expired", path, "the signature expired at \(RFC3339.string(statement.expires))"))
         }
+        if statement.signedAt > policy.now.addingTimeInterval(clockSkew) {
+            findings.append(
+                .error(
+                    "signature-future", path,
+                    "signed at \(RFC3339.string(statement.signedAt)), more than \(Int(clockSkew)) s after now (\(RFC3339.string(policy.now)))"
+                ))
+        }
         let minimum = max(root.minSequence, policy.minSequence)
         if statement.sequence < minimum {
             findings.append(
@@ -270,7 +289,7 @@ public enum SignatureBlock {
         switch parsed {
         case .singleKey(let id, let signature):
             let summary = Summary(singleKey: id)
-            guard id == trusted else {
+            guard id.sameBytes(as: trusted) else {
                 return (
                     [.error("signature-unknown-key", path, "signed with key \(id), not the trusted key \(trusted)")],
                     summary
@@ -282,7 +301,7 @@ public enum SignatureBlock {
             return ([], summary)
         case .trustRoot(let statement, let signature, let roots):
             let summary = Summary(statement, rootVersion: roots.last?.root.version)
-            guard statement.keyID == trusted else {
+            guard statement.keyID.sameBytes(as: trusted) else {
                 return (
                     [
                         .error(

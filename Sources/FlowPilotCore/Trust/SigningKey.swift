@@ -7,6 +7,9 @@ import Foundation
 /// SHA-256 of its 32 raw public-key bytes; every command and finding that
 /// names a key names it by that id.
 public enum SigningKey {
+    /// The largest key file read (`input-size` above it): a key file is about 150 bytes.
+    public static let maxFileBytes = 1 << 16
+
     public struct Pair {
         public let keyID: String
         public let privateKey: Curve25519.Signing.PrivateKey
@@ -60,7 +63,7 @@ public enum SigningKey {
         else {
             throw FPError.invalid([.error("key-file", name, "not an fpctl ed25519 public key file")])
         }
-        if let stated = json["key_id"]?.stringValue, stated != keyID(key) {
+        if let stated = json["key_id"]?.stringValue, !stated.sameBytes(as: keyID(key)) {
             throw FPError.invalid([.error("key-file", name, "key_id \(stated) is not this key's id (\(keyID(key)))")])
         }
         return key
@@ -112,7 +115,7 @@ public enum SigningKey {
                 ])
             }
         }
-        let limit = 1 << 16
+        let limit = maxFileBytes
         let data: Data
         do { data = try handle.read(upToCount: limit + 1) ?? Data() } catch {
             throw InputFile.readFailure(spec, "key", error)

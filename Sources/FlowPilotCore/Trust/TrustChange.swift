@@ -40,6 +40,7 @@ public enum TrustChange {
         new.version = old.version + 1
         new.expires = common.expires
         if let minimum = common.minSequence {
+            if let reason = TrustRoot.outOfRange("--min-sequence", minimum, lowest: 0) { throw FPError.usage(reason) }
             guard minimum >= old.minSequence else {
                 throw FPError.usage(
                     "--min-sequence \(minimum): below version \(old.version)'s \(old.minSequence); it never goes down (that would let old bundles back)"

@@ -35,9 +35,9 @@ public struct TrustRoot: Sendable, Equatable {
 
     var json: JSONValue {
         .object([
-            "type": .string(Self.type), "app_id": .string(appID), "version": .number(Double(version)),
-            "expires": .string(RFC3339.string(expires)), "min_sequence": .number(Double(minSequence)),
-            "threshold": .number(Double(threshold)),
+            "type": .string(Self.type), "app_id": .string(appID), "version": .integer(Int64(version)),
+            "expires": .string(RFC3339.string(expires)), "min_sequence": .integer(Int64(minSequence)),
+            "threshold": .integer(Int64(threshold)),
             "root_keys": .object(rootKeys.mapValues { .string($0.base64EncodedString()) }),
             "signing_keys": .object(
                 signingKeys.mapValues {
@@ -67,10 +67,12 @@ public struct TrustRoot: Sendable, Equatable {
         }
         guard object["type"]?.stringValue == type else { throw bad("type", "must be \"\(type)\"") }
         guard let app = object["app_id"]?.stringValue, !app.isEmpty else { throw bad("app_id", "a non-empty string") }
-        let version = try whole(object["version"], 1, bad("version", "a whole number from 1"))
+        let version = try whole(object["version"], 1, bad("version", "a whole number from 1 to 2^53 - 1, in digits"))
         let expires = try time(object["expires"], bad("expires", "an RFC 3339 time"))
-        let minimum = try whole(object["min_sequence"], 0, bad("min_sequence", "a whole number from 0"))
-        let threshold = try whole(object["threshold"], 1, bad("threshold", "a whole number from 1"))
+        let minimum = try whole(
+            object["min_sequence"], 0, bad("min_sequence", "a whole number from 0 to 2^53 - 1, in digits"))
+        let threshold = try whole(
+            object["threshold"], 1, bad("threshold", "a whole number from 1 to 2^53 - 1, in digits"))
         guard let rootObject = object["root_keys"]?.objectValue else { throw bad("root_keys", "an object") }
         var roots: [String: Data] = [:]
         for (id, value) in rootObject {
@@ -117,11 +119,26 @@ public struct TrustRoot: Sendable, Equatable {
         return raw
     }
 
+    /// The largest sequence, version, min_sequence or threshold a statement or
+    /// a root may hold: 2^53 - 1, the largest integer every JSON reader keeps
+    /// exactly (RFC 7493, I-JSON), so a verifier in any language reads the
+    /// number fpctl signed. `bundle sign` and `trust` refuse a larger one (64)
+    /// before writing anything.
+    public static let largestWhole = 9_007_199_254_740_991
+
+    /// A whole number in `lowest...largestWhole`, written as digits alone
+    /// (`JSONValue.integer`): `5.0`, `5e0` and `-0` are refused, so what is
+    /// signed has one spelling.
     static func whole(_ value: JSONValue?, _ lowest: Int, _ problem: TrustProblem) throws(TrustProblem) -> Int {
-        guard let n = value?.numberValue, n.rounded() == n, n >= Double(lowest), n <= 9_007_199_254_740_991 else {
-            throw problem
-        }
+        guard let n = value?.integerValue, n >= lowest, n <= largestWhole else { throw problem }
         return Int(n)
+    }
+
+    /// Why a number given on the command line cannot be signed, or nil when it can.
+    public static func outOfRange(_ option: String, _ value: Int, lowest: Int) -> String? {
+        (lowest...largestWhole).contains(value)
+            ? nil
+            : "\(option) \(value) is out of range (\(lowest) to \(largestWhole), the integers every JSON reader keeps exactly)"
     }
 
     static func time(_ value: JSONValue?, _ problem: TrustProblem) throws(TrustProblem) -> Date {
@@ -214,9 +231,14 @@ public struct TrustFile: Sendable, Equatable {
             .object(["format": .string(Self.format), "roots": .array(roots.map(\.json))]))
     }
 
+    /// The most root versions a trust.json or a bundle's manifest.sig may hold.
+    public static let maxVersions = 1000
+    /// The largest trust.json read (`input-size` above it).
+    public static let maxFileBytes = 1 << 20
+
     static func parseRoots(_ value: JSONValue?, at place: String) throws(TrustProblem) -> [SignedRoot] {
-        guard let list = value?.arrayValue, !list.isEmpty, list.count <= 1000 else {
-            throw TrustProblem("trust-root-format", "\(place): a list of 1 to 1000 root versions")
+        guard let list = value?.arrayValue, !list.isEmpty, list.count <= maxVersions else {
+            throw TrustProblem("trust-root-format", "\(place): a list of 1 to \(maxVersions) root versions")
         }
         var roots: [SignedRoot] = []
         for (i, item) in list.enumerated() { roots.append(try SignedRoot.parse(item, at: "\(place)[\(i)]")) }
@@ -247,7 +269,7 @@ public struct TrustFile: Sendable, Equatable {
 
     /// Reads and checks `path`; a problem is one line naming the file.
     public static func load(_ path: String) throws -> TrustFile {
-        let data = try InputFile.contents(path, "trust root")
+        let data = try InputFile.contents(path, "trust root", limit: maxFileBytes)
         do {
             return try parse(data)
         } catch {
@@ -275,7 +297,7 @@ public struct TrustFile: Sendable, Equatable {
                     "root version \(new.version) follows version \(old.version): each version must be the one before plus 1"
                 )
             }
-            guard new.appID == old.appID else {
+            guard new.appID.sameBytes(as: old.appID) else {
                 throw TrustProblem(
                     "trust-root-format",
                     "root version \(new.version) is for app \(new.appID), version \(old.version) for \(old.appID)")

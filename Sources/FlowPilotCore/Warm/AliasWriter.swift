@@ -16,7 +16,7 @@ final class AliasWriter: Sendable {
 
     let store: CacheStore
     let interval: Duration
-    private let state = Mutex<[String: Placement]>([:])
+    private let state = Mutex<[ExactName: Placement]>([:])
 
     init(store: CacheStore, interval: Duration = .seconds(1)) {
         self.store = store
@@ -35,7 +35,7 @@ final class AliasWriter: Sendable {
             placement = Placement(lastWrite: now, pending: nil)
             return true
         }
-        let writeNow = state.withLock { update(&$0[entry.placement]) }
+        let writeNow = state.withLock { update(&$0[ExactName(entry.placement)]) }
         if writeNow { try? store.pointAliasIfPresent(to: entry) }
     }
 

@@ -57,7 +57,7 @@ public struct OutcomeSummary: Sendable {
     /// Latencies above an hour are counted as an hour.
     static let maxMilliseconds: UInt64 = 3_600_000
 
-    private var rows: [String: Row] = [:]
+    private var rows: [ExactName: Row] = [:]
 
     public init() {}
 
@@ -71,12 +71,12 @@ public struct OutcomeSummary: Sendable {
         placement: String, state: PrefetchOutcome.State, deliverySource: Tier?, errorCode: String?,
         mediaWarmed: Bool, milliseconds: Int
     ) {
-        rows[placement, default: Row(placement: placement)].add(
+        rows[ExactName(placement), default: Row(placement: placement)].add(
             state, deliverySource, errorCode, mediaWarmed, milliseconds)
     }
 
     /// One row per placement, by placement key.
-    public var placements: [Row] { rows.values.sorted { $0.placement < $1.placement } }
+    public var placements: [Row] { rows.values.sorted { ExactName($0.placement) < ExactName($1.placement) } }
 
     /// Every placement together.
     public var total: Row {

@@ -37,13 +37,14 @@ public struct WarmResume: Sendable {
     public static func read(_ paths: [String], placements: [String], shard: Shard?, runID: String? = nil) throws
         -> WarmResume
     {
-        let index = Dictionary(placements.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let index = Dictionary(
+            placements.enumerated().map { (ExactName($1), $0) }, uniquingKeysWith: { first, _ in first })
         var done = Set<Pair>()
         var failed = Set<Pair>()
         var last: WarmOutputFile.WholeRows?
         for path in paths {
             let whole = try WarmOutputFile.wholeRows(path: path) { row in
-                guard let placement = index[row.placement] else {
+                guard let placement = index[ExactName(row.placement)] else {
                     throw refused(path, "it holds rows of placement \(row.placement), which this run does not warm")
                 }
                 if let shard, !shard.contains(fingerprint: row.fingerprint) {
@@ -54,7 +55,7 @@ public struct WarmResume: Sendable {
                 if row.state == .failed { failed.insert(pair) } else { done.insert(pair) }
             }
             if let run = whole.run {
-                guard Set(run.placements) == Set(placements) else {
+                guard Set(run.placements.map(ExactName.init)) == Set(placements.map(ExactName.init)) else {
                     throw refused(
                         path,
                         "its run warmed \(run.placements.joined(separator: ", ")), not \(placements.joined(separator: ", "))"
@@ -65,7 +66,7 @@ public struct WarmResume: Sendable {
                         path,
                         "its run is shard \(run.shard?.description ?? "none"), not \(shard?.description ?? "none")")
                 }
-                if let runID, run.runID != runID {
+                if let runID, !run.runID.sameBytes(as: runID) {
                     throw refused(path, "its run is \(run.runID), not --run-id \(runID)")
                 }
             }

@@ -22,8 +22,8 @@ public struct WarmRun: Sendable {
         /// `placements` de-duplicated, first occurrences kept in order;
         /// `limits` as the run keeps them (nil: the defaults for these placements).
         public init(placements: [String], limits: WarmLimits? = nil) {
-            var seen = Set<String>()
-            self.placements = placements.filter { seen.insert($0).inserted }
+            var seen = Set<ExactName>()
+            self.placements = placements.filter { seen.insert(ExactName($0)).inserted }
             self.limits = limits ?? WarmLimits(placements: self.placements.count)
         }
 

@@ -175,3 +175,12 @@ public final class ResolveServer: Sendable {
         }
     }
 }
+
+extension ResolveServer {
+    /// Whether an error of `run` says the host is not an address at all (not
+    /// an IP address, and no name that resolves): the option is wrong, where
+    /// an address that cannot be bound (taken, not this machine's) is not.
+    public static func isUnknownHost(_ error: any Error) -> Bool {
+        error is SocketAddressError || error is SocketAddressError.UnknownHost
+    }
+}

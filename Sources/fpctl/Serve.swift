@@ -22,8 +22,8 @@ struct Serve: AsyncParsableCommand {
             path): a weight that is not a whole number from 1 to 1000000000, a zero
             total, a flow the bundle lacks, an unknown condition.
             Exit status: 0 after SIGINT or SIGTERM, 1 the address cannot be listened
-            on (in use, not permitted), 65 invalid content, 66 missing content,
-            64 bad options.
+            on (in use, not permitted, not this machine's), 65 invalid content, 66
+            missing content, 64 bad options (a --host that is no address at all).
             """
     )
 
@@ -73,6 +73,9 @@ struct Serve: AsyncParsableCommand {
                 }
                 Console.out("\(url)\n")
             }
+        } catch  where ResolveServer.isUnknownHost(error) {
+            // Not an address at all (256.0.0.1, a name that does not resolve): the option is wrong (64).
+            throw FPError.usage("--host \(host): not an IP address or a name that resolves (\(error))")
         } catch {
             throw FPError.failed("cannot serve on \(host):\(port): \(error)")
         }

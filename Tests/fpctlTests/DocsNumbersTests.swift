@@ -103,6 +103,14 @@ struct DocsNumbersTests {
                 "more than \(Int(SignatureBlock.clockSkew)) seconds after now"
             ),
             (
+                "man/src/fpctl-resolve.md", "a one-shot request's connect time",
+                "three quarters of `--timeout`, at most \(HTTPTransport.defaultConnectTimeout.components.seconds) seconds"
+            ),
+            (
+                "man/src/fpctl-bundle-pull.md", "a connect attempt's time",
+                "attempts of at most \(HTTPTransport.defaultConnectTimeout.components.seconds) seconds each to connect"
+            ),
+            (
                 "man/src/fpctl-cache-list.md", "a listing's sorted batch",
                 "more than \(grouped(SortedListing.defaultRunLength)) entries is sorted in batches"
             ),

@@ -91,6 +91,78 @@ struct UnavailableStatusTests {
         #expect(fallback.status == 0, "\(fallback.stderr)")
     }
 
+    /// A loopback port whose accept queue is full, so a connect to it waits
+    /// for an answer that never comes (Linux drops the SYN), as a nameserver
+    /// or a host that never answers: what `--timeout` runs out on.
+    final class Blackhole {
+        let process = Process()
+        let port: String
+
+        init() throws {
+            let script = """
+                import socket, time
+                s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)
+                port = s.getsockname()[1]
+                fill = []
+                for i in range(4):
+                    c = socket.socket(); c.setblocking(False)
+                    try: c.connect(("127.0.0.1", port))
+                    except BlockingIOError: pass
+                    fill.append(c)
+                time.sleep(0.2)
+                print(port, flush=True)
+                time.sleep(600)
+                """
+            process.executableURL = URL(fileURLWithPath: try tool("python3"))
+            process.arguments = ["-c", script]
+            let output = Pipe()
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = output
+            try process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        deinit {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    @Test(
+        "--timeout passing while the connect is pending is 69 with warm's line; passing while the answer is awaited is 1 (#64)"
+    )
+    func timeoutBeforeConnect() throws {
+        let hole = try Blackhole()
+        let tmp = try TemporaryDirectory()
+        let backend = ["--api-url", "http://127.0.0.1:\(hole.port)", "--app-id", "demo", "--user-id", "a"]
+        let common = backend + ["--cache-dir", tmp.file("cache"), "--timeout", "2s"]
+        let line = "no request reached the backend: unreachable: connect timed out"
+        for command in [["resolve", "paywall"], ["ready", "paywall"], ["warm", "paywall", "--media", "none"]] {
+            let r = try fpctl(command + common)
+            #expect(r.status == 69, "\(command): \(r.status) \(r.stdout)\(r.stderr)")
+            #expect(r.stderr.contains(line) || r.stdout.contains("unreachable: connect timed out"), "\(r.stderr)")
+        }
+        let json = try fpctl(["resolve", "paywall", "--format", "json"] + common)
+        #expect(json.status == 69)
+        #expect(
+            json.stdout.contains(#""error":{"code":"unreachable","message":"connect timed out"}"#), "\(json.stdout)")
+        // A backend that accepted the request and answers after the timeout: reached, a timeout (1), on time.
+        let slow = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "5000"])
+        let started = Date()
+        let late = try fpctl(
+            "resolve", "paywall", "--api-url", slow.url, "--app-id", "demo", "--user-id", "a", "--cache-dir",
+            tmp.file("cache2"), "--timeout", "1s")
+        #expect(late.status == 1, "\(late.status): \(late.stdout)\(late.stderr)")
+        #expect(late.stdout.contains("tier 1 live resolve: failed (timeout"), "\(late.stdout)")
+        #expect(Date().timeIntervalSince(started) < 4.5, "the timeout is the caller's, not the backend's 5 s")
+    }
+
     @Test("resolve --format json: each tier tried, its outcome and why, then the result")
     func jsonTrace() throws {
         let tmp = try TemporaryDirectory()

@@ -5,15 +5,24 @@ import Testing
 
 @Suite("fpctl serve over real HTTP on loopback")
 struct ServeTests {
-    @Test("a --host that cannot be bound fails with one line before saying 'serving'; a good one says it once bound")
+    @Test(
+        "a --host that is no address is a usage error (64), one that cannot be bound fails (1); one line, before 'serving'"
+    )
     func badHost() throws {
-        for host in ["999.1.1.1", "no-such-host.invalid"] {
+        for host in ["999.1.1.1", "256.0.0.1", "no-such-host.invalid"] {
             let r = try run(Paths.fpctl, ["serve", Paths.sample("demo"), "--host", host, "--port", "0"], timeout: 60)
-            #expect(r.status != 0 && r.stdout.isEmpty, "\(host): \(r.status) \(r.stdout)")
+            #expect(r.status == 64 && r.stdout.isEmpty, "\(host): \(r.status) \(r.stdout)")
             #expect(!r.stderr.contains("serving app"), "\(host): said it was serving: \(r.stderr)")
             let lines = r.stderr.split(separator: "\n")
-            #expect(lines.count == 1 && lines[0].hasPrefix("fpctl: error: cannot serve on \(host):0"), "\(r.stderr)")
+            #expect(
+                lines.count == 1 && lines[0].hasPrefix("fpctl: error: --host \(host): not an IP address or a name"),
+                "\(r.stderr)")
         }
+        // An address, but not this machine's (TEST-NET-1, RFC 5737): it cannot be bound.
+        let foreign = try run(
+            Paths.fpctl, ["serve", Paths.sample("demo"), "--host", "192.0.2.1", "--port", "0"], timeout: 60)
+        #expect(foreign.status == 1 && foreign.stdout.isEmpty, "\(foreign.status) \(foreign.stderr)")
+        #expect(foreign.stderr.hasPrefix("fpctl: error: cannot serve on 192.0.2.1:0"), "\(foreign.stderr)")
         let server = try ServeProcess([Paths.sample("demo"), "-q"])
         #expect(server.url.hasPrefix("http://127.0.0.1:"))
         #expect(server.stderr.contains("serving app demo: onboarding, paywall"))

@@ -18,6 +18,9 @@ public struct TransportSettings: Sendable, Hashable {
     /// HTTP/1.1 connections kept per host: the requests that can be in flight
     /// to one host at once (HTTP/2 multiplexes within the server's stream limit).
     public var connectionsPerHost: Int
+    /// How long making a connection (name lookup, TCP, TLS's start) may take
+    /// before the attempt fails as `unreachable` ("connect timed out").
+    public var connectTimeout: Duration = HTTPTransport.defaultConnectTimeout
     public private(set) var environment: [String: String]
 
     /// The variables read: the trust store's (as OpenSSL and curl read them) and the proxies'.
@@ -50,6 +53,18 @@ public final class HTTPTransport: Sendable {
     /// failure for an untrusted certificate.
     let caFileName: String
     private let clients = Mutex<[ProxyEndpoint?: HTTPClient]>([:])
+    /// `TransportSettings.connectTimeout`.
+    let connectTimeout: Duration
+    public static let defaultConnectTimeout: Duration = .seconds(3)
+
+    /// The connect timeout for a one-shot request of `limit` (`resolve`,
+    /// `ready`: `--timeout`): three quarters of it, at most the default, so a
+    /// connection still being made when the caller's time is nearly up fails
+    /// as "connect timed out" (no request reached the backend) before the
+    /// request's own deadline, and one that was made leaves the rest for the answer.
+    public static func connectTimeout(within limit: Duration) -> Duration {
+        min(defaultConnectTimeout, limit * 3 / 4)
+    }
 
     /// Direct connections, the system's CAs: what a library caller gets by default.
     public static let direct = HTTPTransport(tls: .makeClientConfiguration(), proxies: .none)
@@ -68,7 +83,8 @@ public final class HTTPTransport: Sendable {
             tls: tls,
             proxies: try ProxyRules(
                 override: settings.proxy, overrideName: settings.proxyName, environment: settings.environment),
-            trustProblem: problem, connectionsPerHost: settings.connectionsPerHost, caFileName: settings.caFileName)
+            trustProblem: problem, connectionsPerHost: settings.connectionsPerHost, caFileName: settings.caFileName,
+            connectTimeout: settings.connectTimeout)
         return made.withLock { made in
             if let earlier = made[settings] { return earlier }
             made[settings] = transport
@@ -78,9 +94,10 @@ public final class HTTPTransport: Sendable {
 
     init(
         tls: TLSConfiguration, proxies: ProxyRules, trustProblem: FPError? = nil, connectionsPerHost: Int = 8,
-        caFileName: String = TransportSettings().caFileName
+        caFileName: String = TransportSettings().caFileName, connectTimeout: Duration = defaultConnectTimeout
     ) {
         self.caFileName = caFileName
+        self.connectTimeout = connectTimeout
         self.tls = tls
         self.proxies = proxies
         self.trustProblem = trustProblem
@@ -132,7 +149,8 @@ public final class HTTPTransport: Sendable {
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = .init(connect: .seconds(3), read: .seconds(30))
+        configuration.timeout = .init(
+            connect: .nanoseconds(max(1, Int64(connectTimeout / .nanoseconds(1)))), read: .seconds(30))
         // No spans: fpctl bootstraps no tracer, and the default no-op one
         // still cost every request a URL parse for its attributes.
         configuration.tracing.tracer = nil

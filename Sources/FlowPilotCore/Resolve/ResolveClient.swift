@@ -40,6 +40,14 @@ public struct ResolveClient: Sendable {
     let flows = FlowMemo()
     /// Per-attempt cap; the caller's resolveTimeout is applied above this.
     let attemptTimeout: TimeAmount = .seconds(30)
+    /// A one-shot caller's time (`resolve`, `ready`: their `--timeout`): each
+    /// request, its attempts and body included, ends within it from its start,
+    /// with no retry after. So when the time passes the transport itself says
+    /// whether a connection was ever made: a request still connecting (DNS or
+    /// TCP pending) fails as `unreachable` ("connect timed out": no request
+    /// reached the backend, exit 69), one that was sent as a `timeout`. nil
+    /// (warm): attempts run on past a caller's deadline, as late resolves.
+    public var requestLimit: Duration?
 
     /// `…/apps/APP/placements/`, the app's id percent-encoded once.
     private let placementsURL: String
@@ -203,6 +211,7 @@ public struct ResolveClient: Sendable {
             return .failure(.tls(problem.description))
         }
         var attempt = 0
+        let end = requestLimit.map { ContinuousClock.now + $0 }
         while true {
             await pacer.admit()
             var request = HTTPClientRequest(url: url)
@@ -217,7 +226,12 @@ public struct ResolveClient: Sendable {
             let (client, proxy) = transport.route(url)
             do {
                 let started = ContinuousClock.now
-                let response = try await client.execute(request, timeout: attemptTimeout)
+                var timeout = attemptTimeout
+                if let end {
+                    let left = started.duration(to: end)
+                    timeout = min(timeout, .nanoseconds(max(0, Int64(left / .nanoseconds(1)))))
+                }
+                let response = try await client.execute(request, timeout: timeout)
                 let status = Int(response.status.code)
                 requests.record(endpoint, status: status)
                 retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.seconds($0) }
@@ -227,7 +241,8 @@ public struct ResolveClient: Sendable {
                     paused = true
                 }
                 // The body within the same 30 s as the head: AsyncHTTPClient's deadline ends with the head.
-                let bytes = try await Deadline.collect(response.body, limit: 16 << 20, until: started + .seconds(30))
+                let bytes = try await Deadline.collect(
+                    response.body, limit: 16 << 20, until: min(started + .seconds(30), end ?? started + .seconds(30)))
                 attempts?.record(nil)
                 if status == 401 || status == 403 { return .failure(.unauthorized(status: status)) }
                 outcome = .response(status: status, body: bytes)
@@ -239,6 +254,8 @@ public struct ResolveClient: Sendable {
                 outcome = .failure(failure)
             }
             if attempt >= retries || Task.isCancelled { return outcome }
+            // A limited request retries only while another attempt could still connect: its last failure is its answer.
+            if let end, ContinuousClock.now + transport.connectTimeout > end { return outcome }
             attempt += 1
             // After a pause the pacer holds the next attempt back; else this request backs off.
             if !paused {

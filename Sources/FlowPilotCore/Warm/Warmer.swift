@@ -215,12 +215,25 @@ public final class Warmer: Sendable {
         {
             return .ready
         }
-        switch await live.wait(live.start(placement, for: identity)) {
+        switch await live.wait(live.start(placement, for: identity), until: callerDeadline(from: .now)) {
         case .success(.flow): return .ready
         case .success(.unstored(_, _, let reason)): return .readyUnstored(reason: reason)
         case .success(.failed(let failure)), .failure(let failure): return .notReady(failure)
         case .success: return .notReady(nil)
         }
+    }
+
+    /// How long past its deadline a caller waits for a request limited to
+    /// that deadline (`ResolveClient.requestLimit`) to end, as it will: the
+    /// event loop's latency, bounded.
+    static let requestEndSlack: Duration = .seconds(5)
+
+    /// A one-shot caller's deadline: the resolveTimeout from `start`; with a
+    /// request limited to it (`ResolveClient.requestLimit`), which ends by
+    /// then on its own, the request's end, not a race with it, says whether
+    /// it reached the backend.
+    private func callerDeadline(from start: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        start + config.resolveTimeout + (live.client.requestLimit == nil ? .zero : Self.requestEndSlack)
     }
 
     /// One placement through the chain, saying what each tier found (`fpctl resolve`).
@@ -231,7 +244,7 @@ public final class Warmer: Sendable {
         if let decision {
             return Resolution(placement, for: identity, steps: [step], decision: decision, since: start)
         }
-        let deadline = start + config.resolveTimeout
+        let deadline = callerDeadline(from: start)
         let landing = await live.answer(live.start(placement, for: identity), until: deadline)
         return await finish(
             placement, identity, landing, start, cacheStep: step, warmMedia: false, until: deadline,

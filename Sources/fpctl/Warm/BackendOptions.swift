@@ -54,12 +54,16 @@ struct RemoteOptions: ParsableArguments {
 
     /// The backend as the core takes it (`ResolveBackend`): the URL checked,
     /// the key read, the transport's settings named by their flags.
-    func backend(retries: Int = 2, rate: RequestPacer.Rate? = nil) throws -> ResolveBackend {
+    /// `connectTimeout`: a one-shot command's (`HTTPTransport.connectTimeout(within:)`); nil, the default.
+    func backend(retries: Int = 2, rate: RequestPacer.Rate? = nil, connectTimeout: Duration? = nil) throws
+        -> ResolveBackend
+    {
         guard URL(string: apiURL)?.scheme?.hasPrefix("http") == true else {
             throw FPError.usage("--api-url \(apiURL): use an http(s) URL")
         }
         var settings = TransportSettings(caFile: caFile, proxy: proxy, environment: ProcessInfo.processInfo.environment)
         (settings.caFileName, settings.proxyName) = ("--cacert", "--proxy")
+        if let connectTimeout { settings.connectTimeout = connectTimeout }
         return ResolveBackend(
             baseURL: apiURL, appID: appID, apiKey: try apiKey(), retries: retries, transport: settings, rate: rate)
     }
@@ -93,8 +97,14 @@ struct BackendOptions: ParsableArguments {
     func identity() throws -> Identity { try remote.identity() }
 
     /// A warmer for one resolve (`resolve`, `ready`): the transport's default connections.
-    func makeWarmer(media: MediaStrategy) throws -> Warmer {
-        let client = try remote.backend(retries: retries).client()
+    /// `oneShot` (resolve, ready): each request ends within `--timeout`, so a
+    /// connect still pending then is "no request reached the backend" (69).
+    func makeWarmer(media: MediaStrategy, oneShot: Bool = false) throws -> Warmer {
+        let limit = timeout.duration
+        var client = try remote.backend(
+            retries: retries, connectTimeout: oneShot ? HTTPTransport.connectTimeout(within: limit) : nil
+        ).client()
+        if oneShot { client.requestLimit = limit }
         return Warmer(
             client: client, store: try cache.open(create: true), bundle: try loadBundle(),
             config: try configuration(media: media))

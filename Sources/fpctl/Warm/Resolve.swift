@@ -15,8 +15,9 @@ struct Resolve: AsyncParsableCommand {
             A flow the backend answered with but the cache could not keep (a read-only
             or full disk) is still served, as the SDK shows it: the trace says so.
             Exit status: 0 a flow was found, 1 none, 69 none and the backend could not
-            be reached (unreachable, TLS, proxy), 73 the output or the cache cannot be
-            written (the flow is printed and written first).
+            be reached (unreachable, TLS, proxy; a connect still pending when --timeout
+            passes too), 73 the output or the cache cannot be written (the flow is
+            printed and written first).
             """
     )
 
@@ -34,7 +35,7 @@ struct Resolve: AsyncParsableCommand {
     func run() async throws {
         // The output is checked (and its temporary file made) before the cache is touched.
         let file = try output.map { try AtomicFile.Output(destination: $0, overwrite: overwrite) }
-        let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
+        let (warmer, identity) = (try backend.makeWarmer(media: .none, oneShot: true), try backend.identity())
         let resolution = await warmer.resolve(placement, for: identity)
         warmer.finishWriting()
         var trace = ResolveTrace(resolution, identity: identity)
@@ -62,7 +63,8 @@ struct Ready: AsyncParsableCommand {
             The bundled default does not count, as in the SDK. A flow the backend has
             is ready even when the cache cannot keep it (standard error says so).
             Exit status: 0 ready, 1 not ready, 69 not ready and the backend could not
-            be reached (unreachable, TLS, proxy).
+            be reached (unreachable, TLS, proxy; a connect still pending when --timeout
+            passes too).
             """
     )
 
@@ -70,7 +72,7 @@ struct Ready: AsyncParsableCommand {
     @OptionGroup var backend: BackendOptions
 
     func run() async throws {
-        let (warmer, identity) = (try backend.makeWarmer(media: .none), try backend.identity())
+        let (warmer, identity) = (try backend.makeWarmer(media: .none, oneShot: true), try backend.identity())
         let readiness = await warmer.readiness(placement, for: identity)
         warmer.finishWriting()
         switch readiness {

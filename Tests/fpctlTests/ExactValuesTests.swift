@@ -38,7 +38,7 @@ struct ExactValuesTests {
     @Test("a flow's 64-bit integers reach the cache and resolve --output as the backend's digits")
     func integersEndToEnd() throws {
         let tmp = try TemporaryDirectory()
-        let server = try ServeProcess([try Self.bigIntegerSource(tmp), "-q"])
+        let server = try ServeProcess([try Self.bigIntegerSource(tmp), "-q", "--rewrite-asset-urls"])
         let cache = tmp.file("cache")
         let backend = ["--api-url", server.url, "--app-id", "demo", "--user-id", "u-1"]
         let warm = try fpctl(["warm", "paywall"] + backend + ["--cache-dir", cache, "--media", "none"])
@@ -60,6 +60,13 @@ struct ExactValuesTests {
             for d in Self.digits { #expect(text.contains(d), "\(file) lacks \(d): \(text.prefix(300))") }
             #expect(!text.contains("e+18"), "\(file)")
         }
+        // bundle pull writes the backend's digits into the source it makes.
+        let pull = try fpctl(
+            "bundle", "pull", "paywall", "--api-url", server.url, "--app-id", "demo", "-o", tmp.file("pulled"))
+        #expect(pull.status == 0, "\(pull.stderr)")
+        let pulled = try String(contentsOfFile: tmp.file("pulled") + "/flows/paywall.json", encoding: .utf8)
+        #expect(pulled.contains("\"price_micros\": 1234567890123456789"), "\(pulled.prefix(300))")
+        #expect(pulled.contains("\"odd\": 9007199254740993"))
         // cache put of the same flow file stores the same bytes: verify finds the entry sound.
         let put = tmp.file("put.jsonl")
         try #"{"placement":"paywall","user_id":"u-2","flow_file":"\#(tmp.file("big"))/flows/paywall.json"}"#
@@ -347,5 +354,40 @@ struct ExactValuesTests {
         let both = try p.run(
             "bundle", "validate", p.f("s.fpbundle"), "--trust", p.f("app.json"), "--public-key", p.f("ci.pub"))
         #expect(both.status == 64, "\(both.stderr)")
+    }
+
+    @Test("an identities file with a precomposed and a decomposed user warms two identities, two entries")
+    func identitiesFile() throws {
+        let tmp = try TemporaryDirectory()
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let ids = tmp.file("ids.jsonl")
+        try "{\"user_id\":\"\(Self.nfc)\"}\n{\"user_id\":\"\(Self.nfd)\"}\n".write(
+            toFile: ids, atomically: true, encoding: .utf8)
+        let cache = tmp.file("cache")
+        let warm = try fpctl(
+            "warm", "paywall", "--api-url", server.url, "--app-id", "demo", "--identities", ids, "--cache-dir", cache,
+            "--media", "none", "--format", "csv")
+        #expect(warm.status == 0, "\(warm.stderr)")
+        #expect(warm.stdout.split(separator: "\n").filter { $0.contains(",warmed,") }.count == 2, "\(warm.stdout)")
+        let list = try fpctl("cache", "list", "--cache-dir", cache, "--format", "csv")
+        let rows = list.stdout.split(separator: "\n").dropFirst()
+        #expect(rows.count == 2, "\(list.stdout)")
+        #expect(Set(rows.map { $0.split(separator: ",")[2] }).count == 2, "two fingerprints")
+    }
+
+    @Test("a content hash covers the backend's digits: fpctl's equals Python's over the same flow")
+    func contentHashDigits() throws {
+        let text =
+            #"{"id":"f","n":[1234567890123456789,9007199254740993,-9223372036854775808,0.5,1e21],"caf\#u{e9}":"x"}"#
+        let script = """
+            import hashlib, json, sys
+            v = json.loads(sys.argv[1])
+            print("sha256:" + hashlib.sha256(json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest())
+            """
+        // Python writes 1e21 as 1e+21 and 0.5 as 0.5, as canonical JSON does.
+        let python = try run(try tool("python3"), ["-c", script, text])
+        #expect(python.status == 0, "\(python.stderr)")
+        let ours = FlowDocument.computeContentHash(try JSONValue.parse(Data(text.utf8)))
+        #expect(python.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == ours)
     }
 }

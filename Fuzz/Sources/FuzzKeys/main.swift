@@ -7,7 +7,8 @@ import FuzzSupport
 // Key, signature and trust files: reading either kind of key file, a
 // trust.json, and checking a signature record (either form) against a manifest
 // never crashes; a key that loads has a 16-digit key id; a trust.json that
-// parses writes back to bytes that parse to the same roots; a random record
+// parses writes back to bytes that parse to the same roots, its numbers as
+// their digits; a random record
 // never verifies, by one key or under a trust root.
 let trusted = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation
 let manifest = Data(#"{"app_id":"demo","bundle_format":1}"#.utf8)
@@ -40,6 +41,15 @@ public func fuzzKeys(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     if let trust = try? TrustFile.parse(data) {
         Fuzz.check(!trust.roots.isEmpty, "a trust file without roots parsed")
         Fuzz.check((try? TrustFile.parse(trust.data)) == trust, "a trust file does not read back as written")
+        // Its numbers keep their digits: each version's, min_sequence's and threshold's, as written (#64).
+        let written = String(decoding: trust.data, as: UTF8.self)
+        for root in trust.roots.map(\.root) {
+            for (name, n) in [
+                ("version", root.version), ("min_sequence", root.minSequence), ("threshold", root.threshold),
+            ] {
+                Fuzz.check(written.contains("\"\(name)\": \(n)"), "\(name) \(n) is not written as its digits")
+            }
+        }
     }
     return 0
 }

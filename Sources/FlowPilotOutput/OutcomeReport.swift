@@ -124,3 +124,5 @@ public final class OutcomeReport {
         return s.trimmingCharacters(in: .whitespaces) + "\n"
     }
 }
+
+extension OutcomeReport: OffersFormats {}

@@ -16,7 +16,7 @@ public enum OutputFormat: String, Sendable, CaseIterable {
 /// one renderer per result and format (as SwiftPM's dumpers are), so a
 /// command parses, calls the core and hands the result here. `Entry` never
 /// sees a format.
-public protocol Rendering {
+public protocol Rendering: OffersFormats {
     associatedtype Document: Encodable
     /// What `--format text` prints.
     func text() -> String
@@ -25,13 +25,22 @@ public protocol Rendering {
     var table: Table? { get }
     /// The JSON document (`JSONOutput` adds `schema_version`).
     var document: Document { get }
-    /// The formats it has.
+}
+
+/// A result's formats: what its command's `--format` takes, names in its help
+/// and completes (fpctl's `FormatOption`). Every format by default.
+public protocol OffersFormats {
     static var formats: [OutputFormat] { get }
 }
 
+extension OffersFormats {
+    public static var formats: [OutputFormat] { OutputFormat.allCases }
+}
+
+extension FlowListing: OffersFormats {}
+
 extension Rendering {
     public var table: Table? { nil }
-    public static var formats: [OutputFormat] { OutputFormat.allCases }
 
     /// The result as `format` prints it.
     public func rendered(as format: OutputFormat) throws -> String {

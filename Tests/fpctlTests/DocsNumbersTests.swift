@@ -56,7 +56,7 @@ struct DocsNumbersTests {
             ),
             (
                 "docs/cache-format.md", "the small segments a finishing writer merges",
-                "sees more than \(CacheStore.crowdedSegments) small segments"
+                "sees more than \(CacheStore.crowdedSegments) small segments (under \((LogSegment.rollBytes / 2) >> 20) MiB, half a full one"
             ),
             (
                 "docs/cache-format.md", "a record's bounds",
@@ -133,5 +133,27 @@ struct DocsNumbersTests {
         ])
     func stated(page: String, what: String, phrase: String) throws {
         #expect(try Self.text(page).contains(phrase), "\(page) should say, for \(what): \(phrase)")
+    }
+
+    @Test("docs/performance.md's summary table gives warm's instructions and its floor as the section measured them")
+    func summaryTableIsTheSections() throws {
+        let page = try String(
+            contentsOf: Paths.packageRoot.appendingPathComponent("docs/performance.md"), encoding: .utf8)
+        let lines = page.split(separator: "\n")
+        // The section's row: "warm's instructions per identity (`warm_callgrind.py`, ..." under "Cache format 2".
+        let section = try #require(
+            lines.first { $0.hasPrefix("| warm's instructions per identity (`warm_callgrind.py`") })
+        let summary = try #require(lines.first { $0.hasPrefix("| `warm`'s instructions per identity") })
+        func figures(_ line: Substring) -> [String] {
+            // The first bold figure of the section's cell, the floor's "NNN,NNN Ir" after "async `execute`".
+            line.matches(of: /([0-9]{3},[0-9]{3}) Ir/).map { String($0.output.1) }
+        }
+        let measured = figures(section)
+        #expect(measured.count >= 2, "\(section)")
+        // fpctl's figure (the cell's first) and the async floor's must be the summary's.
+        let floor = try #require(
+            section.firstMatch(of: /async `execute` \(the API fpctl uses\) ([0-9,]+) Ir/)?.output.1)
+        #expect(summary.contains("\(measured[0]) Ir"), "summary lacks \(measured[0]): \(summary)")
+        #expect(summary.contains("\(floor) Ir"), "summary lacks the floor's \(floor): \(summary)")
     }
 }

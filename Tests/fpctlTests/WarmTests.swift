@@ -259,9 +259,10 @@ struct WarmTests {
         let identity = Identity(userID: "same")
         async let a = warmer.prefetch(["paywall"], for: identity)
         async let b = warmer.prefetch(["paywall"], for: identity)
-        async let c = warmer.isReady("paywall", for: identity)
+        async let c = warmer.readiness("paywall", for: identity)
         let (ra, rb, rc) = await (a, b, c)
-        #expect(ra.first?.state == .warmed && rb.first?.state == .warmed && rc)
+        let ready = if case .ready = rc { true } else { false }
+        #expect(ra.first?.state == .warmed && rb.first?.state == .warmed && ready)
         #expect(try await stats(server).keys["demo/paywall/same"] == 1)
     }
 

@@ -362,9 +362,6 @@ final class SegmentWriter {
     /// The descriptor, for a `syncfs` of its file system.
     var fileDescriptor: Int32 { descriptor }
 
-    /// After a `syncfs` made the bytes and the name durable.
-    func markSynced() { nameDurable = true }
-
     /// Publishes the index (synced, as every published file is). The
     /// segment's bytes must be durable already.
     func seal(directory: String) throws {

@@ -94,9 +94,6 @@ final class Pending<Value: Sendable>: Sendable {
         get async { await wait(limit: nil, cancellable: true) }
     }
 
-    /// Whether the value has been given.
-    var isFulfilled: Bool { state.withLock { $0.value != nil } }
-
     private func wait(limit: Duration?, cancellable: Bool) async -> Value? {
         if let value = state.withLock({ $0.value }) { return value }
         if cancellable && Task.isCancelled { return nil }

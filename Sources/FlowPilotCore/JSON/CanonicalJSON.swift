@@ -32,20 +32,6 @@ public enum CanonicalJSON {
         keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// A canonical object from members whose values are already canonical JSON
-    /// bytes: the same bytes `data(.object(…))` gives, without encoding the values again.
-    public static func objectData(_ members: [String: Data]) -> Data {
-        var out = [UInt8(ascii: "{")]
-        for (i, key) in sortedKeys(members.keys).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            writeString(key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: members[key] ?? Data("null".utf8))
-        }
-        out.append(UInt8(ascii: "}"))
-        return Data(out)
-    }
-
     /// An object written member by member by a caller that knows its keys and
     /// adds them in canonical order (a cache entry's metadata): no dictionary,
     /// no sort, one buffer.

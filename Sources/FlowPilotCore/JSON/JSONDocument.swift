@@ -1,7 +1,7 @@
 import Foundation
 
 /// The one layout of every JSON document fpctl prints (docs/decisions.md,
-/// "JSON output"): one canonical-JSON object (keys sorted by their UTF-8
+/// "One JSON layout"): one canonical-JSON object (keys sorted by their UTF-8
 /// bytes, no insignificant whitespace, slashes unescaped) with its
 /// `schema_version` added here, where a member that is an array of objects
 /// (`rows`, `files`, `findings`, `placements`) puts each element on a line of

@@ -28,7 +28,7 @@ public struct WarmConfiguration: Sendable {
     /// How long past `resolveTimeout` an identity's row waits for its images
     /// (`warm --grace`): a late or trickling download never holds a row
     /// longer; it goes on in the background, bounded by its own deadline.
-    public var mediaGrace: Duration = .seconds(10)
+    public var mediaGrace: Duration = WarmLimits.defaultGrace
     public var media = MediaStrategy.firstScreen
     public var batch = true
     public var mediaConcurrency = WarmLimits.defaultConcurrency

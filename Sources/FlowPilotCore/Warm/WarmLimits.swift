@@ -21,6 +21,9 @@ public struct WarmLimits: Sendable, Equatable {
     /// What the open-files limit lowered, if it did.
     public let lowered: Lowered?
 
+    /// The default of `--grace`.
+    public static let defaultGrace: Duration = .seconds(10)
+
     /// The default of `--concurrency` and of `--media-concurrency`.
     public static let defaultConcurrency = 8
     /// What one image or font download holds at once: its connection, the
@@ -33,7 +36,7 @@ public struct WarmLimits: Sendable, Equatable {
     /// failing rows with EMFILE after their requests were sent.
     public init(
         concurrency: Int = WarmLimits.defaultConcurrency, mediaConcurrency: Int = WarmLimits.defaultConcurrency,
-        grace: Duration = .seconds(10), placements: Int, batch: Bool = true, freeDescriptors: Int? = nil,
+        grace: Duration = WarmLimits.defaultGrace, placements: Int, batch: Bool = true, freeDescriptors: Int? = nil,
         openFileLimit: Int? = nil
     ) {
         let placements = max(1, placements)
@@ -84,7 +87,9 @@ public struct WarmLimits: Sendable, Equatable {
     /// `concurrency` 1, which keeps one identity at a time, commit
     /// included, so that its rows come in input order (two identities
     /// told by one commit could otherwise be handed on either way round).
-    public var maxInFlight: Int { concurrency == 1 ? 1 : 2 * concurrency }
+    public var maxInFlight: Int { Self.maxInFlight(concurrency: concurrency) }
+
+    static func maxInFlight(concurrency: Int) -> Int { concurrency == 1 ? 1 : 2 * concurrency }
 
     /// The HTTP connections a run needs to one backend host so that no
     /// request waits for one: each identity in flight has one batch
@@ -105,8 +110,7 @@ public struct WarmLimits: Sendable, Equatable {
     /// identity resolving (one per placement without batches); per media
     /// download `perDownload`.
     static func descriptors(concurrency: Int, mediaConcurrency: Int, placements: Int, batch: Bool) -> Int {
-        let maxInFlight = concurrency == 1 ? 1 : 2 * concurrency
-        return maxInFlight * (placements + 1) + concurrency * (batch ? 1 : placements)
+        maxInFlight(concurrency: concurrency) * (placements + 1) + concurrency * (batch ? 1 : placements)
             + mediaConcurrency * perDownload
     }
 
@@ -117,10 +121,10 @@ public struct WarmLimits: Sendable, Equatable {
     }
 
     /// The downloads' share: the media limiter's size and the grace a row's
-    /// images get past `--timeout`.
+    /// images get past `--timeout`. (Whether to batch is the configuration's
+    /// own, from the same flag: `--no-batch`.)
     public func configure(_ configuration: inout WarmConfiguration) {
         configuration.mediaConcurrency = mediaConcurrency
         configuration.mediaGrace = grace
-        configuration.batch = batch
     }
 }

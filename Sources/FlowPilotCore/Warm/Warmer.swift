@@ -193,15 +193,10 @@ public final class Warmer: Sendable {
         return PrefetchOutcome(identity, placement, .serve(served), mediaWarmed: mediaWarmed, since: start)
     }
 
-    /// isPlacementReady: a fresh cache hit, else a live resolve that leaves the
-    /// flow warm. The bundled default and stale copies do not count.
-    public func isReady(_ placement: String, for identity: Identity) async -> Bool {
-        if case .ready = await readiness(placement, for: identity) { return true }
-        return false
-    }
-
-    /// isPlacementReady with the reason when not: the live resolve's failure
-    /// (nil when the backend answered that it has no flow).
+    /// isPlacementReady, with the reason when not: a fresh cache hit, else a
+    /// live resolve that leaves the flow warm (the bundled default and stale
+    /// copies do not count); when not, the live resolve's failure (nil when
+    /// the backend answered that it has no flow).
     public enum Readiness: Sendable {
         case ready
         /// The backend has a flow, but the cache could not keep it (`reason`).

@@ -19,7 +19,7 @@ struct BundleInspect: ParsableCommand {
     @Argument(help: "The .fpbundle file.")
     var bundle: String
 
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<InspectReport>
 
     func run() throws {
         let report = try BundleValidator.validate(bundle)

@@ -41,5 +41,3 @@ struct CacheDirOption: ParsableArguments {
         try CacheStore.opening(root: try path(), create: true, migrate: true, warning: Console.warn)
     }
 }
-
-func iso(_ date: Date) -> String { RFC3339.string(date) }

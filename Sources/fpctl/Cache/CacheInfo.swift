@@ -14,7 +14,7 @@ struct CacheInfo: ParsableCommand {
     )
 
     @OptionGroup var cache: CacheDirOption
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<CacheInfoReport>
 
     func run() throws {
         try output.print(CacheInfoReport(try cache.open().summary(at: try Now.date())))

@@ -20,7 +20,7 @@ struct CacheList: ParsableCommand {
     @Flag(help: "Only fresh entries.") var fresh = false
     @Flag(help: "Only stale entries.") var stale = false
     @Flag(help: "List images instead of flows.") var images = false
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<FlowListing>
 
     func validate() throws {
         if fresh && stale { throw ValidationError("--fresh and --stale exclude each other") }
@@ -31,7 +31,8 @@ struct CacheList: ParsableCommand {
         let scan = store.scan()
         let now = try Now.date()
         if images {
-            return try output.print(ImageListing(scan.images, now: now, ttl: store.budgets.imageTTL))
+            return Console.out(
+                try ImageListing(scan.images, now: now, ttl: store.budgets.imageTTL).rendered(as: output.format))
         }
         let out = BufferedOutput()
         var listing = FlowListing(format: output.format, now: now)

@@ -30,7 +30,7 @@ struct CachePrune: ParsableCommand {
     @Flag(help: "Only images.") var images = false
     @Flag(help: "Only flows (and fonts).") var flows = false
     @Flag(name: .customLong("dry-run"), help: "Print what would be removed; remove nothing.") var dryRun = false
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<PruneReport>
 
     func validate() throws {
         if images && flows { throw ValidationError("--images and --flows exclude each other") }

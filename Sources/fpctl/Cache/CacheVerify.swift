@@ -17,7 +17,7 @@ struct CacheVerify: ParsableCommand {
 
     @OptionGroup var cache: CacheDirOption
     @Flag(help: "Remove broken entries, dangling aliases, debris and foreign files.") var repair = false
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<VerifyReport>
 
     func run() throws {
         let root = try cache.path()

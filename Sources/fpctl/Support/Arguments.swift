@@ -51,6 +51,12 @@ struct DurationArgument: ExpressibleByArgument, CustomStringConvertible {
         (self.text, self.seconds) = (text, seconds)
     }
 
+    /// A default of whole seconds from the core's constant, shown as `Ns`.
+    init(_ duration: Duration) {
+        let seconds = duration.components.seconds
+        self.init("\(seconds)s", seconds: Double(seconds))
+    }
+
     /// The longest duration any option takes: about a century.
     static let longest = DurationArgument("36500d", seconds: 36500 * 86400)
 

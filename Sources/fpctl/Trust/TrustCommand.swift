@@ -216,14 +216,9 @@ struct TrustShow: ParsableCommand {
     )
 
     @Argument(help: "The trust.json to show.") var file: String
-    @Option(
-        help: "Output format: text (or table, the same) or json.",
-        completion: .list(["text", "table", "json"]))
-    var format: OutputFormat = .text
-
-    func validate() throws { try format.require(TrustShowReport.formats, of: "trust show") }
+    @OptionGroup var output: FormatOption<TrustShowReport>
 
     func run() throws {
-        Console.out(try TrustShowReport(file: file, trust: try TrustFile.load(file)).rendered(as: format))
+        try output.print(TrustShowReport(file: file, trust: try TrustFile.load(file)))
     }
 }

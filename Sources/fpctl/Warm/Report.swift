@@ -27,7 +27,7 @@ struct Report: ParsableCommand {
 
     @Argument(help: "JSON outputs of fpctl warm --format json, or directories of them (warm --output-dir).")
     var files: [String]
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<WarmReportSummary>
 
     func run() throws {
         let result = try WarmReport.summarize(files)

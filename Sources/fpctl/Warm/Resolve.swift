@@ -25,12 +25,7 @@ struct Resolve: AsyncParsableCommand {
     @OptionGroup var backend: BackendOptions
     @Option(name: .shortAndLong, help: "Write the winning flow's JSON here.") var output: String?
     @Flag(help: "Replace the --output file if it exists.") var overwrite = false
-    @Option(
-        help: "Output format: text (or table, the same: the trace) or json.",
-        completion: .list(["text", "table", "json"]))
-    var format: OutputFormat = .text
-
-    func validate() throws { try format.require(ResolveTrace.formats, of: "resolve") }
+    @OptionGroup var printed: FormatOption<ResolveTrace>
 
     func run() async throws {
         // The output is checked (and its temporary file made) before the cache is touched.
@@ -40,7 +35,7 @@ struct Resolve: AsyncParsableCommand {
         warmer.finishWriting()
         var trace = ResolveTrace(resolution, identity: identity)
         trace.noBundleGiven = "no --bundle given"
-        Console.out(try trace.rendered(as: format))
+        Console.out(try trace.rendered(as: printed.format))
         let outcome = resolution.outcome
         guard outcome.state == .warmed, outcome.deliverySource != nil, let doc = resolution.document else {
             throw resolution.reach.reachedNone ? Verdict.unavailable : Verdict.negative

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowPilotCore
+import FlowPilotOutput
 import Foundation
 
 struct Warm: AsyncParsableCommand {
@@ -94,7 +95,7 @@ struct Warm: AsyncParsableCommand {
             """)
     var outputDir: String?
     @Option(parsing: .unconditional, help: "How long to wait for resolves that outlived their timeout.")
-    var grace = DurationArgument("10s", seconds: 10)
+    var grace = DurationArgument(WarmLimits.defaultGrace)
     @Option(name: .customLong("fail-on"), help: "Which outcomes make the exit status 3.")
     var failOn: WarmRun.FailOn = .failed
     @Flag(name: .customLong("no-caching"), help: "Caching disabled: warm does nothing, and says so.")
@@ -115,7 +116,7 @@ struct Warm: AsyncParsableCommand {
             merges the two.
             """)
     var resume: String?
-    @OptionGroup var output: FormatOption
+    @OptionGroup var output: FormatOption<OutcomeReport>
 
     /// Identities or downloads at once: enough for any backend, and never a
     /// connection count that overflows.
@@ -207,7 +208,8 @@ struct Warm: AsyncParsableCommand {
         // Every limit of the run decided once, in the core; the open-files fit is said once, on stderr.
         let limits = WarmLimits(
             concurrency: concurrency, mediaConcurrency: mediaConcurrency, grace: grace.duration,
-            placements: Set(placements).count, batch: !backend.noBatch, freeDescriptors: Platform.freeDescriptors(),
+            placements: Set(placements.map(ExactName.init)).count, batch: !backend.noBatch,
+            freeDescriptors: Platform.freeDescriptors(),
             openFileLimit: Platform.openFileLimit())
         if let lowered = limits.lowered { Console.warn(lowered.message) }
         var options = WarmRun.Options(placements: placements, limits: limits)
@@ -274,71 +276,5 @@ struct Warm: AsyncParsableCommand {
                 "; rate limit \(pacer.rate?.description ?? "none"), requests waited \(String(format: "%.2f", seconds))s in all for their turn"
         }
         return line
-    }
-}
-
-/// A one-line progress counter on standard error, only when it is a terminal,
-/// redrawn at most five times a second. The rate is over the last few seconds
-/// (a window of samples), never over less than one: a first second's 65 rows
-/// read as 65,000/s, and a rate since the start hides a run slowing down. When
-/// the identities come from a file, its size makes the run's share known
-/// (`fraction`: the bytes of the lines read): the line starts with the
-/// percentage, and after a second ends with the time left at the recent
-/// pace. It is cleared before anything else reaches the terminal (`clear`).
-final class Progress {
-    let enabled: Bool
-    /// The share of the input done, 0 to 1, when it is known.
-    let fraction: () -> Double?
-    private var shown = false
-    private var last = ContinuousClock.now
-    private let start = ContinuousClock.now
-    /// (seconds since start, identities) at each redraw, the last five seconds' worth.
-    private var samples: [(Double, Int)] = [(0, 0)]
-
-    init(enabled: Bool, fraction: @escaping () -> Double? = { nil }) {
-        self.enabled = enabled
-        self.fraction = fraction
-    }
-
-    func update(_ counts: WarmRun.Counts) {
-        let now = ContinuousClock.now
-        guard enabled, now - last > .milliseconds(200) else { return }
-        last = now
-        let elapsed = now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        samples.append((seconds, counts.identities))
-        while samples.count > 2, seconds - samples[1].0 >= 5 { samples.removeFirst() }
-        let done = fraction()
-        var line = "\r\u{1B}[2K"
-        if let done { line += "\(Int((done * 100).rounded(.down)))% " }
-        line += "\(counts.identities) identities, \(counts.warmed) warmed, \(counts.failed) failed"
-        if let first = samples.first, seconds - first.0 >= 1 {
-            let rate = Double(counts.identities - first.1) / (seconds - first.0)
-            line += ", \(Int(rate.rounded()))/s"
-            // The time left at the window's pace: the identities still to come
-            // are those done so far times what is left of the input over its share done.
-            if let done, done > 0, rate > 0 {
-                let left = Double(counts.identities) * (1 - done) / done / rate
-                line += ", \(Self.duration(left)) left"
-            }
-        }
-        Console.raw(line)
-        shown = true
-    }
-
-    /// `42s`, `3m05s`, `2h07m`.
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.up))
-        if s < 60 { return "\(s)s" }
-        if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }
-        return "\(s / 3600)h\(String(format: "%02d", s % 3600 / 60))m"
-    }
-
-    /// Takes the line away, so that rows or the summary start at the margin;
-    /// the next `update` draws it again.
-    func clear() {
-        guard enabled && shown else { return }
-        Console.raw("\r\u{1B}[2K")
-        shown = false
     }
 }

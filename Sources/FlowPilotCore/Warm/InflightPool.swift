@@ -8,7 +8,10 @@ import Synchronization
 /// tag being the request's `AttemptLog`.
 ///
 /// No closure crosses the pool: a claim is a value the claimer keeps and
-/// hands back to `deliver` once its work has the value.
+/// hands back to `deliver` once its work has the value; or to `fulfil` then,
+/// and to `release` once the value's effect is visible elsewhere (a resolve's
+/// flow durable in the cache), so that a caller in between joins the value
+/// instead of starting the work again.
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendable>: Sendable {
     /// A key nobody was running: the claimer's to work on and `deliver`, once.
     struct Claim: Sendable {
@@ -58,13 +61,23 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
         }
     }
 
-    /// The claimed key's value: its callers get it, and the key is forgotten
-    /// (the next caller claims it again).
+    /// The claimed key's value: its callers get it, and the key is forgotten.
     func deliver(_ claim: Claim, _ value: Value) {
+        fulfil(claim, value)
+        release(claim)
+    }
+
+    /// The claimed key's value, given to its callers and to every caller that
+    /// joins the key until it is `release`d.
+    func fulfil(_ claim: Claim, _ value: Value) {
+        claim.value.fulfil(value)
+    }
+
+    /// The claimed key forgotten: the next caller claims it anew.
+    func release(_ claim: Claim) {
         state.withLock { state in
             if state.running[claim.key]?.generation == claim.generation { state.running[claim.key] = nil }
         }
-        claim.value.fulfil(value)
     }
 
     /// How many keys are running now.

@@ -101,8 +101,12 @@ final class LiveResolver: Sendable {
         // One promise for the request's results once durable, each landing reading its own.
         let durable = Pending<[LiveResult]>()
         let landings = results.indices.map { LiveLanding(results[$0], index: $0, of: durable) }
-        for (claim, landing) in zip(claims, landings) { pool.deliver(claim, landing) }
-        land(Array(zip(placements, results)), landings, durable, identity)
+        // Each key stays joinable until its flow is durable: a caller in between (its lookup
+        // missed the flow not yet in the cache) joins this landing rather than asking again.
+        for (claim, landing) in zip(claims, landings) { pool.fulfil(claim, landing) }
+        land(Array(zip(placements, results)), landings, durable, identity) { [pool] in
+            for claim in claims { pool.release(claim) }
+        }
     }
 
     /// The live resolve of one placement, joined or started.
@@ -248,7 +252,7 @@ final class LiveResolver: Sendable {
     /// flow that cannot be written is a failure (`cache-write`): nothing was warmed.
     private func land(
         _ results: [(String, LiveResult)], _ landings: [LiveLanding], _ durable: Pending<[LiveResult]>,
-        _ identity: Identity
+        _ identity: Identity, then released: @escaping @Sendable () -> Void
     ) {
         var flows: [(placement: String, document: FlowDocument, ttlSeconds: Int)] = []
         for (placement, result) in results {
@@ -280,6 +284,7 @@ final class LiveResolver: Sendable {
                 }
             }
             durable.fulfil(results)
+            released()
         }
     }
 }

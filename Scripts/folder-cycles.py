@@ -4,9 +4,10 @@
 A folder of Sources/FlowPilotCore depends on another when one of its files
 names a type declared at the top level of a file in the other (struct, class,
 enum, protocol, actor, typealias; nested types and extensions are their
-declaring file's). The folders must form a graph without cycles, so each can
-be read, tested and moved knowing only those below it (docs/decisions.md,
-"Layout"). Prints each cycle's edges, with a type that makes each, and exits 1.
+declaring file's), or calls a free function declared at the top level there
+(`writeAll(`). The folders must form a graph without cycles, so each can be
+read, tested and moved knowing only those below it (CONTRIBUTING.md,
+"Layout"). Prints each cycle's edges, with a name that makes each, and exits 1.
 
     Scripts/folder-cycles.py [Sources/FlowPilotCore]
 """
@@ -19,10 +20,15 @@ DECLARATION = re.compile(
     r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|internal|package|private|fileprivate|final|indirect|nonisolated)\s+)*"
     r"(?:struct|class|enum|protocol|actor|typealias)\s+([A-Z]\w*)",
     re.M)
+# A free function: `func` at the start of a line (members are indented).
+FUNCTION = re.compile(
+    r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|internal|package|private|fileprivate)\s+)*func\s+([a-zA-Z_]\w*)",
+    re.M)
 
 
 def graph(root: pathlib.Path):
     owner: dict[str, str] = {}
+    functions: dict[str, str] = {}
     texts: list[tuple[str, str]] = []
     for path in sorted(root.rglob("*.swift")):
         parts = path.relative_to(root).parts
@@ -33,13 +39,18 @@ def graph(root: pathlib.Path):
         texts.append((folder, code))
         for match in DECLARATION.finditer(text):
             owner.setdefault(match.group(1), folder)
-    names = re.compile(r"\b(" + "|".join(sorted(owner, key=len, reverse=True)) + r")\b")
+        for match in FUNCTION.finditer(text):
+            functions.setdefault(match.group(1), folder)
+    # A type is named anywhere; a free function where it is called.
+    names = re.compile(
+        r"\b(" + "|".join(sorted(owner, key=len, reverse=True)) + r")\b"
+        + (r"|\b(" + "|".join(sorted(functions, key=len, reverse=True)) + r")\(" if functions else ""))
     edges: dict[str, dict[str, str]] = collections.defaultdict(dict)
     for folder, code in texts:
         for match in names.finditer(code):
-            other = owner[match.group(1)]
+            other = owner[match.group(1)] if match.group(1) else functions[match.group(2)]
             if other != folder and other != ".":
-                edges[folder].setdefault(other, match.group(1))
+                edges[folder].setdefault(other, match.group(1) or match.group(2) + "()")
     return edges
 
 

@@ -120,6 +120,10 @@ struct TerminationTests {
         #expect(stopped.allSatisfy { $0.state == "warmed" })
         #expect(
             FileManager.default.fileExists(atPath: tmp.file("warm.prom")), "the metrics are written at a clean stop")
+        // A stop ends the cache as a normal end does: every segment the writer made is sealed (its index published).
+        let log = try FileManager.default.contentsOfDirectory(atPath: tmp.file("cache") + "/log")
+        let segments = log.filter { $0.hasSuffix(".seg") }
+        #expect(!segments.isEmpty && segments.allSatisfy { log.contains($0 + ".idx") }, "\(log.sorted())")
 
         let before = try await batches(server)
         let second = try fpctl(arguments, environment: environment)

@@ -198,9 +198,16 @@ final class LiveResolver: Sendable {
             }
         }
         counts.pending = late.count - counts.landed - counts.failed - counts.noFlow
+        finish()
+        return counts
+    }
+
+    /// What ends every run, a stopped one too (with no wait): each
+    /// placement's alias pointed at its newest entry, the writer's segment
+    /// sealed (docs/cache-format.md, "Writing" and "Aliases").
+    func finish() {
         aliases.flush()
         store.finishWriting()
-        return counts
     }
 
     private func resolveOne(_ placement: String, _ identity: Identity, _ log: AttemptLog) async -> LiveResult {

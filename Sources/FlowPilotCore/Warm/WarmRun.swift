@@ -258,7 +258,14 @@ public struct WarmRun: Sendable {
             return loop
         }
         if let readError = loop.readError { throw readError }
-        let late = loop.flow.stopped ? LateResolves() : await warmer.waitForLateResolves(grace: options.grace)
+        let late: LateResolves
+        if loop.flow.stopped {
+            // No grace at a stop, but the aliases and the segment end as at a normal end.
+            warmer.finishStopped()
+            late = LateResolves()
+        } else {
+            late = await warmer.waitForLateResolves(grace: options.grace)
+        }
         return Summary(
             counts: loop.counts, reach: warmer.reach, late: late, elapsed: .now - started,
             stopped: loop.flow.stopped, abandoned: loop.flow.inFlight)

@@ -258,6 +258,11 @@ public final class Warmer: Sendable {
     /// Seals what this process wrote to a format-2 cache (`CacheStore.finishWriting`): a run's last act.
     public func finishWriting() { store.finishWriting() }
 
+    /// A stopped run's end, within the stop's bound: no wait for late
+    /// resolves, but the aliases pointed and the segment sealed as at a
+    /// normal end (`waitForLateResolves` does both after its wait).
+    public func finishStopped() { live.finish() }
+
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
     public var requests: RequestCounts { live.client.requests }
     /// The run's request pacing: its rate limit and the time requests waited for it.

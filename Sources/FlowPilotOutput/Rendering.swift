@@ -57,7 +57,7 @@ extension Rendering {
 /// JSON output for machines, every document in the one layout of
 /// `JSONDocument` (sorted keys, compact, rows one per line, `schema_version`
 /// added once, there). Report types name their fields in camelCase; the
-/// documents use snake_case; times are RFC 3339.
+/// documents use snake_case; times are RFC 3339 (`JSONValueEncoder`).
 public enum JSONOutput {
     public static let schemaVersion = JSONDocument.schemaVersion
 
@@ -66,16 +66,9 @@ public enum JSONOutput {
     }
 
     public static func data<T: Encodable>(_ value: T) throws -> Data {
-        // Values already in JSON keep their keys as they are.
-        if case .object(let members)? = value as? JSONValue { return JSONDocument.data(members) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .custom { date, enc in
-            var c = enc.singleValueContainer()
-            try c.encode(RFC3339.string(date))
-        }
-        guard case .object(let members) = try JSONValue.parse(try encoder.encode(value)) else {
+        // Straight to a value (`JSONValueEncoder`: snake-case keys, RFC 3339 dates; values
+        // already in JSON keep their keys), then the one layout: no JSON text in between.
+        guard case .object(let members) = try JSONValueEncoder.encode(value) else {
             preconditionFailure("a JSON document is an object")
         }
         return JSONDocument.data(members)

@@ -1,5 +1,6 @@
 import FlowPilotCore
 import FlowPilotOutput
+import Foundation
 import Testing
 
 @Suite("JSON output for machines")
@@ -35,5 +36,73 @@ struct JSONOutputTests {
         // Table and text name one format.
         #expect(OutputFormat(name: "table") == .text && OutputFormat(name: "text") == .text)
         #expect(OutputFormat(name: "yaml") == nil)
+    }
+}
+
+/// `JSONValueEncoder` (#63: one writer, no JSON text between a report and its
+/// layout) gives what Foundation's encoder with the options `JSONOutput` used
+/// gave, parsed: the same keys, dates, numbers, and dictionary keys kept.
+@Suite("JSONValueEncoder gives JSONEncoder's document, with no text in between")
+struct JSONValueEncoderTests {
+    struct Inner: Encodable {
+        let flowID: String
+        let p50Ms: Int?
+        let ratio: Double
+    }
+
+    struct Sample: Encodable {
+        let appID: String
+        let urlString: String
+        let imageTTLSeconds: Int
+        let oldestResolvedAt: Date
+        let missing: String?
+        let big: Int64
+        let whole: Double
+        let tiny: Double
+        let inner: Inner
+        let rows: [Inner]
+        let byPlacement: [String: Int]
+        let raw: JSONValue
+        let flag: Bool
+    }
+
+    @Test("a document of every kind of member encodes as Foundation's snake-case encoder and a parse gave it")
+    func sameAsFoundation() throws {
+        let sample = Sample(
+            appID: "demo", urlString: "u", imageTTLSeconds: 7,
+            oldestResolvedAt: Date(timeIntervalSince1970: 1_780_272_000),
+            missing: nil, big: 9_007_199_254_740_993, whole: 5, tiny: 1e-7,
+            inner: Inner(flowID: "f", p50Ms: 12, ratio: 0.5),
+            rows: [Inner(flowID: "a", p50Ms: nil, ratio: 1.25), Inner(flowID: "b", p50Ms: 3, ratio: 2)],
+            byPlacement: ["payWall": 2, "onboarding": 1], raw: .object(["keepMe": .integer(1)]), flag: true)
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .custom { date, enc in
+            var c = enc.singleValueContainer()
+            try c.encode(RFC3339.string(date))
+        }
+        let foundation = try JSONValue.parse(try encoder.encode(sample))
+        let ours = try JSONValueEncoder.encode(sample)
+        #expect(ours == foundation, "\(CanonicalJSON.string(ours))\n\(CanonicalJSON.string(foundation))")
+        #expect(CanonicalJSON.data(ours) == CanonicalJSON.data(foundation))
+        #expect(ours["by_placement"]?["payWall"] == .integer(2), "a dictionary's keys are kept")
+        #expect(ours["big"] == .integer(9_007_199_254_740_993))
+        #expect(ours["missing"] == nil, "nil is left out")
+    }
+
+    @Test(
+        "snake case as Foundation writes it",
+        arguments: [
+            ("appID", "app_id"), ("imageTTLSeconds", "image_ttl_seconds"), ("p50Ms", "p50_ms"),
+            ("flowBytes", "flow_bytes"),
+            ("already_snake", "already_snake"), ("x", "x"), ("imageTTL", "image_ttl"),
+        ])
+    func snake(key: String, expected: String) {
+        #expect(JSONValueEncoder.snakeCase(key) == expected)
+    }
+
+    @Test("a non-finite double is refused, as JSON cannot say it")
+    func nonFinite() {
+        #expect(throws: EncodingError.self) { try JSONValueEncoder.encode(["x": Double.infinity]) }
     }
 }

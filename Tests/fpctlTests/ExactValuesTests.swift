@@ -167,9 +167,7 @@ struct ExactValuesTests {
         #expect(
             inverted.status == 65 && inverted.stdout.contains("signed.expires: after signed_at"), "\(inverted.stdout)")
         // bundle sign with a SOURCE_DATE_EPOCH a day ahead of now: refused, nothing written.
-        let ahead = try p.run(
-            "bundle", "sign", p.bundle, "--key", p.f("ci.key"), "--trust", p.f("trust.json"), "--sequence", "2", "-o",
-            p.f("ahead.fpbundle"), env: ["SOURCE_DATE_EPOCH": "1780358400"])
+        let ahead = try p.sign("ahead.fpbundle", sequence: 2, env: ["SOURCE_DATE_EPOCH": "1780358400"])
         #expect(ahead.status == 64, "\(ahead.stderr)")
         #expect(ahead.stderr.contains("more than 300 s after now"), "\(ahead.stderr)")
         #expect(!FileManager.default.fileExists(atPath: p.f("ahead.fpbundle")))

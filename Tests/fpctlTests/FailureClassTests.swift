@@ -94,52 +94,30 @@ struct UnavailableStatusTests {
     /// A loopback port whose accept queue is full, so a connect to it waits
     /// for an answer that never comes (Linux drops the SYN), as a nameserver
     /// or a host that never answers: what `--timeout` runs out on.
-    final class Blackhole {
-        let process = Process()
-        let port: String
-
-        init() throws {
-            let script = """
-                import select, signal, socket
-                s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)
-                port = s.getsockname()[1]
-                fill = []
-                for i in range(4):
-                    c = socket.socket(); c.setblocking(False)
-                    try: c.connect(("127.0.0.1", port))
-                    except BlockingIOError: pass
-                    fill.append(c)
-                # The queue's connections complete their handshakes; the rest wait as fpctl's will.
-                select.select([], fill, [], 0.5)
-                print(port, flush=True)
-                signal.pause()
-                """
-            process.executableURL = URL(fileURLWithPath: try tool("python3"))
-            process.arguments = ["-c", script]
-            let output = Pipe()
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = output
-            try process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line.append(chunk)
-            }
-            port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+    static func blackhole() throws -> PythonProcess {
+        try PythonProcess(
+            """
+            import select, signal, socket
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)
+            port = s.getsockname()[1]
+            fill = []
+            for i in range(4):
+                c = socket.socket(); c.setblocking(False)
+                try: c.connect(("127.0.0.1", port))
+                except BlockingIOError: pass
+                fill.append(c)
+            # The queue's connections complete their handshakes; the rest wait as fpctl's will.
+            select.select([], fill, [], 0.5)
+            print(port, flush=True)
+            signal.pause()
+            """)
     }
 
     @Test(
         "--timeout passing while the connect is pending is 69 with warm's line; passing while the answer is awaited is 1 (#64)"
     )
     func timeoutBeforeConnect() throws {
-        let hole = try Blackhole()
+        let hole = try Self.blackhole()
         let tmp = try TemporaryDirectory()
         let backend = ["--api-url", "http://127.0.0.1:\(hole.port)", "--app-id", "demo", "--user-id", "a"]
         let common = backend + ["--cache-dir", tmp.file("cache"), "--timeout", "2s"]

@@ -10,8 +10,8 @@ struct NumberRangeTests {
     /// single and batch resolve with the demo's paywall flow and `ttl` as its
     /// cache_ttl_seconds, written as it stands in `ttl`.
     final class FixedBackend {
-        let process = Process()
-        let url: String
+        let python: PythonProcess
+        var url: String { "http://127.0.0.1:\(python.port)" }
 
         init(ttl: String) throws {
             let script = """
@@ -35,26 +35,7 @@ struct NumberRangeTests {
                 print(s.server_address[1], flush=True)
                 s.serve_forever()
                 """
-            process.executableURL = URL(fileURLWithPath: try tool("python3"))
-            process.arguments = ["-c", script, Paths.sample("demo") + "/flows/paywall.json"]
-            let output = Pipe()
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = output
-            try process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line.append(chunk)
-            }
-            let port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            url = "http://127.0.0.1:\(port)"
-        }
-
-        deinit {
-            // SIGKILL: the server inherits the test runner's ignored SIGTERM.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            python = try PythonProcess(script, arguments: [Paths.sample("demo") + "/flows/paywall.json"])
         }
     }
 

@@ -47,17 +47,18 @@ struct TrustTests {
             return r
         }
 
-        /// `bundle sign --trust` of the demo bundle into `out`.
+        /// `bundle sign --trust` of the demo bundle into `out`, `env` over the pipeline's environment.
         @discardableResult
-        func sign(_ out: String, key: String = "ci.key", sequence: Int = 1, extra: [String] = []) throws
-            -> ProcessResult
-        {
+        func sign(
+            _ out: String, key: String = "ci.key", sequence: Int = 1, extra: [String] = [],
+            env extra2: [String: String] = [:]
+        ) throws -> ProcessResult {
             try fpctl(
                 [
                     "bundle", "sign", bundle, "--key", f(key), "--trust", f("trust.json"), "--sequence",
                     String(sequence),
                     "-o", f(out),
-                ] + extra, environment: env)
+                ] + extra, environment: env.merging(extra2) { $1 })
         }
 
         /// `validate --trust app.json` of `file`, at `now`.
@@ -318,9 +319,7 @@ struct TrustTests {
         #expect(!FileManager.default.fileExists(atPath: p.f("e.fpbundle")))
         // A SOURCE_DATE_EPOCH so far back that the signature (90 days by default) has expired by now:
         // what validate would refuse as signature-expired is refused here, and nothing is written (#64).
-        let stale = try p.run(
-            "bundle", "sign", p.bundle, "--key", p.f("ci.key"), "--trust", p.f("trust.json"), "--sequence", "4", "-o",
-            p.f("f.fpbundle"), env: ["SOURCE_DATE_EPOCH": "0"])
+        let stale = try p.sign("f.fpbundle", sequence: 4, env: ["SOURCE_DATE_EPOCH": "0"])
         #expect(stale.status == 64, "\(stale.stderr)")
         #expect(stale.stderr.contains("the signature would expire at 1970-"), "\(stale.stderr)")
         #expect(!FileManager.default.fileExists(atPath: p.f("f.fpbundle")))

@@ -64,6 +64,9 @@ struct JSONValueEncoderTests {
         let byPlacement: [String: Int]
         let raw: JSONValue
         let flag: Bool
+        let small: UInt8
+        let single: Float
+        let counts: [Int32]
     }
 
     @Test("a document of every kind of member encodes as Foundation's snake-case encoder and a parse gave it")
@@ -74,7 +77,8 @@ struct JSONValueEncoderTests {
             missing: nil, big: 9_007_199_254_740_993, whole: 5, tiny: 1e-7,
             inner: Inner(flowID: "f", p50Ms: 12, ratio: 0.5),
             rows: [Inner(flowID: "a", p50Ms: nil, ratio: 1.25), Inner(flowID: "b", p50Ms: 3, ratio: 2)],
-            byPlacement: ["payWall": 2, "onboarding": 1], raw: .object(["keepMe": .integer(1)]), flag: true)
+            byPlacement: ["payWall": 2, "onboarding": 1], raw: .object(["keepMe": .integer(1)]), flag: true,
+            small: 7, single: 0.5, counts: [1, -2])
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.dateEncodingStrategy = .custom { date, enc in

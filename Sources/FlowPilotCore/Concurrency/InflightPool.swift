@@ -3,17 +3,17 @@ import Synchronization
 /// Work shared by key while it runs: the first caller for a key claims it
 /// and starts the work, callers for the same key while it runs get the same
 /// value to come (and the tag the claimer gave it), and the key is forgotten
-/// when its value is delivered (Nuke's TaskPool, in miniature). Concurrent
+/// when its claimer releases it (Nuke's TaskPool, in miniature). Concurrent
 /// resolves of one (placement, fingerprint) share a request this way, the
 /// tag being the request's `AttemptLog`.
 ///
 /// No closure crosses the pool: a claim is a value the claimer keeps and
-/// hands back to `deliver` once its work has the value; or to `fulfil` then,
-/// and to `release` once the value's effect is visible elsewhere (a resolve's
-/// flow durable in the cache), so that a caller in between joins the value
-/// instead of starting the work again.
+/// hands back to `fulfil` once its work has the value, and to `release` once
+/// the value's effect is visible elsewhere (a resolve's flow durable in the
+/// cache), so that a caller in between joins the value instead of starting
+/// the work again.
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendable>: Sendable {
-    /// A key nobody was running: the claimer's to work on and `deliver`, once.
+    /// A key nobody was running: the claimer's to work on, `fulfil` and `release`, once.
     struct Claim: Sendable {
         let key: Key
         let tag: Tag
@@ -34,7 +34,7 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     /// counts once: both places get its value), and the claims of the keys
     /// nobody was running, in order: the caller starts their work (several
     /// claims may be worked on together, as one batch request) and
-    /// `deliver`s each. A claimed key keeps the tag it was given here; a
+    /// `fulfil`s and `release`s each. A claimed key keeps the tag it was given here; a
     /// running key has its claimer's. Two callers never claim the same
     /// running key.
     func values(for keys: [(key: Key, tag: Tag)]) -> (running: [Running], claims: [Claim]) {
@@ -59,12 +59,6 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
             }
             return (values, claims)
         }
-    }
-
-    /// The claimed key's value: its callers get it, and the key is forgotten.
-    func deliver(_ claim: Claim, _ value: Value) {
-        fulfil(claim, value)
-        release(claim)
     }
 
     /// The claimed key's value, given to its callers and to every caller that

@@ -64,16 +64,21 @@ private final class Slot {
 private struct ValueEncoder: Encoder {
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
-    var slot = Slot()
+    let slot = Slot()
 
-    init(codingPath: [any CodingKey], slot: Slot = Slot()) {
-        self.codingPath = codingPath
-        self.slot = slot
-    }
-
+    /// Every value, primitives included, is boxed here: the containers' typed
+    /// `encode` requirements are met by their one generic `encode`, which
+    /// comes here, so a primitive never goes round through `encode(to:)`.
     func box(_ value: some Encodable) throws -> JSONValue {
         switch value {
         case let v as JSONValue: return v
+        case let b as Bool: return .bool(b)
+        case let s as String: return .string(s)
+        case let d as Double: return try number(d)
+        case let f as Float: return try number(Double(f))
+        case let n as any BinaryInteger:
+            if let exact = Int64(exactly: n) { return .integer(exact) }
+            return .number(Double(n))
         case let date as Date: return .string(RFC3339.string(date))
         case let data as Data: return .string(data.base64EncodedString())
         case let members as [String: any Encodable]:
@@ -89,6 +94,15 @@ private struct ValueEncoder: Encoder {
         }
     }
 
+    /// A double as JSON holds it: finite only.
+    private func number(_ value: Double) throws -> JSONValue {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(
+                value, .init(codingPath: codingPath, debugDescription: "not a JSON number"))
+        }
+        return .number(value)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if case .object = slot.content {} else { slot.content = .object([:]) }
         return KeyedEncodingContainer(Keyed<Key>(encoder: self))
@@ -101,77 +115,39 @@ private struct ValueEncoder: Encoder {
 
     func singleValueContainer() -> any SingleValueEncodingContainer { Single(encoder: self) }
 
-    /// A number as JSON holds it exactly: an integer as one, a double when finite.
-    static func number(_ value: Double, _ path: [any CodingKey]) throws -> JSONValue {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription: "not a JSON number"))
-        }
-        return .number(value)
-    }
-
-    static func integer(_ value: some BinaryInteger) -> JSONValue {
-        if let exact = Int64(exactly: value) { return .integer(exact) }
-        return .number(Double(value))
-    }
-
-    func encoded(_ value: some Encodable, at key: (any CodingKey)?) throws -> Slot {
-        let path = key.map { codingPath + [$0] } ?? codingPath
+    /// A child holding `value`, boxed at `path`.
+    static func child(_ path: [any CodingKey], _ value: some Encodable) throws -> ValueEncoder {
         let child = ValueEncoder(codingPath: path)
         child.slot.content = .value(try child.box(value))
-        return child.slot
+        return child
     }
 
     struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let encoder: ValueEncoder
         var codingPath: [any CodingKey] { encoder.codingPath }
 
-        private func put(_ slot: Slot, _ key: Key) {
-            guard case .object(var members) = encoder.slot.content else { return }
-            members[JSONValueEncoder.snakeCase(key.stringValue)] = slot
-            encoder.slot.content = .object(members)
+        @discardableResult
+        private func put(_ child: ValueEncoder, _ key: Key) -> ValueEncoder {
+            if case .object(var members) = encoder.slot.content {
+                members[JSONValueEncoder.snakeCase(key.stringValue)] = child.slot
+                encoder.slot.content = .object(members)
+            }
+            return child
         }
 
-        private func put(_ value: JSONValue, _ key: Key) {
-            let slot = Slot()
-            slot.content = .value(value)
-            put(slot, key)
-        }
-
-        mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
-        mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
-        mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
-        mutating func encode(_ value: Double, forKey key: Key) throws {
-            put(try ValueEncoder.number(value, codingPath + [key]), key)
-        }
-        mutating func encode(_ value: Float, forKey key: Key) throws {
-            put(try ValueEncoder.number(Double(value), codingPath + [key]), key)
-        }
-        mutating func encode(_ value: Int, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: Int8, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: Int16, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: Int32, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: Int64, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: UInt, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: UInt8, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: UInt16, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: UInt32, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
-        mutating func encode(_ value: UInt64, forKey key: Key) throws { put(ValueEncoder.integer(value), key) }
+        mutating func encodeNil(forKey key: Key) throws { try encode(JSONValue.null, forKey: key) }
         mutating func encode(_ value: some Encodable, forKey key: Key) throws {
-            put(try encoder.encoded(value, at: key), key)
+            put(try ValueEncoder.child(codingPath + [key], value), key)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
             -> KeyedEncodingContainer<NestedKey>
         {
-            let child = ValueEncoder(codingPath: codingPath + [key])
-            put(child.slot, key)
-            return child.container(keyedBy: keyType)
+            put(ValueEncoder(codingPath: codingPath + [key]), key).container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-            let child = ValueEncoder(codingPath: codingPath + [key])
-            put(child.slot, key)
-            return child.unkeyedContainer()
+            put(ValueEncoder(codingPath: codingPath + [key]), key).unkeyedContainer()
         }
 
         mutating func superEncoder() -> any Encoder {
@@ -180,9 +156,7 @@ private struct ValueEncoder: Encoder {
         }
 
         mutating func superEncoder(forKey key: Key) -> any Encoder {
-            let child = ValueEncoder(codingPath: codingPath + [key])
-            put(child.slot, key)
-            return child
+            put(ValueEncoder(codingPath: codingPath + [key]), key)
         }
     }
 
@@ -194,63 +168,36 @@ private struct ValueEncoder: Encoder {
             return 0
         }
 
-        private func append(_ slot: Slot) {
-            guard case .array(var items) = encoder.slot.content else { return }
-            items.append(slot)
-            encoder.slot.content = .array(items)
+        @discardableResult
+        private func append(_ child: ValueEncoder) -> ValueEncoder {
+            if case .array(var items) = encoder.slot.content {
+                items.append(child.slot)
+                encoder.slot.content = .array(items)
+            }
+            return child
         }
 
-        private func append(_ value: JSONValue) {
-            let slot = Slot()
-            slot.content = .value(value)
-            append(slot)
-        }
-
-        mutating func encodeNil() throws { append(.null) }
-        mutating func encode(_ value: Bool) throws { append(.bool(value)) }
-        mutating func encode(_ value: String) throws { append(.string(value)) }
-        mutating func encode(_ value: Double) throws { append(try ValueEncoder.number(value, codingPath)) }
-        mutating func encode(_ value: Float) throws { append(try ValueEncoder.number(Double(value), codingPath)) }
-        mutating func encode(_ value: Int) throws { append(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: Int64) throws { append(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: UInt64) throws { append(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: some Encodable) throws { append(try encoder.encoded(value, at: nil)) }
+        mutating func encodeNil() throws { try encode(JSONValue.null) }
+        mutating func encode(_ value: some Encodable) throws { append(try ValueEncoder.child(codingPath, value)) }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
             -> KeyedEncodingContainer<NestedKey>
         {
-            let child = ValueEncoder(codingPath: codingPath)
-            append(child.slot)
-            return child.container(keyedBy: keyType)
+            append(ValueEncoder(codingPath: codingPath)).container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-            let child = ValueEncoder(codingPath: codingPath)
-            append(child.slot)
-            return child.unkeyedContainer()
+            append(ValueEncoder(codingPath: codingPath)).unkeyedContainer()
         }
 
-        mutating func superEncoder() -> any Encoder {
-            let child = ValueEncoder(codingPath: codingPath)
-            append(child.slot)
-            return child
-        }
+        mutating func superEncoder() -> any Encoder { append(ValueEncoder(codingPath: codingPath)) }
     }
 
     struct Single: SingleValueEncodingContainer {
         let encoder: ValueEncoder
         var codingPath: [any CodingKey] { encoder.codingPath }
 
-        private func set(_ value: JSONValue) { encoder.slot.content = .value(value) }
-
-        mutating func encodeNil() throws { set(.null) }
-        mutating func encode(_ value: Bool) throws { set(.bool(value)) }
-        mutating func encode(_ value: String) throws { set(.string(value)) }
-        mutating func encode(_ value: Double) throws { set(try ValueEncoder.number(value, codingPath)) }
-        mutating func encode(_ value: Float) throws { set(try ValueEncoder.number(Double(value), codingPath)) }
-        mutating func encode(_ value: Int) throws { set(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: Int64) throws { set(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: UInt64) throws { set(ValueEncoder.integer(value)) }
-        mutating func encode(_ value: some Encodable) throws { set(try encoder.box(value)) }
+        mutating func encodeNil() throws { encoder.slot.content = .value(.null) }
+        mutating func encode(_ value: some Encodable) throws { encoder.slot.content = .value(try encoder.box(value)) }
     }
 }

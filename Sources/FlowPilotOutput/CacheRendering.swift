@@ -69,15 +69,19 @@ public struct FlowListing {
     public mutating func row(_ e: CachedFlow) -> Data {
         switch format {
         case .json:
-            return stream.row(
-                .object([
-                    "placement": .string(e.placement), "user_id": e.userID.map(JSONValue.string) ?? .null,
-                    "fingerprint": .string(e.fingerprint), "flow_id": .string(e.flowID),
-                    "version": .string(e.version), "resolved_at": .string(RFC3339.string(e.resolvedAt)),
-                    "age_seconds": .number(Double(Int(e.age(at: now)))),
-                    "ttl_seconds": .number(Double(e.ttlSeconds)), "fresh": .bool(e.isFresh(at: now)),
-                    "size": .number(Double(e.size)),
-                ]))
+            // Member by member in canonical key order: a listing of millions makes no dictionary a row.
+            var row = CanonicalJSON.SortedObject(capacity: 384)
+            row.integer("age_seconds", Int(e.age(at: now)))
+            row.string("fingerprint", e.fingerprint)
+            row.string("flow_id", e.flowID)
+            row.bool("fresh", e.isFresh(at: now))
+            row.string("placement", e.placement)
+            row.string("resolved_at", RFC3339.string(e.resolvedAt))
+            row.integer("size", Int(e.size))
+            row.integer("ttl_seconds", e.ttlSeconds)
+            row.string("user_id", e.userID)
+            row.string("version", e.version)
+            return stream.rowData(Data(row.finishBytes()))
         case .csv:
             return Data(Table.csvLine(cells(e)).utf8)
         case .text:

@@ -91,6 +91,30 @@ final class FlowLogTests {
         #expect(read.records.count == 1 && read.problem?.contains("zeroed") == true)
     }
 
+    @Test("a record whose strings are not UTF-8 is damage, wherever in a string the bad byte is")
+    func notUTF8() throws {
+        // Long enough that the bad byte comes after whole 8-byte words of ASCII, or within the first.
+        for (user, bad) in [("bob", 1), ("user-0123456789abcdef", 17), ("user-0123456789abcdef", 2)] {
+            var bytes: [UInt8] = LogSegment.magic
+            Self.entry("alice").encode(into: &bytes)
+            let start = bytes.count
+            Self.entry(user).encode(into: &bytes)
+            // The user id's bytes, found by their text, made a lone continuation byte; the CRC made right.
+            let userBytes = Array(user.utf8)
+            let at = try #require(
+                (start..<(bytes.count - userBytes.count)).first {
+                    Array(bytes[$0..<($0 + userBytes.count)]) == userBytes
+                })
+            bytes[at + bad] = 0x80
+            let body = Array(bytes[(start + LogRecord.headerSize)...])
+            let crc = body.withUnsafeBytes { LogRecord.crc($0) }
+            LogRecord.store(UInt64(crc), 4, at: start + 4, in: &bytes)
+            let read = bytes.withUnsafeBytes { LogSegment.records(in: $0) }
+            #expect(read.records.map(\.record.userID) == ["alice"], "\(user), byte \(bad)")
+            #expect(read.problem?.contains("does not parse") == true, "\(user), byte \(bad): \(read.problem ?? "none")")
+        }
+    }
+
     @Test("the newest record of a key wins, whatever writer wrote it and in what order")
     func newestWins() throws {
         let log = FlowLog(root: root)

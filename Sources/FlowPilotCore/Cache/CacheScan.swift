@@ -101,26 +101,94 @@ public struct CacheScan: Sendable {
     /// of a format-2 cache adds its aliases to `aliases` and what is wrong in
     /// its segments to `logProblems`.
     public mutating func walk(flow: (CachedFlow) -> Void, superseded: ((File) -> Void)? = nil) {
-        guard let logWalk else {
+        guard logWalk != nil else {
             treeFlows.forEach(flow)
             return
         }
+        walkLog(
+            entry: { path, _, view in flow(CacheStore.cachedFlow(view.record, path: path())) },
+            superseded: superseded.map { older in
+                { path, length, view in
+                    older(File(path: path, size: Int64(length), mtime: LogRecord.date(millis: view.resolvedAtMillis)))
+                }
+            })
+    }
+
+    /// What `cache info` counts of an entry, read without making its
+    /// strings (format 2: from the record in place; format 1: its `CachedFlow`).
+    public struct EntryFacts {
+        public let placement: String
+        public let size: Int64
+        public let resolvedAt: Date
+        public let ttlSeconds: Int
+
+        public func isFresh(at now: Date) -> Bool {
+            CachedFlow.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now)
+        }
+    }
+
+    /// As `walk(flow:)`, each entry's facts alone: a format-2 record's
+    /// placement made a string once for a run of records of one placement.
+    public mutating func walkFacts(_ body: (EntryFacts) -> Void) {
+        guard logWalk != nil else {
+            for entry in treeFlows {
+                body(
+                    EntryFacts(
+                        placement: entry.placement, size: entry.size, resolvedAt: entry.resolvedAt,
+                        ttlSeconds: entry.ttlSeconds))
+            }
+            return
+        }
+        var placements = RecentNames()
+        walkLog(
+            entry: { _, _, view in
+                body(
+                    EntryFacts(
+                        placement: placements.name(view.placement), size: Int64(view.flowSize),
+                        resolvedAt: LogRecord.date(millis: view.resolvedAtMillis), ttlSeconds: Int(view.ttlSeconds)))
+            }, superseded: nil)
+    }
+
+    /// The last few names read from records, so that a run of records of a
+    /// few placements makes each placement's string once, not once a record.
+    struct RecentNames {
+        private var names: [String] = []
+        private var next = 0
+
+        mutating func name(_ bytes: UnsafeRawBufferPointer) -> String {
+            for name in names where name.utf8.count == bytes.count && name.utf8.elementsEqual(bytes) { return name }
+            let name = String(decoding: bytes, as: UTF8.self)
+            if names.count < 8 { names.append(name) } else { names[next] = name }
+            next = (next + 1) % 8
+            return name
+        }
+    }
+
+    /// The log's records, each surviving entry handed to `entry` (its path
+    /// made only if asked for), each older record to `superseded`; aliases
+    /// and problems kept by the first walk.
+    private mutating func walkLog(
+        entry: (_ path: () -> String, _ length: Int, LogRecord.View) -> Void,
+        superseded: ((_ path: String, _ length: Int, LogRecord.View) -> Void)?
+    ) {
+        guard let logWalk else { return }
         var aliases: [Alias] = []
-        let problems = logWalk.log.scan(logWalk.survey) { segment, offset, length, record, older in
-            let path = "\(segment.path)#\(offset)"
+        let problems = logWalk.log.scan(logWalk.survey) { segment, offset, length, view, older in
             if older {
-                superseded?(File(path: path, size: Int64(length), mtime: record.resolvedAt))
+                superseded?("\(segment.path)#\(offset)", length, view)
                 return
             }
-            switch record.kind {
-            case .entry: flow(CacheStore.cachedFlow(record, path: path))
+            switch view.kind {
+            case .entry: entry({ "\(segment.path)#\(offset)" }, length, view)
             case .alias:
+                guard !logWalk.walked else { return }
+                let record = view.record
                 aliases.append(
                     Alias(
                         placement: record.placement,
                         target:
                             "\(record.fingerprint)~\(CacheNames.bounded(record.userID, max: CacheStore.maxNameField))",
-                        path: path, size: Int64(length), inLog: true))
+                        path: "\(segment.path)#\(offset)", size: Int64(length), inLog: true))
             }
         }
         if !logWalk.walked {

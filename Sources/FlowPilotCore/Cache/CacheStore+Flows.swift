@@ -117,10 +117,13 @@ public struct CachedFlow: Sendable {
     /// stale, listed, flagged by `verify` and pruned by any `--older-than`.
     public func isFromFuture(at now: Date) -> Bool { age(at: now) < -Self.clockSkew }
     /// Fresh while `now - resolved_at < ttl`, and not from the future.
-    public func isFresh(at now: Date) -> Bool {
+    public func isFresh(at now: Date) -> Bool { Self.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now) }
+
+    /// `isFresh(at:)` of an entry resolved at `resolvedAt` with `ttlSeconds`.
+    static func isFresh(resolvedAt: Date, ttlSeconds: Int, at now: Date) -> Bool {
         // Within the skew, resolved ahead counts as resolved now (age 0): a TTL of 0 is never fresh.
-        let age = age(at: now)
-        return age >= -Self.clockSkew && max(age, 0) < TimeInterval(ttlSeconds)
+        let age = now.timeIntervalSince(resolvedAt)
+        return age >= -clockSkew && max(age, 0) < TimeInterval(ttlSeconds)
     }
 }
 

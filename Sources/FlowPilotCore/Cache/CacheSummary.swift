@@ -44,21 +44,36 @@ extension CacheStore {
         var scan = scan()
         let locks = locksWork()
         // Counted as the entries are walked: nothing an entry is held.
-        var placements: [ExactName: (entries: Int, fresh: Int, bytes: Int64)] = [:]
+        // Each placement's counts, found by its name's bytes: the last one counted is tried first.
+        var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)] = []
+        var numbered: [ExactName: Int] = [:]
+        var last = 0
         var (flows, fresh, bytes) = (0, 0, Int64(0))
         var (oldest, newest): (Date?, Date?) = (nil, nil)
-        scan.walk { entry in
+        scan.walkFacts { entry in
             let isFresh = entry.isFresh(at: now)
             flows += 1
             bytes += entry.size
             if isFresh { fresh += 1 }
-            let key = ExactName(entry.placement)
-            placements[key, default: (0, 0, 0)].entries += 1
-            placements[key]?.bytes += entry.size
-            if isFresh { placements[key]?.fresh += 1 }
+            if last >= counts.count || !counts[last].name.sameBytes(as: entry.placement) {
+                if let known = numbered[ExactName(entry.placement)] {
+                    last = known
+                } else {
+                    last = counts.count
+                    numbered[ExactName(entry.placement)] = last
+                    counts.append((entry.placement, 0, 0, 0))
+                }
+            }
+            counts[last].entries += 1
+            counts[last].bytes += entry.size
+            if isFresh { counts[last].fresh += 1 }
             oldest = min(oldest ?? entry.resolvedAt, entry.resolvedAt)
             newest = max(newest ?? entry.resolvedAt, entry.resolvedAt)
         }
+        let placements = Dictionary(
+            uniqueKeysWithValues: counts.map {
+                (ExactName($0.name), (entries: $0.entries, fresh: $0.fresh, bytes: $0.bytes))
+            })
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
         let aliased = Set(scan.aliases.map { ExactName($0.placementDirectory) })
         return CacheSummary(

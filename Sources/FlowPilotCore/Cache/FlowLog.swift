@@ -125,20 +125,27 @@ public final class FlowLog: Sendable {
 
     /// The record at `offset`, read with one `pread` (two for a long one).
     static func record(_ fd: Int32, at offset: Int) -> LogRecord? {
+        var found: LogRecord?
+        withRecord(fd, at: offset) { found = $0.record }
+        return found
+    }
+
+    /// The record at `offset` of the segment open as `fd`, read in place and
+    /// handed to `body`, if it is there whole.
+    static func withRecord(_ fd: Int32, at offset: Int, _ body: (LogRecord.View) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 512)
         let n = SegmentIndex.readUpTo(fd, &buffer, at: offset)
-        guard n >= LogRecord.headerSize else { return nil }
+        guard n >= LogRecord.headerSize else { return }
         let length = buffer.withUnsafeBytes { Int(LogRecord.load($0, 0, 4)) }
         if length + LogRecord.headerSize > n {
-            guard length <= LogRecord.maxBodySize else { return nil }
+            guard length <= LogRecord.maxBodySize else { return }
             buffer = [UInt8](repeating: 0, count: length + LogRecord.headerSize)
-            guard SegmentIndex.readFully(fd, &buffer, at: offset) else { return nil }
+            guard SegmentIndex.readFully(fd, &buffer, at: offset) else { return }
         } else {
             buffer.removeLast(buffer.count - n)
         }
-        return buffer.withUnsafeBytes { bytes in
-            if case .record(let record, _) = LogRecord.decode(bytes, at: 0) { return record }
-            return nil
+        buffer.withUnsafeBytes { bytes in
+            if case .record(let view, _) = LogRecord.decode(bytes, at: 0) { body(view) }
         }
     }
 
@@ -157,9 +164,17 @@ public final class FlowLog: Sendable {
         guard fstat(fd, &info) == 0 else { return nil }
         let size = Int(info.st_size)
         guard size > offset else { return [] }
-        var buffer = [UInt8](repeating: 0, count: size - offset)
-        let done = SegmentIndex.readUpTo(fd, &buffer, at: offset)
-        return Array(buffer.prefix(done))
+        // Read straight into the array's storage: no zeroing, no second copy.
+        return [UInt8](unsafeUninitializedCapacity: size - offset) { bytes, count in
+            count = 0
+            guard let base = bytes.baseAddress else { return }
+            while count < bytes.count {
+                let n = pread(fd, base + count, bytes.count - count, off_t(offset + count))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                count += n
+            }
+        }
     }
 
     /// The newest record of an entry's key whose flow reads back whole and
@@ -191,7 +206,7 @@ public final class FlowLog: Sendable {
     /// for its check and for what damage cost.
     func scan(
         _ survey: LogSurvey? = nil,
-        _ body: (Segment, _ offset: Int, _ length: Int, LogRecord, _ superseded: Bool) -> Void
+        _ body: (Segment, _ offset: Int, _ length: Int, LogRecord.View, _ superseded: Bool) -> Void
     ) -> [(path: String, message: String, torn: Bool)] {
         var problems: [(path: String, message: String, torn: Bool)] = []
         let parts = survey?.parts ?? segments().map { LogSurvey.Part(segment: $0, length: .max, superseded: []) }
@@ -272,19 +287,56 @@ public final class FlowLog: Sendable {
     /// compared by bytes. Holds one id an object, never one an entry.
     struct Servable {
         let log: FlowLog
-        private var ids: [String: String?] = [:]
+        private var ids: [SHAKey: String?] = [:]
 
         init(_ log: FlowLog) { self.log = log }
 
         /// Whether a lookup would serve `record`'s flow (what `CacheStore.lookupLogged` checks).
         mutating func serves(_ record: LogRecord) -> Bool {
-            let sha = record.flowSHA256
-            if let known = ids[sha] { return known?.sameBytes(as: record.flowID) ?? false }
+            guard let raw = LogRecord.rawHex(Substring(record.flowSHA256)) else { return false }
+            return raw.withUnsafeBytes { sha in
+                var id = record.flowID
+                return id.withUTF8 { serves(sha: sha, flowID: UnsafeRawBufferPointer($0)) }
+            }
+        }
+
+        /// `serves` of a record read in place.
+        mutating func serves(_ view: LogRecord.View) -> Bool { serves(sha: view.flowSHA256, flowID: view.flowID) }
+
+        private mutating func serves(sha: UnsafeRawBufferPointer, flowID: UnsafeRawBufferPointer) -> Bool {
+            guard sha.count == 32 else { return false }
+            let key = SHAKey(sha)
+            if let known = ids[key] { return known.map { $0.utf8.elementsEqual(flowID) } ?? false }
             // Bounded, whatever the number of objects: one forgotten is read again.
             if ids.count >= 4096 { ids.removeAll(keepingCapacity: true) }
-            let id = log.readObject(sha).flatMap { try? JSONValue.parse($0) }.flatMap { $0["id"]?.stringValue }
-            ids[sha] = id
-            return id?.sameBytes(as: record.flowID) ?? false
+            let id = log.readObject(Digest.hex(sha)).flatMap { try? JSONValue.parse($0) }.flatMap {
+                $0["id"]?.stringValue
+            }
+            ids[key] = id
+            return id.map { $0.utf8.elementsEqual(flowID) } ?? false
+        }
+
+        /// A flow's SHA-256 as four words: what `ids` is keyed by.
+        private struct SHAKey: Hashable {
+            let words: (UInt64, UInt64, UInt64, UInt64)
+
+            init(_ sha: UnsafeRawBufferPointer) {
+                words = (
+                    sha.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    sha.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    sha.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                    sha.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
+            }
+
+            static func == (a: SHAKey, b: SHAKey) -> Bool { a.words == b.words }
+
+            func hash(into hasher: inout Hasher) {
+                hasher.combine(words.0)
+                hasher.combine(words.1)
+                hasher.combine(words.2)
+                hasher.combine(words.3)
+            }
         }
     }
 
@@ -541,14 +593,16 @@ public final class FlowLog: Sendable {
         var failure: (any Error)?
         var read = 0
         let live = Set(survey.parts.filter(\.live).map(\.segment.path))
-        _ = scan(survey) { segment, offset, _, record, superseded in
+        _ = scan(survey) { segment, offset, _, view, superseded in
             read += 1
             if live.contains(segment.path) {
                 // Left in place, records and all, so their objects stay too.
-                if record.kind == .entry { wanted.insert(record.flowSHA256) }
+                if view.kind == .entry { wanted.insert(Digest.hex(view.flowSHA256)) }
                 return
             }
-            guard failure == nil, !superseded, keep(record, "\(segment.path)#\(offset)") else { return }
+            guard failure == nil, !superseded else { return }
+            let record = view.record
+            guard keep(record, "\(segment.path)#\(offset)") else { return }
             switch record.kind {
             case .entry:
                 guard servable.serves(record) else { return }

@@ -86,7 +86,10 @@ public struct LogRecord: Sendable, Equatable {
     /// The reader's clock in milliseconds, for `wins`.
     static var nowMillis: Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
-    public var resolvedAt: Date { Date(timeIntervalSince1970: Double(resolvedAtMillis) / 1000) }
+    public var resolvedAt: Date { Self.date(millis: resolvedAtMillis) }
+
+    /// A `resolved_at` in milliseconds as a date.
+    static func date(millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
 
     static let headerSize = 8
     /// Bodies larger than this are not records (a length read from garbage).
@@ -137,7 +140,8 @@ public struct LogRecord: Sendable, Equatable {
     /// What `decode` found at an offset.
     enum Decoded {
         /// A whole record and the offset after it.
-        case record(LogRecord, next: Int)
+        /// A whole record, read in place: valid while the bytes are.
+        case record(View, next: Int)
         /// The bytes end inside a record: a write cut short (a killed writer),
         /// or a writer appending right now.
         case torn
@@ -170,8 +174,8 @@ public struct LogRecord: Sendable, Equatable {
         {
             return .skipped(next: bodyStart + length)
         }
-        guard let record = parseBody(body) else { return .corrupt("a body that does not parse") }
-        return .record(record, next: bodyStart + length)
+        guard let view = View(body) else { return .corrupt("a body that does not parse") }
+        return .record(view, next: bodyStart + length)
     }
 
     /// Where reading goes on after damage at `offset`: the first later
@@ -261,37 +265,89 @@ public struct LogRecord: Sendable, Equatable {
         }
     }
 
-    private static func parseBody(_ body: UnsafeRawBufferPointer) -> LogRecord? {
-        var reader = Reader(bytes: body)
-        guard let kindByte = reader.byte(), let kind = Kind(rawValue: kindByte), let tierByte = reader.byte(),
-            let tier = Tier.allCases.first(where: { $0.number == Int(tierByte) }),
-            let resolved = reader.integer(8), let unique = reader.integer(8), let ttl = reader.integer(4),
-            let fingerprint = reader.hex(32)
-        else { return nil }
-        var record = LogRecord(
-            kind: kind, tier: tier, resolvedAtMillis: Int64(bitPattern: resolved), unique: unique,
-            ttlSeconds: UInt32(ttl), fingerprint: fingerprint, placement: "", userID: "")
-        if kind == .entry {
-            guard let sha = reader.hex(32), let size = reader.integer(4), let form = reader.byte() else { return nil }
-            (record.flowSHA256, record.flowSize) = (sha, UInt32(size))
-            switch form {
-            case 0: record.contentHash = nil
-            case 1:
-                guard let raw = reader.hex(32) else { return nil }
-                record.contentHash = "sha256:" + raw
-            case 2:
-                guard let text = reader.string() else { return nil }
-                record.contentHash = text
-            default: return nil
+    /// A whole record's fields where its bytes are, no string made: what a
+    /// walk of the whole log reads of each record (`cache info`, `list`,
+    /// `verify`, `prune`, the survey), which makes a `LogRecord` only of
+    /// those it keeps. Checked as a `LogRecord` is (every field within the
+    /// body, its strings UTF-8, nothing after the last): a body is a view
+    /// exactly when it parses to a record.
+    struct View {
+        let body: UnsafeRawBufferPointer
+        let kind: Kind
+        let tier: Tier
+        /// 0 no content hash, 1 `sha256:` and its 32 bytes, 2 a string.
+        let contentForm: UInt8
+        let contentHash: Range<Int>
+        let placementRange: Range<Int>
+        let userIDRange: Range<Int>
+        let flowIDRange: Range<Int>
+        let versionRange: Range<Int>
+
+        var resolvedAtMillis: Int64 { Int64(bitPattern: LogRecord.load(body, 2, 8)) }
+        var unique: UInt64 { LogRecord.load(body, 10, 8) }
+        var ttlSeconds: UInt32 { UInt32(LogRecord.load(body, 18, 4)) }
+        var stamp: (Int64, UInt64) { (resolvedAtMillis, unique) }
+        /// The identity's 32 bytes (an alias's: its target's).
+        var fingerprint: UnsafeRawBufferPointer { slice(fingerprintOffset..<(fingerprintOffset + 32)) }
+        /// An entry's flow SHA-256, 32 bytes (empty in an alias).
+        var flowSHA256: UnsafeRawBufferPointer { slice(kind == .entry ? 54..<86 : 0..<0) }
+        var flowSize: UInt32 { kind == .entry ? UInt32(LogRecord.load(body, 86, 4)) : 0 }
+        var placement: UnsafeRawBufferPointer { slice(placementRange) }
+        var userID: UnsafeRawBufferPointer { slice(userIDRange) }
+        var flowID: UnsafeRawBufferPointer { slice(flowIDRange) }
+
+        func slice(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[range]) }
+
+        /// The record, its strings and hex made.
+        var record: LogRecord {
+            func text(_ range: Range<Int>) -> String { String(decoding: slice(range), as: UTF8.self) }
+            var record = LogRecord(
+                kind: kind, tier: tier, resolvedAtMillis: resolvedAtMillis, unique: unique, ttlSeconds: ttlSeconds,
+                fingerprint: Digest.hex(fingerprint), placement: text(placementRange), userID: text(userIDRange))
+            if kind == .entry {
+                (record.flowSHA256, record.flowSize) = (Digest.hex(flowSHA256), flowSize)
+                switch contentForm {
+                case 1: record.contentHash = "sha256:" + Digest.hex(slice(contentHash))
+                case 2: record.contentHash = text(contentHash)
+                default: record.contentHash = nil
+                }
+                (record.flowID, record.version) = (text(flowIDRange), text(versionRange))
             }
+            return record
         }
-        guard let placement = reader.string(), let user = reader.string() else { return nil }
-        (record.placement, record.userID) = (placement, user)
-        if kind == .entry {
-            guard let flowID = reader.string(), let version = reader.string() else { return nil }
-            (record.flowID, record.version) = (flowID, version)
+
+        /// The body's view, nil when it does not parse as a record.
+        init?(_ body: UnsafeRawBufferPointer) {
+            var reader = Reader(bytes: body)
+            guard let kindByte = reader.byte(), let kind = Kind(rawValue: kindByte), let tierByte = reader.byte(),
+                let tier = Tier.allCases.first(where: { $0.number == Int(tierByte) }),
+                reader.skip(8 + 8 + 4 + 32)
+            else { return nil }
+            var (form, hash): (UInt8, Range<Int>) = (0, 0..<0)
+            if kind == .entry {
+                guard reader.skip(32 + 4), let byte = reader.byte() else { return nil }
+                form = byte
+                switch form {
+                case 0: break
+                case 1:
+                    guard reader.skip(32) else { return nil }
+                    hash = (reader.offset - 32)..<reader.offset
+                case 2:
+                    guard let range = reader.utf8Range() else { return nil }
+                    hash = range
+                default: return nil
+                }
+            }
+            guard let placement = reader.utf8Range(), let user = reader.utf8Range() else { return nil }
+            var (flowID, version) = (0..<0, 0..<0)
+            if kind == .entry {
+                guard let id = reader.utf8Range(), let named = reader.utf8Range() else { return nil }
+                (flowID, version) = (id, named)
+            }
+            guard reader.atEnd else { return nil }
+            (self.body, self.kind, self.tier, contentForm, contentHash) = (body, kind, tier, form, hash)
+            (placementRange, userIDRange, flowIDRange, versionRange) = (placement, user, flowID, version)
         }
-        return reader.atEnd ? record : nil
     }
 
     static func crc(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
@@ -301,6 +357,12 @@ public struct LogRecord: Sendable, Equatable {
     }
 
     static func load(_ bytes: UnsafeRawBufferPointer, _ offset: Int, _ width: Int) -> UInt64 {
+        precondition(offset >= 0 && bytes.count - offset >= width)
+        switch width {
+        case 8: return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        case 4: return UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        default: break
+        }
         var value: UInt64 = 0
         for index in stride(from: width - 1, through: 0, by: -1) { value = value << 8 | UInt64(bytes[offset + index]) }
         return value
@@ -421,9 +483,19 @@ public struct LogRecord: Sendable, Equatable {
             return offset..<(offset + Int(length))
         }
 
-        mutating func string() -> String? {
+        /// Where the next string's UTF-8 lies, nil unless it is UTF-8
+        /// (checked eight bytes at a time while they are ASCII).
+        mutating func utf8Range() -> Range<Int>? {
             guard let range = stringRange() else { return nil }
-            return String(validating: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+            var at = range.lowerBound
+            while range.upperBound - at >= 8 {
+                if bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+                at += 8
+            }
+            while at < range.upperBound && bytes[at] < 0x80 { at += 1 }
+            if at == range.upperBound { return range }
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[at..<range.upperBound])
+            return String(validating: rest, as: UTF8.self) == nil ? nil : range
         }
     }
 }

@@ -46,15 +46,16 @@ enum LogSegment {
         in bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil
     ) -> Read {
         var read = Read(end: offset)
-        let walked = walk(bytes, from: offset, fingerprint: fingerprint) { read.records.append(($0, $1)) }
+        let walked = walk(bytes, from: offset, fingerprint: fingerprint) { read.records.append(($0, $1.record)) }
         (read.end, read.problem, read.skipped) = (walked.end, walked.problem, walked.skipped)
         return read
     }
 
-    /// As `records(in:)`, each record handed to `visit` as it is read, none kept.
+    /// As `records(in:)`, each record handed to `visit` as it is read, in
+    /// place (`LogRecord.View`, valid during the call), none kept.
     static func walk(
         _ bytes: UnsafeRawBufferPointer, from offset: Int = magic.count, fingerprint: [UInt8]? = nil,
-        visit: (_ offset: Int, LogRecord) -> Void
+        visit: (_ offset: Int, LogRecord.View) -> Void
     ) -> Read {
         var read = Read(end: offset)
         var offset = offset

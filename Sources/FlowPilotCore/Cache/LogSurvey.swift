@@ -209,35 +209,67 @@ struct LogSurvey {
 
     /// The records `repeated` names, read in the order of their segments
     /// and offsets (one segment open at a time, each read forward), not in
-    /// the order of their keys, which jumps between segments; nil for one
-    /// that does not read whole (the walk does not read it either).
+    /// the order of their keys, which jumps between segments: a segment with
+    /// many of them read whole once, one with few record by record. Each is
+    /// read in place (`LogRecord.View`): no string made but its placement,
+    /// once for a run of one placement. Nil for one that does not read whole
+    /// (the walk does not read it either).
     private func weigh(_ repeated: [Slot], servable: inout FlowLog.Servable) -> [Weighed?] {
         var weighed = [Weighed?](repeating: nil, count: repeated.count)
         let order = repeated.indices.sorted {
             (repeated[$0].part, repeated[$0].offset) < (repeated[$1].part, repeated[$1].offset)
         }
-        var (part, fd): (UInt32, Int32) = (.max, -1)
-        defer { if fd >= 0 { close(fd) } }
-        for index in order {
-            let slot = repeated[index]
-            guard Int(slot.offset) < parts[Int(slot.part)].length else { continue }
-            if slot.part != part {
-                if fd >= 0 { close(fd) }
-                (part, fd) = (slot.part, open(parts[Int(slot.part)].segment.path, O_RDONLY | O_CLOEXEC))
-            }
-            guard fd >= 0, let record = FlowLog.record(fd, at: Int(slot.offset)) else { continue }
+        var placements = CacheScan.RecentNames()
+        func weigh(_ index: Int, _ view: LogRecord.View) {
             var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            if record.kind == .entry, let raw = LogRecord.rawHex(Substring(record.fingerprint)), raw.count == 32 {
-                func word(_ at: Int) -> UInt64 { raw[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
-                words = (word(0), word(8), word(16), word(24))
+            if view.kind == .entry {
+                // Big-endian words of the 32 bytes: compared only for equality.
+                let raw = view.fingerprint
+                words = (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
             }
             weighed[index] = Weighed(
-                kind: record.kind, placement: record.placement, fingerprint: words,
-                stamp: (record.resolvedAtMillis, record.unique),
-                serves: record.kind == .alias || servable.serves(record))
+                kind: view.kind, placement: placements.name(view.placement), fingerprint: words, stamp: view.stamp,
+                serves: view.kind == .alias || servable.serves(view))
+        }
+        var at = 0
+        while at < order.count {
+            let part = repeated[order[at]].part
+            var end = at + 1
+            while end < order.count && repeated[order[end]].part == part { end += 1 }
+            defer { at = end }
+            let length = parts[Int(part)].length
+            let fd = open(parts[Int(part)].segment.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            if end - at >= Self.wholeSegmentRecords, var bytes = FlowLog.read(fd, from: 0) {
+                if bytes.count > length { bytes.removeLast(bytes.count - length) }
+                bytes.withUnsafeBytes { raw in
+                    for index in order[at..<end] {
+                        let offset = Int(repeated[index].offset)
+                        guard offset < raw.count, case .record(let view, _) = LogRecord.decode(raw, at: offset) else {
+                            continue
+                        }
+                        weigh(index, view)
+                    }
+                }
+            } else {
+                for index in order[at..<end] {
+                    let offset = Int(repeated[index].offset)
+                    guard offset < length else { continue }
+                    FlowLog.withRecord(fd, at: offset) { view in weigh(index, view) }
+                }
+            }
         }
         return weighed
     }
+
+    /// From how many records to weigh a segment is read whole rather than record by record.
+    static let wholeSegmentRecords = 64
 
     /// The slots of an index whose prefix's first byte is in `bytes`, read in 64 KiB pieces.
     private static func readSlots(

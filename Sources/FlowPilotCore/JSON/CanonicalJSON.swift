@@ -35,11 +35,11 @@ public enum CanonicalJSON {
     /// An object written member by member by a caller that knows its keys and
     /// adds them in canonical order (a cache entry's metadata): no dictionary,
     /// no sort, one buffer.
-    struct SortedObject {
+    public struct SortedObject {
         private var out: [UInt8]
         private var last: StaticString?
 
-        init(capacity: Int) {
+        public init(capacity: Int) {
             out = []
             out.reserveCapacity(capacity)
             out.append(UInt8(ascii: "{"))
@@ -63,9 +63,18 @@ public enum CanonicalJSON {
             out.append(contentsOf: value)
         }
 
-        mutating func string(_ key: StaticString, _ value: String) {
+        public mutating func string(_ key: StaticString, _ value: String) {
             raw(key, EmptyCollection())
             writeString(value, into: &out)
+        }
+
+        /// A string, or null for nil.
+        public mutating func string(_ key: StaticString, _ value: String?) {
+            if let value { string(key, value) } else { raw(key, "null".utf8) }
+        }
+
+        public mutating func bool(_ key: StaticString, _ value: Bool) {
+            raw(key, (value ? "true" : "false").utf8)
         }
 
         /// An array of strings.
@@ -79,14 +88,14 @@ public enum CanonicalJSON {
         }
 
         /// An integer as its digits, as `data` writes an `integer`.
-        mutating func integer(_ key: StaticString, _ value: Int) {
+        public mutating func integer(_ key: StaticString, _ value: Int) {
             raw(key, String(value).utf8)
         }
 
         mutating func finish() -> Data { Data(finishBytes()) }
 
         /// `finish`'s bytes as they were written, with no copy into a `Data`.
-        mutating func finishBytes() -> [UInt8] {
+        public mutating func finishBytes() -> [UInt8] {
             out.append(UInt8(ascii: "}"))
             return out
         }

@@ -47,7 +47,7 @@ public struct FlowListing {
     public let format: OutputFormat
     public let now: Date
     private var stream = JSONDocument.Stream()
-    private var rows: [[String]] = []
+    private var table = AlignedRows(columns: FlowListing.columns)
 
     static let columns = ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"]
 
@@ -65,12 +65,13 @@ public struct FlowListing {
         }
     }
 
-    /// One entry: its bytes now (JSON, CSV), or kept for the aligned table (text).
-    public mutating func row(_ e: CachedFlow) -> Data {
+    /// One entry: its bytes now (JSON, CSV), or kept for the aligned table
+    /// (text: in a scratch file past a few thousand rows, `AlignedRows`).
+    public mutating func row(_ e: CachedFlow) throws -> [UInt8] {
         switch format {
         case .json:
             // Member by member in canonical key order: a listing of millions makes no dictionary a row.
-            var row = CanonicalJSON.SortedObject(capacity: 384)
+            var row = CanonicalJSON.SortedObject(capacity: 384, after: stream.separator())
             row.integer("age_seconds", Int(e.age(at: now)))
             row.string("fingerprint", e.fingerprint)
             row.string("flow_id", e.flowID)
@@ -81,21 +82,22 @@ public struct FlowListing {
             row.integer("ttl_seconds", e.ttlSeconds)
             row.string("user_id", e.userID)
             row.string("version", e.version)
-            return stream.rowData(Data(row.finishBytes()))
+            return row.finishBytes()
         case .csv:
-            return Data(Table.csvLine(cells(e)).utf8)
+            return Array(Table.csvLine(cells(e)).utf8)
         case .text:
-            rows.append(cells(e))
-            return Data()
+            try table.add(cells(e))
+            return []
         }
     }
 
-    /// What comes after the rows (the aligned table, for text: its widths need every row).
-    public func end() -> Data {
+    /// What comes after the rows, handed to `write` (the aligned table, for
+    /// text: its widths need every row).
+    public mutating func end(_ write: ([UInt8]) -> Void) throws {
         switch format {
-        case .json: stream.end()
-        case .csv: Data()
-        case .text: Data(Table(columns: Self.columns, rows: rows).text().utf8)
+        case .json: write(Array(stream.end()))
+        case .csv: break
+        case .text: try table.finish(write)
         }
     }
 

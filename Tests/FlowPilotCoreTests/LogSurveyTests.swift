@@ -106,18 +106,45 @@ final class LogSurveyTests {
     func sortedListing() throws {
         let root = "\(scratch)/list"
         _ = try manyWriters(root)
+        // Some keys written again just now, so a freshness filter splits the listing.
+        let fresh = try CacheStore(root: root)
+        for n in stride(from: 0, to: 60, by: 3) {
+            try fresh.storeFlow(
+                placement: n % 2 == 0 ? "paywall" : "onboarding", identity: Self.user(n),
+                document: LogDamageTests.flow("now"), ttlSeconds: 300, tier: .network, pointAlias: false)
+        }
+        fresh.finishWriting()
         let scan = try CacheStore(root: root).scan()
         let tmp = "\(scratch)/tmp"
         try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
-        let whole = scan.flows(placement: nil, userID: nil, freshness: nil, at: Date()).map(\.path)
-        for run in [1, 7, 64, 100_000] {
-            var merged: [String] = []
-            try scan.forEachFlow(
-                placement: nil, userID: nil, freshness: nil, at: Date(), runLength: run, spillDirectory: tmp
-            ) {
-                merged.append($0.path)
+        let now = Date()
+        // Every field a row shows, as the whole-listing path (each record made a `CachedFlow`, then sorted) gives it.
+        func fields(_ e: CachedFlow) -> String {
+            [
+                e.placement, e.fingerprint, e.userID ?? "nil", e.flowID, e.version,
+                "\(e.resolvedAt.timeIntervalSince1970)",
+                "\(e.ttlSeconds)", "\(e.size)", e.path, e.flowSHA256 ?? "nil", "\(e.inLog)",
+            ].joined(separator: "|")
+        }
+        let filters: [(String?, String?, CacheScan.Freshness?)] = [
+            (nil, nil, nil), ("paywall", nil, nil), (nil, Self.user(4).userID, nil), (nil, nil, .fresh),
+            ("onboarding", nil, .stale),
+        ]
+        for (placement, userID, freshness) in filters {
+            let whole = scan.flows(placement: placement, userID: userID, freshness: freshness, at: now).map(fields)
+            #expect(!whole.isEmpty)
+            for run in [1, 7, 64, 100_000] {
+                var merged: [String] = []
+                try scan.forEachFlow(
+                    placement: placement, userID: userID, freshness: freshness, at: now, runLength: run,
+                    spillDirectory: tmp
+                ) {
+                    merged.append(fields($0))
+                }
+                #expect(
+                    merged == whole,
+                    "batches of \(run), \(placement ?? "-") \(userID ?? "-") \(String(describing: freshness))")
             }
-            #expect(merged == whole, "batches of \(run)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "no temporary file left behind")
     }

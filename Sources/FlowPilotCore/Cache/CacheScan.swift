@@ -106,7 +106,9 @@ public struct CacheScan: Sendable {
             return
         }
         walkLog(
-            entry: { path, _, view in flow(CacheStore.cachedFlow(view.record, path: path())) },
+            entry: { segment, offset, _, view in
+                flow(CacheStore.cachedFlow(view, path: "\(segment)#\(offset)"))
+            },
             superseded: superseded.map { older in
                 { path, length, view in
                     older(File(path: path, size: Int64(length), mtime: LogRecord.date(millis: view.resolvedAtMillis)))
@@ -141,7 +143,7 @@ public struct CacheScan: Sendable {
         }
         var placements = RecentNames()
         walkLog(
-            entry: { _, _, view in
+            entry: { _, _, _, view in
                 body(
                     EntryFacts(
                         placement: placements.name(view.placement), size: Int64(view.flowSize),
@@ -164,11 +166,11 @@ public struct CacheScan: Sendable {
         }
     }
 
-    /// The log's records, each surviving entry handed to `entry` (its path
-    /// made only if asked for), each older record to `superseded`; aliases
-    /// and problems kept by the first walk.
+    /// The log's records, each surviving entry handed to `entry` with its
+    /// segment's path and offset (its path `<segment>#<offset>`), each older
+    /// record to `superseded`; aliases and problems kept by the first walk.
     private mutating func walkLog(
-        entry: (_ path: () -> String, _ length: Int, LogRecord.View) -> Void,
+        entry: (_ segment: String, _ offset: Int, _ length: Int, LogRecord.View) -> Void,
         superseded: ((_ path: String, _ length: Int, LogRecord.View) -> Void)?
     ) {
         guard let logWalk else { return }
@@ -179,7 +181,7 @@ public struct CacheScan: Sendable {
                 return
             }
             switch view.kind {
-            case .entry: entry({ "\(segment.path)#\(offset)" }, length, view)
+            case .entry: entry(segment.path, offset, length, view)
             case .alias:
                 guard !logWalk.walked else { return }
                 let record = view.record
@@ -469,12 +471,28 @@ extension CacheScan {
         var copy = self
         var sorted = SortedListing(runLength: runLength, directory: spillDirectory)
         var failure: (any Error)?
-        copy.walk { entry in
-            guard failure == nil,
-                Self.selects(entry, placement: placement, userID: userID, freshness: freshness, at: now)
-            else { return }
-            do { try sorted.add(entry) } catch { failure = error }
+        guard logWalk != nil else {
+            for entry in treeFlows
+            where Self.selects(entry, placement: placement, userID: userID, freshness: freshness, at: now) {
+                try sorted.add(entry)
+            }
+            try sorted.finish(body)
+            return
         }
+        // Format 2: each record chosen and held as it is read, its strings made once, when handed on.
+        copy.walkLog(
+            entry: { segment, offset, _, view in
+                guard failure == nil,
+                    placement.map({ $0.utf8.elementsEqual(view.placement) }) ?? true,
+                    userID.map({ $0.utf8.elementsEqual(view.userID) }) ?? true,
+                    freshness.map({
+                        CachedFlow.isFresh(
+                            resolvedAt: LogRecord.date(millis: view.resolvedAtMillis),
+                            ttlSeconds: Int(view.ttlSeconds), at: now) == ($0 == .fresh)
+                    }) ?? true
+                else { return }
+                do { try sorted.add(view, segment: segment, offset: offset) } catch { failure = error }
+            }, superseded: nil)
         if let failure { throw failure }
         try sorted.finish(body)
     }

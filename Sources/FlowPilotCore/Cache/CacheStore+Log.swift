@@ -45,6 +45,16 @@ extension CacheStore {
     /// (`log/<segment>#<offset>`), or the log directory for one being written.
     func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow { Self.cachedFlow(record, path: path) }
 
+    /// `cachedFlow` of a record read in place: no string made that a `CachedFlow` does not hold.
+    static func cachedFlow(_ view: LogRecord.View, path: String) -> CachedFlow {
+        func text(_ bytes: UnsafeRawBufferPointer) -> String { String(decoding: bytes, as: UTF8.self) }
+        return CachedFlow(
+            placement: text(view.placement), fingerprint: Digest.hex(view.fingerprint), userID: text(view.userID),
+            flowID: text(view.flowID), version: text(view.slice(view.versionRange)),
+            resolvedAt: LogRecord.date(millis: view.resolvedAtMillis), ttlSeconds: Int(view.ttlSeconds),
+            size: Int64(view.flowSize), path: path, inLog: true, flowSHA256: Digest.hex(view.flowSHA256))
+    }
+
     static func cachedFlow(_ record: LogRecord, path: String) -> CachedFlow {
         CachedFlow(
             placement: record.placement, fingerprint: record.fingerprint, userID: record.userID,

@@ -42,17 +42,67 @@ struct SortedListing {
     }
 
     mutating func add(_ entry: CachedFlow) throws {
-        let ordinal = placements[entry.placement] ?? Int32(placements.count)
-        placements[entry.placement] = ordinal
         var digits: UInt64 = 0
         for byte in entry.fingerprint.utf8.prefix(8) { digits = digits << 8 | UInt64(byte) }
         keys.append(
             Key(
-                rank: ordinal, start: Int32(bytes.count), time: entry.resolvedAt.timeIntervalSince1970,
+                rank: rank(entry.placement), start: Int32(bytes.count), time: entry.resolvedAt.timeIntervalSince1970,
                 fingerprint: digits))
         Self.encode(entry, into: &bytes)
         if keys.count >= runLength { try writeRun() }
     }
+
+    /// A format-2 entry as its record's bytes and where it is, read in
+    /// place: its `CachedFlow` is made once, when it is handed on, not
+    /// once to be held and again to be read back.
+    mutating func add(_ view: LogRecord.View, segment: String, offset: Int) throws {
+        let number: Int32
+        if let last = lastSegment, segments[Int(last)].utf8.elementsEqual(segment.utf8) {
+            number = last
+        } else if let known = segmentNumbers[segment] {
+            number = known
+        } else {
+            number = Int32(segments.count)
+            segmentNumbers[segment] = number
+            segments.append(segment)
+        }
+        lastSegment = number
+        // The first 8 hex digits of the fingerprint, as `add(_: CachedFlow)` takes them from its text.
+        var digits: UInt64 = 0
+        for byte in view.fingerprint.prefix(4) {
+            digits = digits << 16 | UInt64(Digest.digit(byte >> 4)) << 8 | UInt64(Digest.digit(byte & 0xF))
+        }
+        keys.append(
+            Key(
+                rank: rank(recent.name(view.placement)), start: Int32(bytes.count),
+                time: LogRecord.date(millis: view.resolvedAtMillis).timeIntervalSince1970, fingerprint: digits))
+        let start = bytes.count
+        bytes.append(contentsOf: [0, 0, 0, 0, Self.recordTag])
+        LogRecord.append(UInt64(UInt32(number)), 4, to: &bytes)
+        LogRecord.append(UInt64(offset), 8, to: &bytes)
+        bytes.append(contentsOf: view.body)
+        LogRecord.store(UInt64(bytes.count - start - 4), 4, at: start, in: &bytes)
+        if keys.count >= runLength { try writeRun() }
+    }
+
+    /// The batch's number of a placement.
+    private mutating func rank(_ placement: String) -> Int32 {
+        if let ordinal = placements[placement] { return ordinal }
+        let ordinal = Int32(placements.count)
+        placements[placement] = ordinal
+        return ordinal
+    }
+
+    /// The segments whose records the listing holds, numbered as they came (a few thousand at most).
+    private var segments: [String] = []
+    private var segmentNumbers: [String: Int32] = [:]
+    private var lastSegment: Int32?
+    private var recent = CacheScan.RecentNames()
+
+    /// The first byte of an entry held as its record (`add(_:segment:offset:)`)
+    /// or as its fields (`encode`).
+    private static let recordTag: UInt8 = 1
+    private static let fieldsTag: UInt8 = 0
 
     /// The batch's entries in order: by the keys, then, where they tie, as `CacheScan.listed` says.
     private mutating func sortBatch() {
@@ -65,7 +115,9 @@ struct SortedListing {
                 if (a.rank, a.time, a.fingerprint) != (b.rank, b.time, b.fingerprint) {
                     return (a.rank, a.time, a.fingerprint) < (b.rank, b.time, b.fingerprint)
                 }
-                guard let x = Self.entry(raw, at: Int(a.start)), let y = Self.entry(raw, at: Int(b.start)) else {
+                guard let x = Self.entry(raw, at: Int(a.start), segments: segments),
+                    let y = Self.entry(raw, at: Int(b.start), segments: segments)
+                else {
                     return a.start < b.start
                 }
                 return CacheScan.listed(x, y)
@@ -84,7 +136,7 @@ struct SortedListing {
             let (keys, bytes) = (self.keys, self.bytes)
             try bytes.withUnsafeBytes { raw in
                 for key in keys {
-                    guard let entry = Self.entry(raw, at: Int(key.start)) else { continue }
+                    guard let entry = Self.entry(raw, at: Int(key.start), segments: segments) else { continue }
                     try body(entry)
                 }
             }
@@ -93,7 +145,7 @@ struct SortedListing {
         try writeRun()
         // The runs' buffers together about 4 MiB, each from 4 KiB to 32 KiB.
         let buffer = min(32 << 10, max(4 << 10, (4 << 20) / runs.count))
-        var cursors = runs.map { Cursor(fd: spill, range: $0, buffer: buffer) }
+        var cursors = runs.map { Cursor(fd: spill, range: $0, buffer: buffer, segments: segments) }
         var heap: [Int] = []
         func less(_ a: Int, _ b: Int) -> Bool {
             guard let x = cursors[a].current, let y = cursors[b].current else { return false }
@@ -130,7 +182,7 @@ struct SortedListing {
 
     private mutating func writeRun() throws {
         guard !keys.isEmpty else { return }
-        if spill < 0 { spill = try Self.temporary(in: directory) }
+        if spill < 0 { spill = try ScratchFile.open(in: directory) }
         sortBatch()
         var out: [UInt8] = []
         out.reserveCapacity(1 << 20)
@@ -149,9 +201,9 @@ struct SortedListing {
     }
 
     /// The entry encoded at `start` of a batch.
-    private static func entry(_ raw: UnsafeRawBufferPointer, at start: Int) -> CachedFlow? {
+    private static func entry(_ raw: UnsafeRawBufferPointer, at start: Int, segments: [String]) -> CachedFlow? {
         let length = Int(LogRecord.load(raw, start, 4))
-        return decode(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + 4 + length)]))
+        return decode(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + 4 + length)]), segments: segments)
     }
 
     /// Appends `out` to the runs' file (written in order from its start; the
@@ -164,24 +216,10 @@ struct SortedListing {
         out.removeAll(keepingCapacity: true)
     }
 
-    /// A file in `dir` with no name (`O_TMPFILE`): nothing is left behind,
-    /// whatever ends the process. Where there is none, a `mkstemp` file
-    /// unlinked at once (a kill between the two leaves `.fpctl-list-*`).
-    private static func temporary(in dir: String) throws -> Int32 {
-        if let fd = Platform.openUnnamed(in: dir, readable: true) { return fd }
-        var template = Array("\(dir)/.fpctl-list-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
-        guard fd >= 0 else {
-            throw FPError.cannotWrite("\(dir): a listing's temporary file: \(Errno.describe(errno))")
-        }
-        template.withUnsafeBufferPointer { buffer in _ = buffer.baseAddress.map { unlink($0) } }
-        return fd
-    }
-
-    // An entry as a run holds it: u32 length, then its fields.
+    // An entry as a run holds it: u32 length, the fields tag, then its fields.
     private static func encode(_ e: CachedFlow, into out: inout [UInt8]) {
         let start = out.count
-        out.append(contentsOf: [0, 0, 0, 0])
+        out.append(contentsOf: [0, 0, 0, 0, fieldsTag])
         for text in [e.placement, e.fingerprint, e.userID ?? "", e.flowID, e.version, e.path, e.flowSHA256 ?? ""] {
             LogRecord.append(UInt64(text.utf8.count), 4, to: &out)
             out.append(contentsOf: text.utf8)
@@ -193,8 +231,17 @@ struct SortedListing {
         LogRecord.store(UInt64(out.count - start - 4), 4, at: start, in: &out)
     }
 
-    private static func decode(_ bytes: UnsafeRawBufferPointer) -> CachedFlow? {
-        var at = 0
+    private static func decode(_ bytes: UnsafeRawBufferPointer, segments: [String]) -> CachedFlow? {
+        if bytes.first == recordTag {
+            guard bytes.count > 13, let view = LogRecord.View(UnsafeRawBufferPointer(rebasing: bytes[13...])) else {
+                return nil
+            }
+            let segment = Int(LogRecord.load(bytes, 1, 4))
+            guard segment < segments.count else { return nil }
+            return CacheStore.cachedFlow(view, path: "\(segments[segment])#\(LogRecord.load(bytes, 5, 8))")
+        }
+        guard bytes.first == fieldsTag else { return nil }
+        var at = 1
         var texts: [String] = []
         for _ in 0..<7 {
             guard at + 4 <= bytes.count else { return nil }
@@ -225,9 +272,10 @@ struct SortedListing {
         var buffer: [UInt8] = []
         var used = 0
         private(set) var current: CachedFlow?
+        let segments: [String]
 
-        init(fd: Int32, range: Range<Int>, buffer: Int) {
-            (self.fd, next, end, chunk) = (fd, range.lowerBound, range.upperBound, buffer)
+        init(fd: Int32, range: Range<Int>, buffer: Int, segments: [String]) {
+            (self.fd, next, end, chunk, self.segments) = (fd, range.lowerBound, range.upperBound, buffer, segments)
         }
 
         mutating func advance() throws {
@@ -235,7 +283,9 @@ struct SortedListing {
             guard let length = try take(4).map({ $0.withUnsafeBytes { Int(LogRecord.load($0, 0, 4)) } }) else {
                 return
             }
-            guard let body = try take(length), let entry = body.withUnsafeBytes(SortedListing.decode) else {
+            guard let body = try take(length),
+                let entry = body.withUnsafeBytes({ SortedListing.decode($0, segments: segments) })
+            else {
                 throw FPError.cannotWrite("a listing's temporary file reads back damaged")
             }
             current = entry

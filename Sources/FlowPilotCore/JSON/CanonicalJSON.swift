@@ -39,9 +39,13 @@ public enum CanonicalJSON {
         private var out: [UInt8]
         private var last: StaticString?
 
-        public init(capacity: Int) {
+        public init(capacity: Int) { self.init(capacity: capacity, after: "") }
+
+        /// An object written after `prefix` (a row's separator), in the same buffer.
+        public init(capacity: Int, after prefix: StaticString) {
             out = []
             out.reserveCapacity(capacity)
+            prefix.withUTF8Buffer { out.append(contentsOf: $0) }
             out.append(UInt8(ascii: "{"))
         }
 
@@ -89,7 +93,16 @@ public enum CanonicalJSON {
 
         /// An integer as its digits, as `data` writes an `integer`.
         public mutating func integer(_ key: StaticString, _ value: Int) {
-            raw(key, String(value).utf8)
+            raw(key, EmptyCollection())
+            // Its digits written in place, as `String(value)` spells them.
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            var magnitude = value.magnitude
+            let start = out.count
+            repeat {
+                out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                magnitude /= 10
+            } while magnitude > 0
+            out[start...].reverse()
         }
 
         mutating func finish() -> Data { Data(finishBytes()) }

@@ -54,9 +54,20 @@ public enum JSONDocument {
         }
 
         /// One row already in canonical JSON.
-        public mutating func rowData(_ canonical: Data) -> Data {
+        /// What comes before the next row (a newline, and a comma after the
+        /// first): for a caller that writes the row after it itself.
+        public mutating func separator() -> StaticString {
             defer { written += 1 }
-            return Data((written == 0 ? "\n" : ",\n").utf8) + canonical
+            return written == 0 ? "\n" : ",\n"
+        }
+
+        public mutating func rowData(_ canonical: some Collection<UInt8>) -> Data {
+            defer { written += 1 }
+            var out = Data(capacity: canonical.count + 2)
+            if written > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\n"))
+            out.append(contentsOf: canonical)
+            return out
         }
 
         /// The end: the other members and `schema_version`, after the rows.

@@ -39,8 +39,8 @@ struct CacheList: ParsableCommand {
         out.write(listing.start)
         try scan.forEachFlow(
             placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now
-        ) { out.write(listing.row($0)) }
-        out.write(listing.end())
+        ) { out.write(bytes: try listing.row($0)) }
+        try listing.end { out.write(bytes: $0) }
         out.flush()
     }
 }

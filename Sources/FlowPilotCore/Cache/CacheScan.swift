@@ -158,7 +158,7 @@ public struct CacheScan: Sendable {
         private var next = 0
 
         mutating func name(_ bytes: UnsafeRawBufferPointer) -> String {
-            for name in names where name.utf8.count == bytes.count && name.utf8.elementsEqual(bytes) { return name }
+            for name in names where name.sameBytes(as: bytes) { return name }
             let name = String(decoding: bytes, as: UTF8.self)
             if names.count < 8 { names.append(name) } else { names[next] = name }
             next = (next + 1) % 8
@@ -483,8 +483,8 @@ extension CacheScan {
         copy.walkLog(
             entry: { segment, offset, _, view in
                 guard failure == nil,
-                    placement.map({ $0.utf8.elementsEqual(view.placement) }) ?? true,
-                    userID.map({ $0.utf8.elementsEqual(view.userID) }) ?? true,
+                    placement.map({ $0.sameBytes(as: view.placement) }) ?? true,
+                    userID.map({ $0.sameBytes(as: view.userID) }) ?? true,
                     freshness.map({
                         CachedFlow.isFresh(
                             resolvedAt: LogRecord.date(millis: view.resolvedAtMillis),

@@ -306,14 +306,14 @@ public final class FlowLog: Sendable {
         private mutating func serves(sha: UnsafeRawBufferPointer, flowID: UnsafeRawBufferPointer) -> Bool {
             guard sha.count == 32 else { return false }
             let key = SHAKey(sha)
-            if let known = ids[key] { return known.map { $0.utf8.elementsEqual(flowID) } ?? false }
+            if let known = ids[key] { return known.map { $0.sameBytes(as: flowID) } ?? false }
             // Bounded, whatever the number of objects: one forgotten is read again.
             if ids.count >= 4096 { ids.removeAll(keepingCapacity: true) }
             let id = log.readObject(Digest.hex(sha)).flatMap { try? JSONValue.parse($0) }.flatMap {
                 $0["id"]?.stringValue
             }
             ids[key] = id
-            return id.map { $0.utf8.elementsEqual(flowID) } ?? false
+            return id.map { $0.sameBytes(as: flowID) } ?? false
         }
 
         /// A flow's SHA-256 as four words: what `ids` is keyed by.

@@ -57,7 +57,7 @@ struct SortedListing {
     /// once to be held and again to be read back.
     mutating func add(_ view: LogRecord.View, segment: String, offset: Int) throws {
         let number: Int32
-        if let last = lastSegment, segments[Int(last)].utf8.elementsEqual(segment.utf8) {
+        if let last = lastSegment, segments[Int(last)].sameBytes(as: segment) {
             number = last
         } else if let known = segmentNumbers[segment] {
             number = known

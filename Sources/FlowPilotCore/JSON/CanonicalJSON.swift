@@ -52,6 +52,12 @@ public enum CanonicalJSON {
         /// A member whose value is already canonical JSON bytes. Keys are
         /// the caller's literals, plain ASCII that needs no escape.
         mutating func raw(_ key: StaticString, _ value: some Sequence<UInt8>) {
+            self.key(key)
+            out.append(contentsOf: value)
+        }
+
+        /// A member's key and colon, the comma before it when it is not the first.
+        private mutating func key(_ key: StaticString) {
             key.withUTF8Buffer { key in
                 assert(key.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }, "a plain key")
                 if let last {
@@ -64,11 +70,10 @@ public enum CanonicalJSON {
                 out.append(UInt8(ascii: ":"))
             }
             last = key
-            out.append(contentsOf: value)
         }
 
         public mutating func string(_ key: StaticString, _ value: String) {
-            raw(key, EmptyCollection())
+            self.key(key)
             writeString(value, into: &out)
         }
 
@@ -93,7 +98,7 @@ public enum CanonicalJSON {
 
         /// An integer as its digits, as `data` writes an `integer`.
         public mutating func integer(_ key: StaticString, _ value: Int) {
-            raw(key, EmptyCollection())
+            self.key(key)
             // Its digits written in place, as `String(value)` spells them.
             if value < 0 { out.append(UInt8(ascii: "-")) }
             var magnitude = value.magnitude

@@ -23,6 +23,20 @@ extension StringProtocol {
     }
 }
 
+extension String {
+    /// Whether the string's UTF-8 is `bytes` (a name read in place from a record).
+    @inlinable
+    public func sameBytes(as bytes: UnsafeRawBufferPointer) -> Bool {
+        let utf8 = self.utf8
+        guard utf8.count == bytes.count else { return false }
+        let compared = utf8.withContiguousStorageIfAvailable { x in
+            guard let p = x.baseAddress, let q = bytes.baseAddress else { return true }  // both empty
+            return memcmp(p, q, x.count) == 0
+        }
+        return compared ?? utf8.elementsEqual(bytes)
+    }
+}
+
 extension Optional where Wrapped: StringProtocol {
     /// Both nil, or the same UTF-8 bytes.
     @inlinable

@@ -93,6 +93,31 @@ final class Format2StoreTests {
             "flows no entry points at go with the compaction")
     }
 
+    @Test("prune with --user-id and --older-than removes each entry either selects, from the future too, and no other")
+    func pruneBothRules() throws {
+        let store = try store()
+        let now = Date()
+        // Ages: two hours, a minute, 30 s ahead (within the clock skew: age 0), five minutes ahead (the future).
+        let times = [now - 7200, now - 60, now + 30, now + 300]
+        for (n, user) in ["ann", "bob", "cat"].enumerated() {
+            for (t, at) in times.enumerated() {
+                try store.storeFlow(
+                    placement: "p\(t)", identity: Identity(userID: user), document: Self.flow("f\(n)"),
+                    ttlSeconds: 600, tier: .network, resolvedAt: at, pointAlias: false)
+            }
+        }
+        store.finishWriting()
+        var options = CacheStore.PruneOptions()
+        (options.userID, options.olderThan, options.dryRun, options.now) = ("bob", 3600, true, now)
+        let selected = try CacheStore(root: store.root).prune(options).removed.filter { $0.kind == .flow }
+        // The rule as fpctl-cache-prune(1) states it, applied to each listed entry.
+        let expected = try CacheStore(root: store.root).scan().flows.filter {
+            $0.userID == "bob" || $0.isFromFuture(at: now) || $0.age(at: now) > 3600
+        }
+        #expect(expected.count == 3 * 2 + 4 - 2, "ann's and cat's old and future entries, and all of bob's")
+        #expect(Set(selected.map(\.path)) == Set(expected.map { store.relative($0.path) }))
+    }
+
     @Test("a damaged flow or a torn record is a miss and a finding; --repair removes exactly those")
     func corruptionIsAMissAndAFinding() throws {
         let store = try store()

@@ -101,12 +101,24 @@ public struct CacheScan: Sendable {
     /// of a format-2 cache adds its aliases to `aliases` and what is wrong in
     /// its segments to `logProblems`.
     public mutating func walk(flow: (CachedFlow) -> Void, superseded: ((File) -> Void)? = nil) {
+        walk(where: { _, _ in true }, flow: flow, superseded: superseded)
+    }
+
+    /// As `walk(flow:superseded:)`, a format-2 entry made a `CachedFlow`
+    /// only when `wanted` says so of its record's time and user id, read in
+    /// place (`prune` asks of each entry, and removes few); format 1's entries
+    /// are each handed to `flow`.
+    mutating func walk(
+        where wanted: (_ resolvedAt: Date, _ userID: UnsafeRawBufferPointer) -> Bool, flow: (CachedFlow) -> Void,
+        superseded: ((File) -> Void)? = nil
+    ) {
         guard logWalk != nil else {
             treeFlows.forEach(flow)
             return
         }
         walkLog(
             entry: { segment, offset, _, view in
+                guard wanted(LogRecord.date(millis: view.resolvedAtMillis), view.userID) else { return }
                 flow(CacheStore.cachedFlow(view, path: "\(segment)#\(offset)"))
             },
             superseded: superseded.map { older in

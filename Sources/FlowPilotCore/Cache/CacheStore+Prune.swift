@@ -147,6 +147,14 @@ private struct PruneSelection {
         let (options, now) = (self.options, self.now)
         // Gathered by the walk (the selection and the debris, not every entry), removed in the walk's order.
         scan.walk(
+            where: { resolvedAt, userID in
+                // What `reason` asks of a format-2 entry, of its record in place: most are kept, made nothing.
+                guard options.flows else { return false }
+                if let user = options.userID, user.sameBytes(as: userID) { return true }
+                guard let limit = options.olderThan else { return false }
+                let age = now.timeIntervalSince(resolvedAt)
+                return age < -CachedFlow.clockSkew || age > limit
+            },
             flow: { entry in
                 guard options.flows, let reason = Self.reason(entry, options: options, now: now) else { return }
                 selected.append((entry, reason))

@@ -229,7 +229,7 @@ extension CacheStore {
 
     /// `flows`: false leaves format 1's `flows/` out (a migration reads it
     /// in chunks, `walkFormatOneFlows`).
-    func scan(log usesLog: Bool, flows: Bool = true) -> CacheScan {
+    func scan(log usesLog: Bool, flows: Bool = true, survey: Bool = true) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
         for item in DirectoryWalker.list(root) ?? [] {
@@ -241,7 +241,7 @@ extension CacheStore {
             case Self.markerName, ".lock": continue
             case "flows" where !usesLog: if flows { scanFlows(into: &scan) }
             case "aliases" where !usesLog: scanAliases(into: &scan)
-            case "log" where usesLog: scanLog(into: &scan)
+            case "log" where usesLog: scanLog(into: &scan, survey: survey)
             case "objects" where usesLog: scanObjects(into: &scan)
             // The other format's: a migration's work in progress (format 1), or what it left to remove (2).
             case "flows", "aliases", "log", "objects":

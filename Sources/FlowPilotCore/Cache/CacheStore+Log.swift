@@ -198,8 +198,8 @@ extension CacheStore {
     /// records superseded (what the next compaction drops); the segments,
     /// indexes and foreign files listed. A record's path is
     /// `<cache>/log/<segment>#<offset>`.
-    func scanLog(into scan: inout CacheScan) {
-        scan.logWalk = LogWalk(log: log, survey: LogSurvey(log))
+    func scanLog(into scan: inout CacheScan, survey: Bool = true) {
+        if survey { scan.logWalk = LogWalk(log: log, survey: LogSurvey(log)) }
         let listing = DirectoryWalker.list(log.logDir) ?? []
         let names = Set(listing.map(\.name))
         for item in listing where !Self.isFileSystemName(item.name) {
@@ -208,6 +208,8 @@ extension CacheStore {
                 scan.temporaries.append(file)
             } else if item.name.hasSuffix(LogSegment.suffix) && !item.isDirectory {
                 scan.segments.append(file)
+            } else if item.name == LogSummary.fileName && !item.isDirectory {
+                continue  // What `info` reads of a log at rest (`LogSummary`); any other command ignores it.
             } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
                 scan.segments.append(file)
                 // `log.scan` checked the index of each segment it read; one whose segment is gone is checked here.

@@ -39,22 +39,43 @@ public struct CacheSummary: Sendable, Encodable {
 }
 
 extension CacheStore {
-    /// The directory's summary, fresh and stale and expired as of `now`.
+    /// The directory's summary, fresh and stale and expired as of `now`: a
+    /// format-2 log unchanged since its last compaction from the summary
+    /// that compaction wrote (`LogSummary`), any other by walking every entry.
     public func summary(at now: Date) -> CacheSummary {
+        restingSummary(at: now) ?? walkedSummary(at: now)
+    }
+
+    /// `summary(at:)` from `LogSummary` alone, nil when there is none that
+    /// still holds, or freshness at `now` needs the entries themselves.
+    func restingSummary(at now: Date) -> CacheSummary? {
+        guard usesLog, let resting = LogSummary.current(log) else { return nil }
+        let nowMillis = Self.millis(now)
+        var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)] = []
+        for placement in resting.placements {
+            guard let fresh = placement.fresh(at: nowMillis) else { return nil }
+            counts.append((placement.placement, placement.entries, fresh, placement.bytes))
+        }
+        // Images and fonts by their listing, as always; the log's files are not read.
+        let scan = scan(log: true, survey: false)
+        let oldest = resting.placements.map(\.oldest).min().map(LogRecord.date(millis:))
+        let newest = resting.placements.map(\.newest).max().map(LogRecord.date(millis:))
+        return assemble(
+            scan: scan, now: now, counts: counts, aliases: resting.aliases.map(CacheNames.placement),
+            oldest: oldest, newest: newest)
+    }
+
+    /// `summary(at:)` by walking every entry.
+    func walkedSummary(at now: Date) -> CacheSummary {
         var scan = scan()
-        let locks = locksWork()
         // Counted as the entries are walked: nothing an entry is held.
         // Each placement's counts, found by its name's bytes: the last one counted is tried first.
         var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)] = []
         var numbered: [ExactName: Int] = [:]
         var last = 0
-        var (flows, fresh, bytes) = (0, 0, Int64(0))
         var (oldest, newest): (Date?, Date?) = (nil, nil)
         scan.walkFacts { entry in
             let isFresh = entry.isFresh(at: now)
-            flows += 1
-            bytes += entry.size
-            if isFresh { fresh += 1 }
             if last >= counts.count || !counts[last].name.sameBytes(as: entry.placement) {
                 if let known = numbered[ExactName(entry.placement)] {
                     last = known
@@ -70,15 +91,30 @@ extension CacheStore {
             oldest = min(oldest ?? entry.resolvedAt, entry.resolvedAt)
             newest = max(newest ?? entry.resolvedAt, entry.resolvedAt)
         }
+        return assemble(
+            scan: scan, now: now, counts: counts, aliases: scan.aliases.map(\.placementDirectory), oldest: oldest,
+            newest: newest)
+    }
+
+    /// The summary of `counts` (a placement's entries, fresh ones and
+    /// bytes), the placements with an alias (by directory name), and the
+    /// scan's images and fonts.
+    private func assemble(
+        scan: CacheScan, now: Date, counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)],
+        aliases: [String], oldest: Date?, newest: Date?
+    ) -> CacheSummary {
+        let locks = locksWork()
+        let (flows, fresh) = (counts.reduce(0) { $0 + $1.entries }, counts.reduce(0) { $0 + $1.fresh })
+        let bytes = counts.reduce(Int64(0)) { $0 + $1.bytes }
         let placements = Dictionary(
             uniqueKeysWithValues: counts.map {
                 (ExactName($0.name), (entries: $0.entries, fresh: $0.fresh, bytes: $0.bytes))
             })
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
-        let aliased = Set(scan.aliases.map { ExactName($0.placementDirectory) })
+        let aliased = Set(aliases.map(ExactName.init))
         return CacheSummary(
             cacheDir: root, flows: flows, fresh: fresh, stale: flows - fresh,
-            aliases: scan.aliases.count, flowBytes: bytes, images: scan.images.count,
+            aliases: aliases.count, flowBytes: bytes, images: scan.images.count,
             expiredImages: scan.images.filter { $0.isExpired(at: now, ttl: budgets.imageTTL) }.count,
             imageBytes: scan.imageBytes, imageBudgetBytes: budgets.imageDiskBytes,
             fonts: scan.fonts.count, fontBytes: scan.fontBytes,

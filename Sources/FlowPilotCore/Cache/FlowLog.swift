@@ -593,6 +593,7 @@ public final class FlowLog: Sendable {
         var failure: (any Error)?
         var read = 0
         let live = Set(survey.parts.filter(\.live).map(\.segment.path))
+        var summary = SummaryBuilder()
         _ = scan(survey) { segment, offset, _, view, superseded in
             read += 1
             if live.contains(segment.path) {
@@ -608,6 +609,7 @@ public final class FlowLog: Sendable {
                 guard servable.serves(record) else { return }
                 wanted.insert(record.flowSHA256)
                 do { try output.append(record) } catch { failure = error }
+                summary.add(record)
             case .alias: aliases.append(record)
             }
         }
@@ -621,6 +623,7 @@ public final class FlowLog: Sendable {
                     servable.serves(target.record)
                 {
                     try output.append(alias)
+                    summary.aliases.append(alias.placement)
                 }
             }
             made = try output.finish()
@@ -645,6 +648,12 @@ public final class FlowLog: Sendable {
             }
         }
         try AtomicFile.syncDirectory(logDir)
+        // What `info` reads while the log stays as it is now: only when it holds nothing but what was written here.
+        if live.isEmpty && result.notRemoved.isEmpty {
+            LogSummary.write(self, placements: summary.placements, aliases: summary.aliases)
+        } else {
+            unlink("\(logDir)/\(LogSummary.fileName)")
+        }
         // Objects no kept record points at; none while a writer is live: what it wrote last may be
         // a record this node does not see yet (another node's, through an attribute cache).
         guard live.isEmpty else { return result }
@@ -656,6 +665,24 @@ public final class FlowLog: Sendable {
             }
         }
         return result
+    }
+
+    /// What a compaction counts of the entries it writes, for `LogSummary`.
+    struct SummaryBuilder {
+        private var numbers: [ExactName: Int] = [:]
+        private(set) var placements: [LogSummary.Placement] = []
+        var aliases: [String] = []
+
+        mutating func add(_ record: LogRecord) {
+            let key = ExactName(record.placement)
+            let number = numbers[key] ?? placements.count
+            if number == placements.count {
+                numbers[key] = number
+                placements.append(LogSummary.Placement(placement: record.placement))
+            }
+            placements[number].add(
+                resolvedAt: record.resolvedAtMillis, ttlSeconds: record.ttlSeconds, size: Int64(record.flowSize))
+        }
     }
 
     /// The record of `key` a lookup serves among `segments` (the newest

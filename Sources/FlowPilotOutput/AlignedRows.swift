@@ -14,7 +14,10 @@ public struct AlignedRows {
     private var pending: [UInt8] = []
     let inMemory: Int
 
-    public init(columns: [String], inMemory: Int = 16_384) {
+    /// Rows held in memory before they go to the scratch file.
+    public static let defaultInMemory = 16_384
+
+    public init(columns: [String], inMemory: Int = AlignedRows.defaultInMemory) {
         self.columns = columns
         self.inMemory = inMemory
         widths = columns.map(\.count)

@@ -1,3 +1,4 @@
+import FlowPilotOutput
 import Foundation
 import Testing
 
@@ -125,6 +126,21 @@ struct DocsNumbersTests {
             (
                 "docs/cache-format.md", "a compaction's segment size",
                 "each synced and sealed once it holds \(LogSegment.rollBytes >> 20) MiB"
+            ),
+            (
+                "docs/cache-format.md", "a text listing's rows in memory",
+                "past \(grouped(AlignedRows.defaultInMemory)) rows they wait in such a file too"
+            ),
+            (
+                "man/src/fpctl-cache-list.md", "a text listing's rows in memory",
+                "keeps rows past the first \(grouped(AlignedRows.defaultInMemory)) in such a file"
+            ),
+            ("docs/cache-format.md", "the summary's name", "reads one file, `log/\(LogSummary.fileName)`"),
+            ("man/src/fpctl-cache-info.md", "the summary's name", "only `log/\(LogSummary.fileName)`"),
+            ("docs/cache-format.md", "the summary's version", "`version`: \(LogSummary.version)."),
+            (
+                "docs/cache-format.md", "the summary's buckets",
+                "(\(grouped(Int(LogSummary.granularities[0]))), coarsened to \(grouped(Int(LogSummary.granularities[1]))), then \(grouped(Int(LogSummary.granularities[2]))), then \(grouped(Int(LogSummary.granularities[3]))) while either holds more than \(grouped(LogSummary.maxBuckets)) buckets;"
             ),
             (
                 "docs/cache-format.md", "the memory layer",

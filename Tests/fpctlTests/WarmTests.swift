@@ -8,6 +8,14 @@ import Testing
 /// `fpctl warm` against a real `fpctl serve`, counting the requests it really made.
 @Suite("fpctl warm, resolve and ready against fpctl serve")
 struct WarmTests {
+    /// A resolve time limit no test waits out: where a test is about sharing or
+    /// answering, not timing out, a loaded run must not make it one. Under a
+    /// full `swift test` on two cores, blocking tests can hold the cooperative
+    /// pool for minutes; a 60 s limit once failed "task-free prefetch" so
+    /// (its answer came, but the task that lands it did not run in time).
+    /// Timing out has tests of its own, with short limits.
+    static let patience: Duration = .seconds(3600)
+
     let tmp: TemporaryDirectory
     var cache: String { tmp.file("cache") }
 
@@ -252,7 +260,7 @@ struct WarmTests {
         config.media = .none
         // Sharing is the point here, not timeouts: a loaded test machine must not turn a
         // 300 ms answer into a timed-out caller (it did once, with the default 4 s).
-        config.resolveTimeout = .seconds(60)
+        config.resolveTimeout = Self.patience
         let warmer = Warmer(
             client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
             config: config)
@@ -303,7 +311,7 @@ struct WarmTests {
                 })
             return (events, outcomes)
         }
-        let patient = warmer(timeout: .seconds(60))
+        let patient = warmer(timeout: Self.patience)
         let first = taskFree(patient, ["paywall", "onboarding", "paywall"], "tf")
         let warmed = await first.outcomes.value
         let expected = await patient.prefetch(["paywall", "onboarding", "paywall"], for: Identity(userID: "tf2"))
@@ -319,7 +327,7 @@ struct WarmTests {
         let slow = taskFree(hasty, ["paywall", "onboarding"], "slow")
         let late = await slow.outcomes.value
         #expect(late.allSatisfy { $0.state == .failed && $0.errorCode == "timeout" })
-        let landed = await hasty.waitForLateResolves(grace: .seconds(10))
+        let landed = await hasty.waitForLateResolves(grace: Self.patience)
         #expect(landed.landed == 2 && landed.pending == 0)
         // The answers and commits that came after the deadline told the prefetch nothing more.
         #expect(slow.events.all == ["answered", "finished"])

@@ -14,6 +14,8 @@ public func fuzzCache(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let first = String(decoding: data[..<newline], as: UTF8.self)
     let body = newline < data.endIndex ? data[(newline + 1)...] : Data()
 
+    checkLog(data, body: body)
+
     let encoded = CacheNames.encode(first)
     Fuzz.check(CacheNames.decode(Substring(encoded)) == first, "encode/decode changed \(first.debugDescription)")
     Fuzz.check(!encoded.hasPrefix(".") && !encoded.isEmpty, "unsafe name \(encoded)")
@@ -36,4 +38,27 @@ public func fuzzCache(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     Fuzz.check(size == Int64(body.count), "entry size misreported")
     Fuzz.check((doc == nil) == (problem != nil), "an entry neither read nor refused")
     return 0
+}
+
+/// The same bytes as a format-2 segment's records: reading them never traps,
+/// each whole record read in place (`LogRecord.View`) is the record it
+/// encodes back to; the key scan never traps either. The body as a log summary: one that parses reads back the same from its JSON.
+func checkLog(_ data: Data, body: Data) {
+    let segment = LogSegment.magic + Array(data)
+    segment.withUnsafeBytes { raw in
+        let read = LogSegment.records(in: raw)
+        for (_, record) in read.records {
+            var again: [UInt8] = []
+            record.encode(into: &again)
+            let back = again.withUnsafeBytes { bytes -> LogRecord? in
+                if case .record(let view, _) = LogRecord.decode(bytes, at: 0) { return view.record }
+                return nil
+            }
+            Fuzz.check(back == record, "a record read does not encode back to itself: \(record)")
+        }
+        _ = LogRecord.keyPrefixes(raw, from: LogSegment.magic.count)
+    }
+    if let json = try? JSONValue.parse(body), let summary = LogSummary(json: json) {
+        Fuzz.check(LogSummary(json: summary.json) == summary, "a log summary reads back otherwise from its JSON")
+    }
 }

@@ -9,7 +9,9 @@ struct CacheInfo: ParsableCommand {
         abstract: "Show entry counts, bytes against budgets, and a per-placement summary",
         discussion: """
             Reads the directory listing and, in a format-2 cache, the log's records;
-            never the flows themselves.
+            never the flows themselves. A format-2 log unchanged since its last
+            compaction (a prune, a repair) is answered from the summary that
+            compaction wrote, without reading its records.
             """
     )
 

@@ -285,12 +285,15 @@ struct LogSurvey {
         guard fd >= 0 else { return }
         defer { close(fd) }
         let perRead = (64 << 10) / SegmentIndex.entrySize
-        var buffer = [UInt8](repeating: 0, count: perRead * SegmentIndex.entrySize)
+        // As many bytes as the range's slots, no more: a large cache reads each index once a range
+        // (77 ranges of 1,007 indexes at ten million), a few KiB each time, not a 64 KiB piece.
+        var buffer = [UInt8](repeating: 0, count: min(perRead, to - from) * SegmentIndex.entrySize)
         var at = from
         while at < to {
             let count = min(perRead, to - at)
             let want = count * SegmentIndex.entrySize
             let base = SegmentIndex.headerSize + SegmentIndex.fanoutSize + at * SegmentIndex.entrySize
+            if buffer.count != want { buffer = [UInt8](repeating: 0, count: want) }
             guard SegmentIndex.readUpTo(fd, &buffer, at: base) >= want else { return }
             buffer.withUnsafeBytes { raw in
                 for n in 0..<count {

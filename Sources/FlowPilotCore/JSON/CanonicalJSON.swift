@@ -99,15 +99,7 @@ public enum CanonicalJSON {
         /// An integer as its digits, as `data` writes an `integer`.
         public mutating func integer(_ key: StaticString, _ value: Int) {
             self.key(key)
-            // Its digits written in place, as `String(value)` spells them.
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            var magnitude = value.magnitude
-            let start = out.count
-            repeat {
-                out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-                magnitude /= 10
-            } while magnitude > 0
-            out[start...].reverse()
+            DecimalText.append(Int64(value), to: &out)
         }
 
         mutating func finish() -> Data { Data(finishBytes()) }

@@ -134,6 +134,30 @@ final class LogSummaryTests {
         writer.finishWriting()
     }
 
+    @Test("a compaction of more placements than the summary's bound writes none, and info walks")
+    func manyPlacements() throws {
+        var builder = FlowLog.SummaryBuilder()
+        for n in 0...LogSummary.maxPlacements {
+            builder.add(
+                LogRecord(
+                    kind: .entry, tier: .network, resolvedAtMillis: 1_795_000_000_000, unique: UInt64(n),
+                    ttlSeconds: 60, fingerprint: String(repeating: "ab", count: 32), placement: "p\(n)", userID: "u"))
+        }
+        #expect(builder.abandoned && builder.placements.isEmpty, "nothing held past the bound")
+        // And through a real compaction: no summary file, the walk's answer.
+        let root = "\(scratch)/\(UUID().uuidString)"
+        let store = try CacheStore(root: root, create: true, newFormat: 2)
+        for n in 0...LogSummary.maxPlacements {
+            try store.storeFlow(
+                placement: "p\(n)", identity: Identity(userID: "u"), document: LogDamageTests.flow("v1"),
+                ttlSeconds: 60, tier: .network, resolvedAt: Self.base, pointAlias: false)
+        }
+        store.finishWriting()
+        _ = try store.log.compact { _, _ in true }
+        #expect(!FileManager.default.fileExists(atPath: "\(root)/log/\(LogSummary.fileName)"))
+        #expect(try CacheStore(root: root).summary(at: Self.base).flows == LogSummary.maxPlacements + 1)
+    }
+
     @Test("a placement's buckets coarsen past their bound and still count exactly what isFresh says")
     func coarsened() {
         var placement = LogSummary.Placement(placement: "p")

@@ -139,6 +139,10 @@ struct DocsNumbersTests {
             ("man/src/fpctl-cache-info.md", "the summary's name", "only `log/\(LogSummary.fileName)`"),
             ("docs/cache-format.md", "the summary's version", "`version`: \(LogSummary.version)."),
             (
+                "docs/cache-format.md", "the summary's bounds",
+                "more than \(grouped(LogSummary.maxPlacements)) placements, or whose histograms together pass \(grouped(LogSummary.maxTotalBuckets)) buckets, gets none"
+            ),
+            (
                 "docs/cache-format.md", "the summary's buckets",
                 "(\(grouped(Int(LogSummary.granularities[0]))), coarsened to \(grouped(Int(LogSummary.granularities[1]))), then \(grouped(Int(LogSummary.granularities[2]))), then \(grouped(Int(LogSummary.granularities[3]))) while either holds more than \(grouped(LogSummary.maxBuckets)) buckets;"
             ),

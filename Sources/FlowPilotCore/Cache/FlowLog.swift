@@ -654,7 +654,7 @@ public final class FlowLog: Sendable {
         }
         try AtomicFile.syncDirectory(logDir)
         // What `info` reads while the log stays as it is now: only when it holds nothing but what was written here.
-        if live.isEmpty && result.notRemoved.isEmpty {
+        if live.isEmpty && result.notRemoved.isEmpty && !summary.abandoned {
             LogSummary.write(self, placements: summary.placements, aliases: summary.aliases)
         } else {
             unlink("\(logDir)/\(LogSummary.fileName)")
@@ -672,21 +672,31 @@ public final class FlowLog: Sendable {
         return result
     }
 
-    /// What a compaction counts of the entries it writes, for `LogSummary`.
+    /// What a compaction counts of the entries it writes, for `LogSummary`:
+    /// in memory bounded whatever the cache holds, or nothing (`abandoned`)
+    /// past `LogSummary.maxPlacements` placements or `maxTotalBuckets` buckets.
     struct SummaryBuilder {
         private var numbers: [ExactName: Int] = [:]
         private(set) var placements: [LogSummary.Placement] = []
         var aliases: [String] = []
+        private var buckets = 0
+        private(set) var abandoned = false
 
         mutating func add(_ record: LogRecord) {
+            guard !abandoned else { return }
             let key = ExactName(record.placement)
             let number = numbers[key] ?? placements.count
             if number == placements.count {
                 numbers[key] = number
                 placements.append(LogSummary.Placement(placement: record.placement))
             }
+            let before = placements[number].starts.count + placements[number].ends.count
             placements[number].add(
                 resolvedAt: record.resolvedAtMillis, ttlSeconds: record.ttlSeconds, size: Int64(record.flowSize))
+            buckets += placements[number].starts.count + placements[number].ends.count - before
+            if placements.count > LogSummary.maxPlacements || buckets > LogSummary.maxTotalBuckets {
+                (abandoned, placements, numbers, aliases) = (true, [], [:], [])
+            }
         }
     }
 

@@ -30,6 +30,11 @@ struct LogSummary: Equatable {
     static let version = 1
     /// Buckets a placement's histograms hold at most before they coarsen.
     static let maxBuckets = 4096
+    /// A compaction writes no summary of more placements than this, or of
+    /// more buckets than this in all: what it holds to write one stays small
+    /// (a few MiB) whatever the cache, and `info` walks such a log.
+    static let maxPlacements = 4096
+    static let maxTotalBuckets = 1 << 16
     /// The coarsenings: a second, a minute, an hour, a day.
     static let granularities: [Int64] = [1000, 60_000, 3_600_000, 86_400_000]
 

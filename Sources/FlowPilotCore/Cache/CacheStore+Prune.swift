@@ -148,12 +148,11 @@ private struct PruneSelection {
         // Gathered by the walk (the selection and the debris, not every entry), removed in the walk's order.
         scan.walk(
             where: { resolvedAt, userID in
-                // What `reason` asks of a format-2 entry, of its record in place: most are kept, made nothing.
-                guard options.flows else { return false }
-                if let user = options.userID, user.sameBytes(as: userID) { return true }
-                guard let limit = options.olderThan else { return false }
-                let age = now.timeIntervalSince(resolvedAt)
-                return age < -CachedFlow.clockSkew || age > limit
+                // The same rule, of a format-2 record in place: most are kept, and made nothing.
+                options.flows
+                    && Self.rule(
+                        age: now.timeIntervalSince(resolvedAt),
+                        identity: options.userID.map { $0.sameBytes(as: userID) } ?? false, options: options) != nil
             },
             flow: { entry in
                 guard options.flows, let reason = Self.reason(entry, options: options, now: now) else { return }
@@ -191,13 +190,21 @@ private struct PruneSelection {
 
     /// Why `options` remove an entry, nil when they keep it.
     private static func reason(_ entry: CachedFlow, options: CacheStore.PruneOptions, now: Date) -> String? {
-        let age = entry.age(at: now)
-        let userSuffix = options.userID.map { "~" + CacheNames.bounded($0, max: CacheStore.maxNameField) + "/" }
-        if let user = options.userID,
-            entry.inLog ? entry.userID.sameBytes(as: user) : userSuffix.map(entry.path.containsBytes) == true
-        {
+        // Format 1 knows the user id by its key directory's name (`<fingerprint>~<user>/`).
+        let identity =
+            options.userID.map { user in
+                entry.inLog
+                    ? entry.userID.sameBytes(as: user)
+                    : entry.path.containsBytes("~" + CacheNames.bounded(user, max: CacheStore.maxNameField) + "/")
+            } ?? false
+        return rule(age: entry.age(at: now), identity: identity, options: options)
+    }
+
+    /// The rule itself, of an entry's age and whether it is the identity asked for.
+    private static func rule(age: TimeInterval, identity: Bool, options: CacheStore.PruneOptions) -> String? {
+        if let user = options.userID, identity {
             return "identity \(user)"
-        } else if options.olderThan != nil, entry.isFromFuture(at: now) {
+        } else if options.olderThan != nil, age < -CachedFlow.clockSkew {
             // Its age cannot be known: a writer's clock ran ahead (docs/cache-format.md, "Time").
             return "resolved \(Int(-age))s in the future"
         } else if let limit = options.olderThan, age > limit {

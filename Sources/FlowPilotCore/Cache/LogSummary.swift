@@ -205,6 +205,13 @@ extension LogSummary {
         (self.files, self.placements, self.aliases) = (stamps, counted, names)
     }
 
+    /// The names of the segments and indexes in `log/`: what a summary stamps.
+    private static func logFiles(_ log: FlowLog) -> [String] {
+        (DirectoryWalker.list(log.logDir, stat: false) ?? []).map(\.name).filter {
+            $0.hasSuffix(LogSegment.suffix) || $0.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix)
+        }
+    }
+
     /// The summary of `log`, if one is there and `log/` is still exactly what it names.
     static func current(_ log: FlowLog) -> LogSummary? {
         let path = "\(log.logDir)/\(fileName)"
@@ -212,9 +219,7 @@ extension LogSummary {
             let summary = LogSummary(json: json)
         else { return nil }
         // Every segment and index there now, and nothing else of the log's: the files it was written for.
-        let names = (DirectoryWalker.list(log.logDir, stat: false) ?? []).map(\.name).filter {
-            $0.hasSuffix(LogSegment.suffix) || $0.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix)
-        }
+        let names = logFiles(log)
         guard names.count == summary.files.count else { return nil }
         let stamps = Dictionary(summary.files.map { (ExactName($0.name), $0) }, uniquingKeysWith: { a, _ in a })
         for name in names {
@@ -228,9 +233,7 @@ extension LogSummary {
     /// next `info` walks the log).
     static func write(_ log: FlowLog, placements: [Placement], aliases: [String]) {
         let path = "\(log.logDir)/\(fileName)"
-        let names = (DirectoryWalker.list(log.logDir, stat: false) ?? []).map(\.name).filter {
-            $0.hasSuffix(LogSegment.suffix) || $0.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix)
-        }
+        let names = logFiles(log)
         let stamps = names.compactMap { Stamp(log.logDir, $0) }
         guard stamps.count == names.count else {
             unlink(path)

@@ -10,11 +10,12 @@ twice holds), then each command is run once on it, its peak RSS read by
 
   info; list --format json and as text (to /dev/null); list --placement
   paywall --user-id U; verify; prune --older-than 3650d --dry-run; prune
+  --older-than 0s --dry-run --format json (every entry reported); prune
   --user-id U (a compaction of the whole cache); info again (the log as that
   compaction left it: answered from log/summary.json unless entries turn
   stale that second), and as an hour later (FPCTL_NOW); clear --flows is left
   out (it only unlinks); resolve of one cached identity (a fresh entry: Tier
-  0, no request).
+  0, no request); last, prune --older-than 0s (every entry removed, and listed).
 
 The reference, measured in the same run on the same directory: `find DIR -type
 f -printf '%s %T@'` (the walk a listing needs at least) and `cat` of every
@@ -104,6 +105,9 @@ def main():
             "list --user-id": ["cache", "list", "--placement", "paywall", "--user-id", user] + base,
             "verify": ["cache", "verify"] + base,
             "prune --older-than --dry-run": ["cache", "prune", "--older-than", "3650d", "--dry-run"] + base,
+            # Every entry chosen, and each reported: the report waits in a scratch file, not in memory.
+            "prune --older-than 0s --dry-run --format json": [
+                "cache", "prune", "--older-than", "0s", "--dry-run", "--format", "json"] + base,
             "prune --user-id": ["cache", "prune", "--user-id", user] + base,
             # The log as that compaction left it: info reads log/summary.json, not the records, unless entries
             # turn stale in this very second (the fill's TTL of 300 s ends while the larger sizes run); then, as
@@ -113,6 +117,8 @@ def main():
                 "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)), fpctl, "cache", "info"] + base,
             "resolve": ["resolve", "paywall", "--api-url", "http://127.0.0.1:9", "--app-id", "demo",
                         "--user-id", f"user-{size // 4 + 1}"] + base,
+            # Last: every entry removed by one compaction that asks the rule of each record.
+            "prune --older-than 0s": ["cache", "prune", "--older-than", "0s"] + base,
         }
         row = {"entries": size, "put_s": round(put_wall, 2), "put_rss_mib": round(put_rss, 1), "files": files,
                "bytes_per_entry": round(disk / size, 1), "find_entries_per_s": round(size / find),

@@ -149,50 +149,114 @@ public struct NotRemoved: Encodable, Sendable {
     let reason: String
 }
 
-/// `cache prune`: the files removed (or that would be), and those that could not be.
-public struct PruneReport: Rendering {
-    public struct Document: Encodable {
-        let dryRun: Bool
-        let files: Int
-        let bytes: Int64
-        let removed: [Removal]
-        /// Files that could not be removed, and why.
-        let failed: [NotRemoved]
-    }
+/// `cache prune`: the files removed (or that would be), and those that
+/// could not be, written as they are read from the result's lists: a prune
+/// of ten million entries is printed in the memory of a few thousand.
+/// JSON: `{"bytes":N,"dry_run":B,"failed":[...],"files":N,"removed":[...],
+/// "schema_version":1}`, each element of a non-empty array on a line of its
+/// own, as `JSONDocument` lays out every document.
+public struct PruneReport: OffersFormats {
+    public let result: RemovalResult
+    public let dryRun: Bool
 
-    public let document: Document
-
-    /// Entries left for the next prune (a live writer's segment).
-    private let deferred: Int
+    static let columns = ["kind", "path", "bytes", "reason"]
 
     public init(_ result: RemovalResult, dryRun: Bool) {
-        deferred = result.deferred
-        document = Document(
-            dryRun: dryRun, files: result.removed.count, bytes: result.removed.reduce(0) { $0 + $1.bytes },
-            removed: result.removed, failed: result.failed.map { NotRemoved(path: $0.removal.path, reason: $0.reason) })
+        self.result = result
+        self.dryRun = dryRun
     }
 
-    public func text() -> String { table?.text() ?? "" }
-
-    public var table: Table? {
-        Table(
-            columns: ["kind", "path", "bytes", "reason"],
-            rows: document.removed.map { [$0.kind.rawValue, $0.path, "\($0.bytes)", $0.reason] })
+    /// The report as `format` prints it, handed to `write` in pieces.
+    public func write(as format: OutputFormat, _ write: ([UInt8]) -> Void) throws {
+        switch format {
+        case .text:
+            var table = AlignedRows(columns: Self.columns)
+            try result.removed.each { try table.add($0.cells) }
+            try table.finish(write)
+        case .csv:
+            var out: [UInt8] = []
+            Table.csvLine(Self.columns, into: &out)
+            try result.removed.each { removal in
+                Table.csvLine(removal.cells, into: &out)
+                if out.count >= 1 << 16 {
+                    write(out)
+                    out.removeAll(keepingCapacity: true)
+                }
+            }
+            write(out)
+        case .json:
+            try json(write)
+        }
     }
 
-    /// A line per file that could not be removed, and the closing line, for standard error.
-    public var notes: (warnings: [String], summary: String) {
-        let d = document
-        return (
-            d.failed.map { "could not remove \($0.path): \($0.reason)" }
-                + (deferred == 0
-                    ? []
-                    : [
-                        "\(deferred) \(deferred == 1 ? "entry" : "entries") old enough to go \(deferred == 1 ? "is" : "are") in a segment a writer is still appending to: the next prune removes \(deferred == 1 ? "it" : "them")"
-                    ]),
-            "\(d.dryRun ? "would remove" : "removed") \(d.files) files, \(d.bytes) bytes"
-                + (d.failed.isEmpty ? "" : "; could not remove \(d.failed.count)")
-        )
+    private func json(_ write: ([UInt8]) -> Void) throws {
+        var head = CanonicalJSON.SortedObject(capacity: 64)
+        head.integer("bytes", Int(result.removedBytes))
+        head.bool("dry_run", dryRun)
+        var out = head.finishBytes()
+        out.removeLast()  // its "}": the arrays and counts follow
+        out.append(contentsOf: #","failed":"#.utf8)
+        try Self.array(result.failed, into: &out, write) { failure in
+            var row = CanonicalJSON.SortedObject(capacity: 128)
+            row.string("path", failure.removal.path)
+            row.string("reason", failure.reason)
+            return row.finishBytes()
+        }
+        out.append(contentsOf: #","files":"#.utf8)
+        DecimalText.append(Int64(result.removed.count), to: &out)
+        out.append(contentsOf: #","removed":"#.utf8)
+        try Self.array(result.removed, into: &out, write) { removal in
+            var row = CanonicalJSON.SortedObject(capacity: 128)
+            row.integer("bytes", Int(removal.bytes))
+            row.string("kind", removal.kind.rawValue)
+            row.string("path", removal.path)
+            row.string("reason", removal.reason)
+            return row.finishBytes()
+        }
+        out.append(contentsOf: #","schema_version":"#.utf8)
+        DecimalText.append(Int64(JSONDocument.schemaVersion), to: &out)
+        out.append(contentsOf: "}\n".utf8)
+        write(out)
+    }
+
+    /// An array of objects as `JSONDocument` lays one out: `[]`, or each on a line of its own.
+    private static func array<Element>(
+        _ list: SpilledList<Element>, into out: inout [UInt8], _ write: ([UInt8]) -> Void,
+        _ object: (Element) -> [UInt8]
+    ) throws {
+        guard !list.isEmpty else {
+            out.append(contentsOf: "[]".utf8)
+            return
+        }
+        out.append(UInt8(ascii: "["))
+        var first = true
+        try list.each { element in
+            out.append(contentsOf: (first ? "\n" : ",\n").utf8)
+            first = false
+            out.append(contentsOf: object(element))
+            if out.count >= 1 << 16 {
+                write(out)
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        out.append(contentsOf: "\n]".utf8)
+    }
+
+    /// A line per file that could not be removed, for standard error.
+    public func warnings(_ each: (String) -> Void) throws {
+        try result.failed.each { each("could not remove \($0.removal.path): \($0.reason)") }
+        let deferred = result.deferred
+        if deferred > 0 {
+            each(
+                "\(deferred) \(deferred == 1 ? "entry" : "entries") old enough to go \(deferred == 1 ? "is" : "are") in a segment a writer is still appending to: the next prune removes \(deferred == 1 ? "it" : "them")"
+            )
+        }
+    }
+
+    /// The closing line, for standard error.
+    public var summary: String {
+        "\(dryRun ? "would remove" : "removed") \(result.removed.count) files, \(result.removedBytes) bytes"
+            + (result.failed.isEmpty ? "" : "; could not remove \(result.failed.count)")
     }
 }
 

@@ -131,7 +131,7 @@ final class CacheStoreTests {
         try store.storeFlow(placement: "paywall", identity: alice, document: flow("a"), ttlSeconds: 300, tier: .network)
         var o = CacheStore.PruneOptions()
         o.userID = "alice"
-        let removed = try store.prune(o).removed
+        let removed = try store.prune(o).removed.array()
         #expect(removed.filter { $0.kind == .flow }.count == 2)
         let everything = FileManager.default.subpaths(atPath: root)!.joined(separator: "\n")
         #expect(!everything.contains("alice"))
@@ -249,7 +249,7 @@ final class CacheStoreTests {
         #expect(store.image(url: "https://cdn/old.png") == nil)
         var o = CacheStore.PruneOptions()
         o.expired = true
-        #expect(try store.prune(o).removed.map(\.kind) == [.image])
+        #expect(try store.prune(o).removed.array().map(\.kind) == [.image])
         #expect(store.scan().images.count == 1)
     }
 
@@ -265,7 +265,7 @@ final class CacheStoreTests {
         var o = CacheStore.PruneOptions()
         o.unreferenced = true
         o.dryRun = true
-        let removed = try store.prune(o).removed
+        let removed = try store.prune(o).removed.array()
         #expect(removed.map(\.kind.rawValue).sorted() == ["font", "image"])
         #expect(store.scan().images.count == 2, "dry run removes nothing")
     }

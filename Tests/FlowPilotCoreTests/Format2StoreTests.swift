@@ -77,8 +77,8 @@ final class Format2StoreTests {
         var options = CacheStore.PruneOptions()
         options.userID = "alice"
         let removed = try store.prune(options)
-        #expect(removed.removed.filter { $0.kind == .flow }.count == 1)
-        #expect(removed.removed.contains { $0.kind == .alias })
+        #expect(try removed.removed.array().filter { $0.kind == .flow }.count == 1)
+        #expect(try removed.removed.array().contains { $0.kind == .alias })
         let after = try CacheStore(root: store.root)
         #expect(after.lookupFlow(placement: "p", identity: alice) == nil)
         #expect(after.lookupAlias(placement: "p") == nil, "the alias pointed at alice")
@@ -109,7 +109,7 @@ final class Format2StoreTests {
         store.finishWriting()
         var options = CacheStore.PruneOptions()
         (options.userID, options.olderThan, options.dryRun, options.now) = ("bob", 3600, true, now)
-        let selected = try CacheStore(root: store.root).prune(options).removed.filter { $0.kind == .flow }
+        let selected = try CacheStore(root: store.root).prune(options).removed.array().filter { $0.kind == .flow }
         // The rule as fpctl-cache-prune(1) states it, applied to each listed entry.
         let expected = try CacheStore(root: store.root).scan().flows.filter {
             $0.userID == "bob" || $0.isFromFuture(at: now) || $0.age(at: now) > 3600

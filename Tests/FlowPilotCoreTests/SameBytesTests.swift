@@ -47,7 +47,7 @@ final class SameBytesTests {
         var options = CacheStore.PruneOptions()
         options.userID = Self.nfd
         let removed = try store.prune(options)
-        #expect(removed.removed.filter { $0.kind == .flow }.count == 1)
+        #expect(try removed.removed.array().filter { $0.kind == .flow }.count == 1)
         let reader = try CacheStore(root: store.root)
         #expect(reader.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfc))?.1.version == "nfc")
         #expect(reader.lookupFlow(placement: "paywall", identity: Identity(userID: Self.nfd)) == nil)

@@ -57,6 +57,9 @@ struct CacheMemoryTests {
             ["cache", "list", "--format", "json", "--placement", "paywall"],
             ["cache", "verify"],
             ["cache", "prune", "--older-than", "3650d", "--dry-run"],
+            // Every entry chosen: the report of 100,000 removals waits in a scratch file, as text and as JSON.
+            ["cache", "prune", "--older-than", "0s", "--dry-run"],
+            ["cache", "prune", "--older-than", "0s", "--dry-run", "--format", "json"],
             // A compaction of the whole log: the older records go, one identity's entries with them.
             ["cache", "prune", "--user-id", "user-7"],
         ]
@@ -81,5 +84,23 @@ struct CacheMemoryTests {
         #expect(placements.firstIndex(of: "paywall") == 49_999 && placements.last == "paywall")
         let gone = try fpctl("cache", "list", "--user-id", "user-7", "--format", "csv", "--cache-dir", large)
         #expect(gone.stdout.split(separator: "\n").count == 1, "the header alone: \(gone.stdout)")
+
+        // A prune that removes everything: the compaction asks the rule of each record, and
+        // the report of what went is written from its scratch file.
+        let everything = ["cache", "prune", "--older-than", "0s", "--format", "csv"]
+        let reference = try Self.peak(everything + ["--cache-dir", small])
+        let plan = try fpctl(
+            "cache", "prune", "--older-than", "0s", "--dry-run", "--format", "json", "--cache-dir", large)
+        let measured = try Self.peak(everything + ["--cache-dir", large])
+        #expect(reference.status == 0 && measured.status == 0)
+        #expect(
+            measured.kib <= reference.kib + Self.margin,
+            "prune of every entry: \(measured.kib) KiB at 100,000 entries, \(reference.kib) KiB at 1,000")
+        let planned = try #require(try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])
+        let flows = (planned["removed"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "flow" }
+        #expect(flows.count == 99_998 && planned["dry_run"] as? Bool == true)
+        let after = try fpctl("cache", "info", "--format", "json", "--cache-dir", large)
+        let left = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [String: Any])
+        #expect(left["flows"] as? Int == 0, "\(after.stdout)")
     }
 }

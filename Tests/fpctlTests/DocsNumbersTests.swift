@@ -135,6 +135,18 @@ struct DocsNumbersTests {
                 "man/src/fpctl-cache-list.md", "a text listing's rows in memory",
                 "keeps rows past the first \(grouped(AlignedRows.defaultInMemory)) in such a file"
             ),
+            (
+                "docs/cache-format.md", "a prune's rows in memory",
+                "wait, past \(grouped(SpilledList<Removal>.defaultInMemory)), in a temporary file"
+            ),
+            (
+                "man/src/fpctl-cache-prune.md", "a prune's rows in memory",
+                "past the first \(grouped(SpilledList<Removal>.defaultInMemory)) rows, the rows wait in a temporary file"
+            ),
+            (
+                "man/src/fpctl.md", "rows kept in TMPDIR",
+                "keep rows past the first \(grouped(SpilledList<[String]>.defaultInMemory)) until they print them"
+            ),
             ("docs/cache-format.md", "the summary's name", "reads one file, `log/\(LogSummary.fileName)`"),
             ("man/src/fpctl-cache-info.md", "the summary's name", "only `log/\(LogSummary.fileName)`"),
             ("docs/cache-format.md", "the summary's version", "`version`: \(LogSummary.version)."),

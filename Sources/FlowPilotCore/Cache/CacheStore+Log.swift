@@ -254,38 +254,6 @@ extension CacheStore {
         guard doc.id.sameBytes(as: entry.flowID) else { return "metadata disagrees with the flow (flow id \(doc.id))" }
         return nil
     }
-
-    /// `prune`'s removals in a format-2 cache: files unlinked as in format
-    /// 1, records dropped by one compaction (which also drops superseded
-    /// records and torn bytes, and removes the objects no kept entry points
-    /// at, listed as removed too). The caller holds the exclusive lock.
-    func deleteLogged(_ removals: [Removal], scan: CacheScan) -> (removed: [Removal], failed: [RemovalResult.Failure]) {
-        let records = removals.filter { isLogged("\(root)/\($0.path)") }
-        guard !records.isEmpty || !scan.logProblems.isEmpty else { return ([], []) }
-        let dropped = Set(records.map { "\(root)/\($0.path)" })
-        do {
-            let result = try log.compact { _, path in !dropped.contains(path) }
-            let objects = result.removedObjects.map {
-                Removal(
-                    kind: .orphan, path: relative(log.objectPath($0.name)), bytes: $0.size,
-                    reason: "flow no entry points at")
-            }
-            // A segment that could not be removed still holds its records: those were not removed.
-            var failed: [RemovalResult.Failure] = []
-            var removed = objects
-            for record in records {
-                let segment = "\(root)/\(record.path.prefix { $0 != "#" })"
-                if let stuck = result.notRemoved.first(where: { $0.path == segment }) {
-                    failed.append(.init(removal: record, reason: "\(relative(stuck.path)): \(stuck.reason)"))
-                } else {
-                    removed.append(record)
-                }
-            }
-            return (removed, failed)
-        } catch {
-            return ([], records.map { .init(removal: $0, reason: "\(error)") })
-        }
-    }
 }
 
 extension CacheStore {

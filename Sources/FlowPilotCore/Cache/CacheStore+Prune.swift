@@ -24,172 +24,149 @@ extension CacheStore {
 
     /// Removes what the options select, plus superseded files (older copies of a
     /// key that readers already ignore). A stale flow goes only when asked for.
+    /// In memory that does not grow with the cache or with what goes: the
+    /// removals wait in a `SpilledList`, and a compaction asks the rule of
+    /// each record it copies, not a set of what was chosen.
     public func prune(_ o: PruneOptions) throws -> RemovalResult {
-        let work = { () -> RemovalResult in
-            var selection = PruneSelection(store: self, scan: self.scan(), options: o, now: o.now ?? Date())
-            selection.addDebris()
-            selection.walkFlows()
-            let scan = selection.scan
-            if o.images { selection.addImages() }
-            if o.unreferenced { selection.addUnreferenced() }
+        let work = { () throws -> RemovalResult in
+            var selection = try PruneSelection(store: self, scan: self.scan(), options: o, now: o.now ?? Date())
+            try selection.addDebris()
+            try selection.walkFlows()
+            if o.images { try selection.addImages() }
+            if o.unreferenced { try selection.addUnreferenced() }
             if o.dryRun {
-                return RemovalResult(removed: selection.removals, failed: [], deferred: selection.deferred)
+                let result = RemovalResult(deferred: selection.deferred)
+                try selection.removals.each(result.remove)
+                return result
             }
-            guard scan.logged else { return self.delete(selection.removals) }
-            if !scan.migrationLeftovers.isEmpty {
+            if selection.scan.logged && !selection.scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
                 _ = try? self.carryOverFormatOneTrees()
             }
-            let (records, files) = (
-                selection.removals.filter { self.isLogged("\(self.root)/\($0.path)") },
-                selection.removals.filter { !self.isLogged("\(self.root)/\($0.path)") }
-            )
-            let logged = self.deleteLogged(records, scan: scan)
-            let unlinked = self.delete(files)
-            return RemovalResult(
-                removed: logged.removed + unlinked.removed, failed: logged.failed + unlinked.failed,
-                deferred: selection.deferred)
+            return try self.carryOut(selection)
         }
-        return o.dryRun ? work() : try withLock(exclusive: true, work)
+        return o.dryRun ? try work() : try withLock(exclusive: true, work)
     }
 
-    /// Unlinks each removal, and the directory it leaves empty; reports only
-    /// what was really removed (a file already gone counts as removed).
-    private func delete(_ removals: [Removal]) -> RemovalResult {
-        var removed: [Removal] = []
-        var failed: [RemovalResult.Failure] = []
-        for removal in removals {
-            let path = "\(root)/\(removal.path)"
-            let gone = removal.kind == .directory ? rmdir(path) == 0 : unlink(path) == 0
-            guard gone || errno == ENOENT else {
-                failed.append(.init(removal: removal, reason: Errno.describe(errno)))
-                continue
+    /// Removes what `selection` chose: a format-2 cache's records by one
+    /// compaction that drops what the rule selects, every other file by
+    /// `unlink`; reports only what was really removed (a file already gone
+    /// counts as removed), in the order chosen, then the flows the compaction
+    /// left unreferenced.
+    private func carryOut(_ selection: PruneSelection) throws -> RemovalResult {
+        let result = RemovalResult(deferred: selection.deferred)
+        let scan = selection.scan
+        // Why a segment's records are still there: the compaction failed (all of them), or it could not go.
+        var failure: String?
+        var stuck: [String: String] = [:]
+        var objects: [Removal] = []
+        if scan.logged && (selection.logged > 0 || !scan.logProblems.isEmpty) {
+            let rule = selection.rule
+            do {
+                let compaction = try log.compact { record, path in !rule.removes(record, at: path) }
+                objects = compaction.removedObjects.map {
+                    Removal(
+                        kind: .orphan, path: relative(log.objectPath($0.name)), bytes: $0.size,
+                        reason: "flow no entry points at")
+                }
+                for (path, reason) in compaction.notRemoved where stuck[path] == nil {
+                    stuck[path] = "\(relative(path)): \(reason)"
+                }
+            } catch {
+                failure = "\(error)"
             }
-            removed.append(removal)
-            if removal.kind == .directory { continue }
-            let dir = PathName.parent(of: path)
-            if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
         }
-        return RemovalResult(removed: removed, failed: failed)
+        try selection.removals.each { removal in
+            let path = "\(root)/\(removal.path)"
+            if scan.logged && isLogged(path) {
+                let segment = String(path.prefix { $0 != "#" })
+                if let why = failure ?? stuck[segment] {
+                    try result.fail(removal, why)
+                } else {
+                    try result.remove(removal)
+                }
+            } else if let why = unlinkRemoval(removal) {
+                try result.fail(removal, why)
+            } else {
+                try result.remove(removal)
+            }
+        }
+        try objects.forEach(result.remove)
+        return result
+    }
+
+    /// Unlinks one removal, and the directory it leaves empty; nil when it is
+    /// gone (already gone included), else why not.
+    private func unlinkRemoval(_ removal: Removal) -> String? {
+        let path = "\(root)/\(removal.path)"
+        let gone = removal.kind == .directory ? rmdir(path) == 0 : unlink(path) == 0
+        guard gone || errno == ENOENT else { return Errno.describe(errno) }
+        if removal.kind == .directory { return nil }
+        let dir = PathName.parent(of: path)
+        if removal.kind == .image { Self.removeImageDirIfEmpty(path) } else if dir != fontsDir { rmdir(dir) }
+        return nil
     }
 }
 
-/// What `prune` removed (with `dryRun`, would remove), and what it could not.
-public struct RemovalResult: Sendable {
-    public struct Failure: Sendable {
+extension Removal: SpilledRow {
+    public var cells: [String] { [kind.rawValue, path, String(bytes), reason] }
+
+    public init?(cells: [String]) {
+        guard cells.count == 4, let kind = Kind(rawValue: cells[0]), let bytes = Int64(cells[2]) else { return nil }
+        self.init(kind: kind, path: cells[1], bytes: bytes, reason: cells[3])
+    }
+}
+
+/// What `prune` removed (with `dryRun`, would remove), and what it could
+/// not: lists read in order, any number of times, that hold ten million
+/// removals in the memory of a few thousand (`SpilledList`).
+public final class RemovalResult {
+    public struct Failure: SpilledRow {
         public let removal: Removal
         public let reason: String
+
+        public var cells: [String] { removal.cells + [reason] }
+
+        public init(removal: Removal, reason: String) { (self.removal, self.reason) = (removal, reason) }
+
+        public init?(cells: [String]) {
+            guard cells.count == 5, let removal = Removal(cells: Array(cells.prefix(4))) else { return nil }
+            self.init(removal: removal, reason: cells[4])
+        }
     }
 
-    public let removed: [Removal]
-    public let failed: [Failure]
+    public let removed = SpilledList<Removal>()
+    public let failed = SpilledList<Failure>()
+    /// The bytes of what `removed` holds.
+    public private(set) var removedBytes: Int64 = 0
     /// Format 2: entries older than `--older-than` in a segment a writer is
     /// still appending to (docs/cache-format.md, "Compaction"), left for the
     /// next prune: not removed, and no failure.
-    public var deferred = 0
+    public let deferred: Int
 
-    init(removed: [Removal], failed: [Failure], deferred: Int = 0) {
-        (self.removed, self.failed, self.deferred) = (removed, failed, deferred)
+    init(deferred: Int = 0) { self.deferred = deferred }
+
+    func remove(_ removal: Removal) throws {
+        try removed.append(removal)
+        removedBytes += removal.bytes
+    }
+
+    func fail(_ removal: Removal, _ reason: String) throws {
+        try failed.append(Failure(removal: removal, reason: reason))
     }
 }
 
-/// The files one prune removes, each once, in the order the rules chose them.
-private struct PruneSelection {
-    let store: CacheStore
-    private(set) var scan: CacheScan
+/// What one prune removes: the rule, asked of each entry (a format-2
+/// record in place, its entry made only when it goes), and of each record
+/// a compaction copies.
+struct PruneRule {
     let options: CacheStore.PruneOptions
     let now: Date
-    private(set) var removals: [Removal] = []
-    /// Entries selected by age in a live writer's segment, left for the next prune.
-    private(set) var deferred = 0
-    private var gone = Set<String>()
-
-    init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions, now: Date) {
-        self.store = store
-        self.scan = scan
-        self.options = options
-        self.now = now
-    }
-
-    private mutating func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) {
-        guard gone.insert(path).inserted else { return }
-        removals.append(Removal(kind: kind, path: store.relative(path), bytes: bytes, reason: reason))
-    }
-
-    /// Superseded copies, and url files whose image was never written.
-    mutating func addDebris() {
-        if scan.logged {
-            for tree in scan.migrationLeftovers {
-                remove(.directory, tree, 0, "format 1's, left by a migration (its entries carried into the log)")
-            }
-        }
-        for file in scan.superseded { remove(.superseded, file.path, file.size, "older copy of a key") }
-        // Format 2's older records of a key: handed over by the walk (`walkFlows`).
-        for dir in scan.emptyKeys { remove(.directory, dir, 0, "key directory with no entry") }
-        let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
-        for urlFile in scan.imageURLFiles
-        where !imageDirs.contains(PathName.parent(of: urlFile.path)) {
-            remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
-        }
-        for temp in scan.temporaries where !CacheStore.writerAlive(temp.path) {
-            remove(.orphan, temp.path, temp.size, "temporary file of a writer that is gone")
-        }
-    }
-
-    /// Walks the entries once: a format-2 cache's older records of a key
-    /// (debris, always removed), and with `flows`, one identity's entries or
-    /// entries resolved too long ago, then the aliases pointing at them.
-    mutating func walkFlows() {
-        var removedKeys = Set<String>()
-        var selected: [(CachedFlow, String)] = []
-        // A segment's older records, counted: one row a segment, not one a record.
-        var older: [String: (records: Int, bytes: Int64)] = [:]
-        let (options, now) = (self.options, self.now)
-        // Gathered by the walk (the selection and the debris, not every entry), removed in the walk's order.
-        scan.walk(
-            where: { resolvedAt, userID in
-                // The same rule, of a format-2 record in place: most are kept, and made nothing.
-                options.flows
-                    && Self.rule(
-                        age: now.timeIntervalSince(resolvedAt),
-                        identity: options.userID.map { $0.sameBytes(as: userID) } ?? false, options: options) != nil
-            },
-            flow: { entry in
-                guard options.flows, let reason = Self.reason(entry, options: options, now: now) else { return }
-                selected.append((entry, reason))
-            },
-            superseded: { record in
-                let segment = String(record.path.prefix { $0 != "#" })
-                older[segment, default: (0, 0)].records += 1
-                older[segment]?.bytes += record.size
-            })
-        // A live writer's segment stays as it is (a compaction leaves it in place): its older records are not removed.
-        let live = scan.liveSegments
-        for (segment, count) in older.sorted(by: { $0.key < $1.key }) where !live.contains(segment) {
-            let what = count.records == 1 ? "1 older record of a key" : "\(count.records) older records of keys"
-            remove(.superseded, segment, count.bytes, "\(what), dropped by a compaction")
-        }
-        for (entry, reason) in selected {
-            // By age, in a live writer's segment: for the next prune (one identity's entries are asked for
-            // by name, so those are tried, and a failure if they stay).
-            if options.userID == nil, live.contains(String(entry.path.prefix { $0 != "#" })) {
-                deferred += 1
-                continue
-            }
-            remove(.flow, entry.path, entry.size, reason)
-            removedKeys.insert(entry.directoryKey)
-        }
-        guard options.flows else { return }
-        for alias in scan.aliases {
-            // Format 2: the alias's key looked up alone, not a set of every entry removed.
-            let removed =
-                alias.inLog ? aliasTargetRemoved(alias) : removedKeys.contains(alias.directoryKey)
-            if removed { remove(.alias, alias.path, alias.size, "points at a removed entry") }
-        }
-    }
+    /// Format 2: the segments a writer still holds (`CacheScan.liveSegments`).
+    let live: Set<String>
 
     /// Why `options` remove an entry, nil when they keep it.
-    private static func reason(_ entry: CachedFlow, options: CacheStore.PruneOptions, now: Date) -> String? {
+    func reason(_ entry: CachedFlow) -> String? {
         // Format 1 knows the user id by its key directory's name (`<fingerprint>~<user>/`).
         let identity =
             options.userID.map { user in
@@ -197,11 +174,34 @@ private struct PruneSelection {
                     ? entry.userID.sameBytes(as: user)
                     : entry.path.containsBytes("~" + CacheNames.bounded(user, max: CacheStore.maxNameField) + "/")
             } ?? false
-        return rule(age: entry.age(at: now), identity: identity, options: options)
+        return Self.rule(age: entry.age(at: now), identity: identity, options: options)
+    }
+
+    /// Whether the rule selects a format-2 record, of its time and user id in place.
+    func selects(resolvedAt: Date, userID: UnsafeRawBufferPointer) -> Bool {
+        options.flows
+            && Self.rule(
+                age: now.timeIntervalSince(resolvedAt),
+                identity: options.userID.map { $0.sameBytes(as: userID) } ?? false, options: options) != nil
+    }
+
+    /// Whether an entry at `path` selected by age stays for the next prune:
+    /// in a live writer's segment (one identity's entries are asked for by
+    /// name, so those are tried, and a failure if they stay).
+    func defers(_ path: String) -> Bool {
+        options.userID == nil && live.contains(String(path.prefix { $0 != "#" }))
+    }
+
+    /// Whether this prune removes the format-2 record at `path` (what a compaction drops).
+    func removes(_ record: LogRecord, at path: String) -> Bool {
+        guard options.flows, !defers(path) else { return false }
+        let identity = options.userID.map { record.userID.sameBytes(as: $0) } ?? false
+        let age = now.timeIntervalSince(LogRecord.date(millis: record.resolvedAtMillis))
+        return Self.rule(age: age, identity: identity, options: options) != nil
     }
 
     /// The rule itself, of an entry's age and whether it is the identity asked for.
-    private static func rule(age: TimeInterval, identity: Bool, options: CacheStore.PruneOptions) -> String? {
+    static func rule(age: TimeInterval, identity: Bool, options: CacheStore.PruneOptions) -> String? {
         if let user = options.userID, identity {
             return "identity \(user)"
         } else if options.olderThan != nil, age < -CachedFlow.clockSkew {
@@ -211,6 +211,102 @@ private struct PruneSelection {
             return "resolved \(Int(age))s ago"
         }
         return nil
+    }
+}
+
+/// The files one prune removes, each once, in the order the rules chose them.
+private struct PruneSelection {
+    let store: CacheStore
+    private(set) var scan: CacheScan
+    let rule: PruneRule
+    var options: CacheStore.PruneOptions { rule.options }
+    var now: Date { rule.now }
+    let removals = SpilledList<Removal>()
+    /// How many of `removals` are format-2 records (a compaction's to remove).
+    private(set) var logged = 0
+    /// Entries selected by age in a live writer's segment, left for the next prune.
+    private(set) var deferred = 0
+    /// The files chosen (not format-2 records: each of those is met once), so that none is listed twice.
+    private var gone = Set<String>()
+
+    init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions, now: Date) throws {
+        self.store = store
+        self.scan = scan
+        rule = PruneRule(options: options, now: now, live: scan.liveSegments)
+    }
+
+    private mutating func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) throws {
+        let record = scan.logged && store.isLogged(path)
+        guard record || gone.insert(path).inserted else { return }
+        if record { logged += 1 }
+        try removals.append(Removal(kind: kind, path: store.relative(path), bytes: bytes, reason: reason))
+    }
+
+    /// Superseded copies, and url files whose image was never written.
+    mutating func addDebris() throws {
+        if scan.logged {
+            for tree in scan.migrationLeftovers {
+                try remove(.directory, tree, 0, "format 1's, left by a migration (its entries carried into the log)")
+            }
+        }
+        for file in scan.superseded { try remove(.superseded, file.path, file.size, "older copy of a key") }
+        // Format 2's older records of a key: handed over by the walk (`walkFlows`).
+        for dir in scan.emptyKeys { try remove(.directory, dir, 0, "key directory with no entry") }
+        let imageDirs = Set(scan.images.map { PathName.parent(of: $0.path) })
+        for urlFile in scan.imageURLFiles
+        where !imageDirs.contains(PathName.parent(of: urlFile.path)) {
+            try remove(.orphan, urlFile.path, urlFile.size, "url file without an image")
+        }
+        for temp in scan.temporaries where !CacheStore.writerAlive(temp.path) {
+            try remove(.orphan, temp.path, temp.size, "temporary file of a writer that is gone")
+        }
+    }
+
+    /// Walks the entries once: a format-2 cache's older records of a key
+    /// (debris, always removed), and with `flows`, one identity's entries or
+    /// entries resolved too long ago, then the aliases pointing at them.
+    mutating func walkFlows() throws {
+        var removedKeys = Set<String>()  // format 1's, whose aliases name a key directory
+        // The selection, after the debris: waiting in a list of its own, as the debris is counted first.
+        let selected = SpilledList<Removal>()
+        var failure: (any Error)?
+        // A segment's older records, counted: one row a segment, not one a record.
+        var older: [String: (records: Int, bytes: Int64)] = [:]
+        let rule = self.rule
+        var deferred = 0
+        scan.walk(
+            where: { resolvedAt, userID in rule.selects(resolvedAt: resolvedAt, userID: userID) },
+            flow: { entry in
+                guard failure == nil, rule.options.flows, let reason = rule.reason(entry) else { return }
+                if entry.inLog && rule.defers(entry.path) {
+                    deferred += 1
+                    return
+                }
+                if !entry.inLog { removedKeys.insert(entry.directoryKey) }
+                do {
+                    try selected.append(Removal(kind: .flow, path: entry.path, bytes: entry.size, reason: reason))
+                } catch { failure = error }
+            },
+            superseded: { record in
+                let segment = String(record.path.prefix { $0 != "#" })
+                older[segment, default: (0, 0)].records += 1
+                older[segment]?.bytes += record.size
+            })
+        if let failure { throw failure }
+        self.deferred += deferred
+        // A live writer's segment stays as it is (a compaction leaves it in place): its older records are not removed.
+        for (segment, count) in older.sorted(by: { $0.key < $1.key }) where !rule.live.contains(segment) {
+            let what = count.records == 1 ? "1 older record of a key" : "\(count.records) older records of keys"
+            try remove(.superseded, segment, count.bytes, "\(what), dropped by a compaction")
+        }
+        try selected.each { try remove($0.kind, $0.path, $0.bytes, $0.reason) }
+        guard options.flows else { return }
+        for alias in scan.aliases {
+            // Format 2: the alias's key looked up alone, not a set of every entry removed.
+            let removed =
+                alias.inLog ? aliasTargetRemoved(alias) : removedKeys.contains(alias.directoryKey)
+            if removed { try remove(.alias, alias.path, alias.size, "points at a removed entry") }
+        }
     }
 
     /// Whether the entry a format-2 alias points at (its key's survivor) is one this prune removes.
@@ -222,18 +318,18 @@ private struct PruneSelection {
                 of: .entry(placement: alias.placement, fingerprint: fingerprint), in: store.log.segments(),
                 servable: &servable)
         else { return false }
-        return gone.contains(survivor.path)
+        return rule.removes(survivor.record, at: survivor.path)
     }
 
     /// Expired or long-unused images, then the least recently used beyond the size limit.
-    mutating func addImages() {
+    mutating func addImages() throws {
         var kept: [CachedImage] = []
         for image in scan.images {
             let unused = now.timeIntervalSince(image.lastAccess)
             if options.expired, image.isExpired(at: now, ttl: store.budgets.imageTTL) {
-                remove(.image, image.path, image.size, "expired")
+                try remove(.image, image.path, image.size, "expired")
             } else if let limit = options.olderThan, unused > limit {
-                remove(.image, image.path, image.size, "last used \(Int(unused))s ago")
+                try remove(.image, image.path, image.size, "last used \(Int(unused))s ago")
             } else {
                 kept.append(image)
             }
@@ -241,18 +337,23 @@ private struct PruneSelection {
         guard let budget = options.maxImageBytes else { return }
         var total = kept.reduce(0) { $0 + $1.size }
         for image in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) where total > budget {
-            remove(.image, image.path, image.size, "least recently used over \(budget) bytes")
+            try remove(.image, image.path, image.size, "least recently used over \(budget) bytes")
             total -= image.size
         }
     }
 
     /// Images and fonts that no flow surviving this prune refers to.
-    mutating func addUnreferenced() {
+    mutating func addUnreferenced() throws {
         var images = Set<String>()
         var fonts = Set<String>()
-        let (store, gone) = (self.store, self.gone)
+        let (store, gone, rule) = (self.store, self.gone, self.rule)
         scan.walk { entry in
-            guard !gone.contains(entry.path) else { return }
+            // A format-2 entry goes when the rule removes its record; format 1's by its path.
+            let goes =
+                entry.inLog
+                ? rule.options.flows && rule.reason(entry) != nil && !rule.defers(entry.path)
+                : gone.contains(entry.path)
+            guard !goes else { return }
             let document = entry.inLog ? store.loggedDocument(entry) : CacheStore.readEntry(entry)?.0
             guard let doc = document else { return }
             images.formUnion(doc.allImages.map(CacheStore.urlHash))
@@ -260,11 +361,11 @@ private struct PruneSelection {
         }
         if options.images {
             for image in scan.images where !images.contains(image.urlHash) {
-                remove(.image, image.path, image.size, "no cached flow refers to it")
+                try remove(.image, image.path, image.size, "no cached flow refers to it")
             }
         }
         for font in scan.fonts where !fonts.contains(String(PathName.lastComponent(of: font.path).prefix(64))) {
-            remove(.font, font.path, font.size, "no cached flow refers to it")
+            try remove(.font, font.path, font.size, "no cached flow refers to it")
         }
     }
 }

@@ -52,10 +52,11 @@ struct CachePrune: ParsableCommand {
         o.now = try Now.pinned()
         let result = try store.prune(o)
         let report = PruneReport(result, dryRun: dryRun)
-        try output.print(report)
-        let notes = report.notes
-        notes.warnings.forEach(Console.warn)
-        Console.note(notes.summary)
+        let out = BufferedOutput()
+        try report.write(as: output.format) { out.write(bytes: $0) }
+        out.flush()
+        try report.warnings(Console.warn)
+        Console.note(report.summary)
         if !result.failed.isEmpty { throw Verdict.incomplete }
     }
 }

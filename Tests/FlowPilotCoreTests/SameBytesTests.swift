@@ -64,4 +64,58 @@ final class SameBytesTests {
         let listed = store.scan().flows(placement: Self.nfd, userID: nil, freshness: nil, at: Date())
         #expect(listed.isEmpty)
     }
+
+    @Test(
+        "a listing puts the two spellings of a placement apart, by their bytes, however its batches are merged",
+        arguments: [1, 2])
+    func listingOrder(format: Int) throws {
+        let store = try CacheStore(root: "\(scratch)/order-\(format)", create: true, newFormat: format)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        // Alternating spellings, each entry a second newer than the last: by time alone they would interleave.
+        for n in 0..<12 {
+            try store.storeFlow(
+                placement: n % 2 == 0 ? Self.nfc : Self.nfd, identity: Identity(userID: "u\(n)"),
+                document: Self.flow("v\(n)"), ttlSeconds: 300, tier: .network, resolvedAt: start + Double(n))
+        }
+        store.finishWriting()
+        for runLength in [3, CacheScan.defaultRunLength] {
+            var placements: [String] = []
+            try CacheStore(root: store.root).scan().forEachFlow(
+                placement: nil, userID: nil, freshness: nil, at: start, runLength: runLength
+            ) { placements.append($0.placement) }
+            // NFD's `65 cc 81` sorts before NFC's `c3 a9`.
+            let expected = Array(repeating: Self.nfd, count: 6) + Array(repeating: Self.nfc, count: 6)
+            #expect(placements.count == 12)
+            #expect(zip(placements, expected).allSatisfy { $0.sameBytes(as: $1) }, "run length \(runLength)")
+        }
+    }
+
+    @Test(
+        "cache put reads two flow files whose names differ only in spelling as two files, and points both placements' aliases"
+    )
+    func putFilesAndAliases() throws {
+        let dir = "\(scratch)/put"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        for (name, version) in [(Self.nfc, "nfc"), (Self.nfd, "nfd")] {
+            let data = CanonicalJSON.data(Self.flow(version).json)
+            try data.write(to: URL(fileURLWithPath: "\(dir)/\(name).json"))
+        }
+        let lines = [(Self.nfc, "a"), (Self.nfd, "b")].map { name, user in
+            #"{"placement":"\#(name)","user_id":"\#(user)","flow_file":"\#(dir)/\#(name).json"}"#
+        }
+        let input = "\(dir)/input.jsonl"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
+        let store = try CacheStore(root: "\(dir)/cache", create: true, newFormat: 2)
+        var put = CachePutInput(store: store)
+        #expect(try put.write(try FileHandle(forReadingFrom: URL(fileURLWithPath: input)), name: input) == 2)
+        let reader = try CacheStore(root: store.root)
+        #expect(reader.lookupFlow(placement: Self.nfc, identity: Identity(userID: "a"))?.1.version == "nfc")
+        #expect(reader.lookupFlow(placement: Self.nfd, identity: Identity(userID: "b"))?.1.version == "nfd")
+        var scan = reader.scan()
+        scan.walk { _ in }
+        let aliased = scan.aliases.map(\.placement)
+        #expect(
+            aliased.count == 2 && aliased.contains { $0.sameBytes(as: Self.nfc) }
+                && aliased.contains { $0.sameBytes(as: Self.nfd) })
+    }
 }

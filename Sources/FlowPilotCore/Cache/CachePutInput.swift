@@ -9,10 +9,10 @@ import Foundation
 public struct CachePutInput {
     private let store: CacheStore
     /// Files named by several lines are read and validated once.
-    private var flowFiles: [String: FlowDocument] = [:]
-    private var imageFiles: [String: Data] = [:]
+    private var flowFiles: [ExactName: FlowDocument] = [:]
+    private var imageFiles: [ExactName: Data] = [:]
     /// Each placement's last flow line, for its last-known-good alias.
-    private var lastEntry: [String: CachedFlow] = [:]
+    private var lastEntry: [ExactName: CachedFlow] = [:]
     /// The keys written since everything written before was last known durable.
     private var waitingKeys = Set<String>()
     /// A pinned now (`FPCTL_NOW`), else the clock as each line is written:
@@ -46,7 +46,7 @@ public struct CachePutInput {
     }
 
     private mutating func pointAliases() throws {
-        for entry in lastEntry.values.sorted(by: { $0.placement < $1.placement }) {
+        for entry in lastEntry.sorted(by: { $0.key < $1.key }).map(\.value) {
             try store.pointAliasIfPresent(to: entry)
         }
         lastEntry = [:]
@@ -55,11 +55,11 @@ public struct CachePutInput {
     private mutating func write(_ json: JSONValue, at: String, outstanding: GroupCommit.Outstanding) throws {
         if let url = json["image_url"]?.stringValue {
             guard let file = json["image_file"]?.stringValue,
-                let data = imageFiles[file] ?? FileManager.default.contents(atPath: file)
+                let data = imageFiles[ExactName(file)] ?? FileManager.default.contents(atPath: file)
             else {
                 throw FPError.invalid([.error("put-image", at, "image_file missing or unreadable")])
             }
-            imageFiles[file] = data
+            imageFiles[ExactName(file)] = data
             try store.storeImage(url: url, data: data)
             return
         }
@@ -96,7 +96,7 @@ public struct CachePutInput {
             throw error
         }
         // Each placement's alias points at its last line's entry, once that is durable (`pointAliases`).
-        lastEntry[placement] = entry
+        lastEntry[ExactName(placement)] = entry
     }
 
     /// `resolved_at`: an RFC 3339 time from 1970 (the cache's names count
@@ -118,10 +118,10 @@ public struct CachePutInput {
     /// The line's flow, inline or from `flow_file`; nil when missing or invalid.
     private mutating func flow(_ json: JSONValue, at: String) -> FlowDocument? {
         if let file = json["flow_file"]?.stringValue {
-            if flowFiles[file] == nil, let data = FileManager.default.contents(atPath: file) {
-                flowFiles[file] = FlowDocument.validate(data: data, location: file).0
+            if flowFiles[ExactName(file)] == nil, let data = FileManager.default.contents(atPath: file) {
+                flowFiles[ExactName(file)] = FlowDocument.validate(data: data, location: file).0
             }
-            return flowFiles[file]
+            return flowFiles[ExactName(file)]
         }
         return json["flow"].flatMap { FlowDocument.validate($0, location: at).0 }
     }

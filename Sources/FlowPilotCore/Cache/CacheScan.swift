@@ -518,10 +518,14 @@ extension CacheScan {
             && (freshness == nil || entry.isFresh(at: now) == (freshness == .fresh))
     }
 
-    /// A listing's order: by placement, then oldest first, then by fingerprint and user id.
+    /// A listing's order: by placement, then oldest first, then by
+    /// fingerprint and user id; names by their UTF-8 bytes (`ExactName`), so
+    /// two spellings of one name that `String`'s `<` calls equal (NFC and
+    /// NFD) are two placements, each listed whole, never interleaved.
     public static func listed(_ a: CachedFlow, _ b: CachedFlow) -> Bool {
-        (a.placement, a.resolvedAt, a.fingerprint, a.userID ?? "") < (
-            b.placement, b.resolvedAt, b.fingerprint, b.userID ?? ""
-        )
+        if !a.placement.sameBytes(as: b.placement) { return ExactName(a.placement) < ExactName(b.placement) }
+        if a.resolvedAt != b.resolvedAt { return a.resolvedAt < b.resolvedAt }
+        if !a.fingerprint.sameBytes(as: b.fingerprint) { return ExactName(a.fingerprint) < ExactName(b.fingerprint) }
+        return ExactName(a.userID ?? "") < ExactName(b.userID ?? "")
     }
 }

@@ -13,8 +13,8 @@ struct SortedListing {
     private var bytes: [UInt8] = []
     /// Each entry of the batch: where it starts, and what orders it first.
     private var keys: [Key] = []
-    /// The batch's placements, numbered as they came.
-    private var placements: [String: Int32] = [:]
+    /// The batch's placements, numbered as they came; by their bytes (two spellings are two placements).
+    private var placements: [ExactName: Int32] = [:]
     private var spill: Int32 = -1
     private var written = 0
     private var runs: [Range<Int>] = []
@@ -87,9 +87,10 @@ struct SortedListing {
 
     /// The batch's number of a placement.
     private mutating func rank(_ placement: String) -> Int32 {
-        if let ordinal = placements[placement] { return ordinal }
+        let name = ExactName(placement)
+        if let ordinal = placements[name] { return ordinal }
         let ordinal = Int32(placements.count)
-        placements[placement] = ordinal
+        placements[name] = ordinal
         return ordinal
     }
 

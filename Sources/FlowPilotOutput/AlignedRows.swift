@@ -41,6 +41,29 @@ public struct AlignedRows {
         write(out)
     }
 
+    /// The table of `rows`, a list that can be read twice: the widths from
+    /// the first reading, the lines from the second, no row held meanwhile.
+    public static func write<Row: SpilledRow>(
+        columns: [String], rows: SpilledList<Row>, _ write: ([UInt8]) -> Void
+    ) throws {
+        var table = AlignedRows(columns: columns, inMemory: 0)
+        try rows.each { row in
+            for (i, cell) in row.cells.enumerated() where i < table.widths.count {
+                table.widths[i] = max(table.widths[i], Printable.escaped(cell).count)
+            }
+        }
+        var out: [UInt8] = []
+        table.line(columns.map { $0.uppercased() }, into: &out)
+        try rows.each { row in
+            table.line(row.cells.map(Printable.escaped), into: &out)
+            if out.count >= 1 << 16 {
+                write(out)
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        write(out)
+    }
+
     private func line(_ cells: [String], into out: inout [UInt8]) {
         for (i, cell) in cells.enumerated() {
             out.append(contentsOf: cell.utf8)

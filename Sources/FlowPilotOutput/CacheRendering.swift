@@ -170,9 +170,7 @@ public struct PruneReport: OffersFormats {
     public func write(as format: OutputFormat, _ write: ([UInt8]) -> Void) throws {
         switch format {
         case .text:
-            var table = AlignedRows(columns: Self.columns)
-            try result.removed.each { try table.add($0.cells) }
-            try table.finish(write)
+            try AlignedRows.write(columns: Self.columns, rows: result.removed, write)
         case .csv:
             var out: [UInt8] = []
             Table.csvLine(Self.columns, into: &out)

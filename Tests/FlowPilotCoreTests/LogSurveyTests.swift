@@ -44,9 +44,16 @@ final class LogSurveyTests {
         let store = try CacheStore(root: root)
         #expect(store.log.segments().count == 6)
         #expect(store.log.segments().filter { $0.index == nil }.count == 1, "the last writer's segment is unsealed")
-        for rangeSlots in [LogSurvey.rangeSlots, 16, 1] {
+        // Ranges of prefixes, and buckets of repeated records (one bucket held in memory; many, spilled in
+        // pieces of 16 KiB, or of 64 bytes, less than a record).
+        for (rangeSlots, bucketBytes, bufferBytes) in [
+            (LogSurvey.rangeSlots, WeighedBuckets.bucketBytes, WeighedBuckets.bufferBytes), (16, 400, 16 << 10),
+            (1, 1, 64),
+        ] {
             var scan = store.scan()
-            scan.logWalk = LogWalk(log: store.log, survey: LogSurvey(store.log, rangeSlots: rangeSlots))
+            let survey = LogSurvey(
+                store.log, rangeSlots: rangeSlots, bucketBytes: bucketBytes, bufferBytes: bufferBytes)
+            scan.logWalk = LogWalk(log: store.log, survey: survey)
             var listed: [String: String] = [:]
             var (older, handed) = (0, 0)
             scan.walk(
@@ -74,6 +81,39 @@ final class LogSurveyTests {
         var aliases = 0
         _ = store.log.scan { _, _, _, record, _ in if record.kind == .alias { aliases += 1 } }
         return aliases
+    }
+
+    @Test("a few keys written again in a large segment are weighed record by record, the newest by time winning")
+    func sparseRepeats() throws {
+        let root = "\(scratch)/sparse"
+        let base = Date() - 600
+        let first = try CacheStore(root: root, create: true, newFormat: 2)
+        for n in 0..<1_000 {
+            try first.storeFlow(
+                placement: "paywall", identity: Self.user(n), document: LogDamageTests.flow("first"), ttlSeconds: 300,
+                tier: .network, resolvedAt: base + 10, pointAlias: false)
+        }
+        first.finishWriting()
+        // A second writer: user 3 newer, user 4 older (the first segment's record stays its survivor).
+        let second = try CacheStore(root: root, newFormat: 2)
+        for (n, at) in [(3, base + 20), (4, base)] {
+            try second.storeFlow(
+                placement: "paywall", identity: Self.user(n), document: LogDamageTests.flow("second"), ttlSeconds: 300,
+                tier: .network, resolvedAt: at, pointAlias: false)
+        }
+        second.finishWriting()
+        let store = try CacheStore(root: root)
+        let survey = LogSurvey(store.log)
+        let large = try #require(survey.parts.max { $0.length < $1.length })
+        #expect(large.repeatedCount == 2 && large.repeatedOffsets?.count == 2, "sparse: its two offsets kept")
+        var scan = store.scan()
+        scan.logWalk = LogWalk(log: store.log, survey: survey)
+        var versions: [String: String] = [:]
+        var older = 0
+        scan.walk(flow: { versions[$0.fingerprint] = $0.version }, superseded: { _ in older += 1 })
+        #expect(versions.count == 1_000 && older == 2)
+        #expect(versions[Self.user(3).fingerprint] == "second" && versions[Self.user(4).fingerprint] == "first")
+        #expect(versions[Self.user(5).fingerprint] == "first")
     }
 
     @Test("keys whose index prefixes collide are told apart by their whole key")

@@ -72,6 +72,14 @@ struct DocsNumbersTests {
                 "one bit for every \(LogSurvey.slot) bytes of segment"
             ),
             (
+                "docs/cache-format.md", "a survey's sparse repeated records",
+                "fewer than one for every \(grouped(LogSurvey.bytesPerWantedRecord)) of its bytes, their offsets kept"
+            ),
+            (
+                "docs/cache-format.md", "a survey's buckets",
+                "goes to one of up to 256 buckets by its fingerprint's first byte, each about \(WeighedBuckets.bucketBytes >> 20) MiB, which wait in \(WeighedBuckets.bufferBytes >> 10) KiB pieces"
+            ),
+            (
                 "docs/cache-format.md", "a listing's sorted batch",
                 "sorted in batches of \(grouped(SortedListing.defaultRunLength))"
             ),
@@ -137,15 +145,15 @@ struct DocsNumbersTests {
             ),
             (
                 "docs/cache-format.md", "a prune's rows in memory",
-                "wait, past \(grouped(SpilledList<Removal>.defaultInMemory)), in a temporary file"
+                "wait, past \(grouped(RemovalResult.rowsInMemory)), in a temporary file"
             ),
             (
                 "man/src/fpctl-cache-prune.md", "a prune's rows in memory",
-                "past the first \(grouped(SpilledList<Removal>.defaultInMemory)) rows, the rows wait in a temporary file"
+                "past the first \(grouped(RemovalResult.rowsInMemory)) rows, the rows wait in a temporary file"
             ),
             (
                 "man/src/fpctl.md", "rows kept in TMPDIR",
-                "keep rows past the first \(grouped(SpilledList<[String]>.defaultInMemory)) until they print them"
+                "keeps the rows of its text table past the first \(grouped(AlignedRows.defaultInMemory)), and `cache prune` the rows it reports past the first \(grouped(RemovalResult.rowsInMemory))"
             ),
             ("docs/cache-format.md", "the summary's name", "reads one file, `log/\(LogSummary.fileName)`"),
             ("man/src/fpctl-cache-info.md", "the summary's name", "only `log/\(LogSummary.fileName)`"),

@@ -135,8 +135,12 @@ public final class RemovalResult {
         }
     }
 
-    public let removed = SpilledList<Removal>()
-    public let failed = SpilledList<Failure>()
+    /// Rows each list of a prune holds in memory before the rest wait in its scratch file: a prune
+    /// holds three such lists at once (what the walk chose, the selection, the result).
+    public static let rowsInMemory = 4_096
+
+    public let removed = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
+    public let failed = SpilledList<Failure>(inMemory: RemovalResult.rowsInMemory)
     /// The bytes of what `removed` holds.
     public private(set) var removedBytes: Int64 = 0
     /// Format 2: entries older than `--older-than` in a segment a writer is
@@ -221,7 +225,7 @@ private struct PruneSelection {
     let rule: PruneRule
     var options: CacheStore.PruneOptions { rule.options }
     var now: Date { rule.now }
-    let removals = SpilledList<Removal>()
+    let removals = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
     /// How many of `removals` are format-2 records (a compaction's to remove).
     private(set) var logged = 0
     /// Entries selected by age in a live writer's segment, left for the next prune.
@@ -268,7 +272,7 @@ private struct PruneSelection {
     mutating func walkFlows() throws {
         var removedKeys = Set<String>()  // format 1's, whose aliases name a key directory
         // The selection, after the debris: waiting in a list of its own, as the debris is counted first.
-        let selected = SpilledList<Removal>()
+        let selected = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
         var failure: (any Error)?
         // A segment's older records, counted: one row a segment, not one a record.
         var older: [String: (records: Int, bytes: Int64)] = [:]

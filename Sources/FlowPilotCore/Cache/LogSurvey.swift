@@ -6,7 +6,7 @@ import Foundation
 /// record that says, of each, whether it is its key's survivor: what
 /// `cache info`, `list`, `verify`, `prune` and compaction read.
 ///
-/// Two passes, as git's pack indexes are read:
+/// Three passes, as git's pack indexes are read:
 /// 1. **Keys.** Each sealed segment's index (checked whole first) is a table
 ///    of `(key prefix, offset)` sorted by prefix, with a fanout by the
 ///    prefix's first byte. The prefix space is cut into ranges of first
@@ -14,23 +14,27 @@ import Foundation
 ///    megabytes; each range is read from every index, sorted, and walked: a
 ///    prefix met once is its key's only record, so it survives without being
 ///    read. Records whose prefix is met more than once (a key written again,
-///    or two keys whose prefixes collide) are read (in the order of their
-///    segments and offsets, so the reads go forward), grouped by their whole
-///    key, and of each group the one a lookup serves survives
-///    (`FlowLog.Servable`: the newest whose flow reads back whole, the newest
-///    of all when none does); the others are marked superseded in their
-///    segment's bitmap, one bit a 64-byte slot (no record is shorter). A
-///    segment no checked index covers (being written, or its index damaged)
-///    has its keys read from its bytes and sorted in memory, bounded by the
-///    segment's size.
-/// 2. **Walk.** Each segment is read once, in order, up to the length the
+///    or two keys whose prefixes collide) are marked in their segment's
+///    `repeated` bitmap, one bit a 64-byte slot (no record is shorter), their
+///    offsets kept while sparse. A segment no checked index covers (being
+///    written, or its index damaged) has its keys read from its bytes and
+///    sorted in memory, bounded by the segment's size.
+/// 2. **Weighing.** Each segment with repeated records is read once (whole
+///    and walked where they are dense, record by record where sparse), and
+///    what decides between records of one key put in `WeighedBuckets` by
+///    fingerprint; bucket by bucket, records are grouped by their whole key
+///    and of each group the one a lookup serves survives (`FlowLog.Servable`:
+///    the newest whose flow reads back whole, the newest of all when none
+///    does); the others are marked superseded, one bit a slot again. (Read
+///    range by range, a record at a time, ten million entries cost 4 million
+///    `pread`s, most of `info`'s time.)
+/// 3. **Walk.** Each segment is read once, in order, up to the length the
 ///    first pass saw, and each whole record handed on with its bit: a writer
 ///    appending meanwhile adds nothing the first pass did not weigh.
 ///
-/// Memory: a bit per 64 bytes of log (about 3 bits an entry), one range of
-/// index slots (16 bytes each, 2 MiB) and what deciding its repeated
-/// prefixes needs (about 70 bytes a record), one segment's bytes, and the
-/// keys of segments no index covers.
+/// Memory: two bits per 64 bytes of log (about 6 bits an entry), one range
+/// of index slots (16 bytes each, 2 MiB), one bucket (about 4 MiB and its
+/// records), one segment's bytes, and the keys of segments no index covers.
 struct LogSurvey {
     /// One segment as the first pass saw it.
     struct Part {
@@ -51,6 +55,34 @@ struct LogSurvey {
             let slot = offset / LogSurvey.slot
             if slot / 64 < superseded.count { superseded[slot / 64] |= 1 << UInt64(slot % 64) }
         }
+
+        /// A bit per slot where a record whose key prefix is met more than
+        /// once starts (made on the first), and how many: the second pass
+        /// weighs these.
+        var repeated: [UInt64] = []
+        var repeatedCount = 0
+        /// Their offsets while they are sparse (one per `bytesPerWantedRecord`
+        /// of the segment at most: each read alone); nil past that (the
+        /// segment read whole, its records walked).
+        var repeatedOffsets: [UInt32]? = []
+
+        func isRepeated(_ offset: Int) -> Bool {
+            let slot = offset / LogSurvey.slot
+            return slot / 64 < repeated.count && repeated[slot / 64] & (1 << UInt64(slot % 64)) != 0
+        }
+
+        mutating func markRepeated(_ offset: Int) {
+            let slot = offset / LogSurvey.slot
+            if repeated.isEmpty { repeated = [UInt64](repeating: 0, count: superseded.count) }
+            guard slot / 64 < repeated.count, repeated[slot / 64] & (1 << UInt64(slot % 64)) == 0 else { return }
+            repeated[slot / 64] |= 1 << UInt64(slot % 64)
+            repeatedCount += 1
+            if repeatedCount * LogSurvey.bytesPerWantedRecord >= length {
+                repeatedOffsets = nil
+            } else {
+                repeatedOffsets?.append(UInt32(offset))
+            }
+        }
     }
 
     /// No record is shorter (header and the smallest body), so no two start in one slot.
@@ -61,11 +93,18 @@ struct LogSurvey {
     var parts: [Part]
     /// Index slots one range of the first pass holds at most (tests make it small).
     let rangeSlots: Int
+    /// `WeighedBuckets`' bucket and buffer sizes (tests make them small).
+    let bucketBytes: Int
+    let bufferBytes: Int
 
     /// Surveys `log`'s segments as listed now.
-    init(_ log: FlowLog, rangeSlots: Int = LogSurvey.rangeSlots) {
+    init(
+        _ log: FlowLog, rangeSlots: Int = LogSurvey.rangeSlots, bucketBytes: Int = WeighedBuckets.bucketBytes,
+        bufferBytes: Int = WeighedBuckets.bufferBytes
+    ) {
         parts = []
         self.rangeSlots = rangeSlots
+        (self.bucketBytes, self.bufferBytes) = (bucketBytes, bufferBytes)
         var sources: [KeySource] = []
         for segment in log.segments() {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
@@ -148,9 +187,9 @@ struct LogSurvey {
     }
 
     private mutating func markSuperseded(_ log: FlowLog, _ sources: [KeySource]) {
-        var servable = FlowLog.Servable(log)
         var first = 0
         var slots: [Slot] = []
+        var repeatedTotal = 0
         while first < 256 {
             // As many first bytes as fit in one range (at least one).
             var last = first + 1
@@ -172,103 +211,89 @@ struct LogSurvey {
                 }
             }
             slots.sort { ($0.prefix, $0.part, $0.offset) < ($1.prefix, $1.part, $1.offset) }
-            // The slots of prefixes met more than once, and where each group of them starts and ends.
-            var repeated: [Slot] = []
-            var groups: [Range<Int>] = []
+            // The slots of prefixes met more than once, marked where their records are.
             var start = 0
             while start < slots.count {
                 var end = start + 1
                 while end < slots.count && slots[end].prefix == slots[start].prefix { end += 1 }
                 if end - start > 1 {
-                    groups.append(repeated.count..<(repeated.count + end - start))
-                    repeated += slots[start..<end]
+                    for slot in slots[start..<end] { parts[Int(slot.part)].markRepeated(Int(slot.offset)) }
+                    repeatedTotal += end - start
                 }
                 start = end
             }
-            let weighed = weigh(repeated, servable: &servable)
-            for group in groups { settle(group, repeated, weighed) }
             first = last
         }
-    }
-
-    /// What deciding between records of one prefix needs of each, without
-    /// its strings but the placement (a short one is held inline).
-    private struct Weighed {
-        let kind: LogRecord.Kind
-        let placement: String
-        /// The fingerprint's 32 bytes (zero for an alias, whose key is its placement).
-        let fingerprint: (UInt64, UInt64, UInt64, UInt64)
-        let stamp: (Int64, UInt64)
-        let serves: Bool
-
-        func sameKey(_ other: Weighed) -> Bool {
-            // bytes-lint: the fingerprint is four integers, compared as its bytes.
-            kind == other.kind && fingerprint == other.fingerprint && placement.sameBytes(as: other.placement)
+        guard repeatedTotal > 0 else { return }
+        var servable = FlowLog.Servable(log)
+        var buckets = WeighedBuckets(records: repeatedTotal, bucketBytes: bucketBytes, bufferBytes: bufferBytes)
+        for number in parts.indices where parts[number].repeatedCount > 0 {
+            weigh(number, into: &buckets, servable: &servable)
         }
-    }
-
-    /// The records `repeated` names, read in the order of their segments
-    /// and offsets (one segment open at a time, each read forward), not in
-    /// the order of their keys, which jumps between segments: a segment where
-    /// they are dense read whole once, one where they are sparse record by record. Each is
-    /// read in place (`LogRecord.View`): no string made but its placement,
-    /// once for a run of one placement. Nil for one that does not read whole
-    /// (the walk does not read it either).
-    private func weigh(_ repeated: [Slot], servable: inout FlowLog.Servable) -> [Weighed?] {
-        var weighed = [Weighed?](repeating: nil, count: repeated.count)
-        let order = repeated.indices.sorted {
-            (repeated[$0].part, repeated[$0].offset) < (repeated[$1].part, repeated[$1].offset)
-        }
-        var placements = CacheScan.RecentNames()
-        func weigh(_ index: Int, _ view: LogRecord.View) {
-            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            if view.kind == .entry {
-                // Big-endian words of the 32 bytes: compared only for equality.
-                let raw = view.fingerprint
-                words = (
-                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
-                    raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
-                    raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
-                )
+        let now = LogRecord.nowMillis
+        buckets.forEachBucket { bytes, records in
+            for loser in Self.losers(bytes, records, now: now) {
+                parts[Int(loser.part)].markSuperseded(Int(loser.offset))
             }
-            weighed[index] = Weighed(
-                kind: view.kind, placement: placements.name(view.placement), fingerprint: words, stamp: view.stamp,
+        }
+    }
+
+    /// The repeated records of part `number` (those `markRepeated` marked),
+    /// read in the order of their offsets, each one's key and what decides
+    /// between records of one key put in `buckets`: a segment where they are
+    /// dense read whole once and walked, one where they are sparse record by
+    /// record. Each is read in place (`LogRecord.View`), no string made. One
+    /// that does not read whole is left out (the walk does not read it either).
+    private func weigh(_ number: Int, into buckets: inout WeighedBuckets, servable: inout FlowLog.Servable) {
+        let part = parts[number]
+        let fd = open(part.segment.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        func add(_ offset: Int, _ view: LogRecord.View) {
+            buckets.add(
+                part: UInt32(number), offset: UInt32(offset), view,
                 serves: view.kind == .alias || servable.serves(view))
         }
-        var at = 0
-        while at < order.count {
-            let part = repeated[order[at]].part
-            var end = at + 1
-            while end < order.count && repeated[order[end]].part == part { end += 1 }
-            defer { at = end }
-            let length = parts[Int(part)].length
-            let fd = open(parts[Int(part)].segment.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
-            // Whole when the records wanted are dense enough that reading every page costs no more than
-            // reading theirs: a segment of a large cache has few of one range's repeated keys, and is met
-            // once a range (reading each whole every range was quadratic: 77 ranges x 500 segments at 10M).
-            if (end - at) * Self.bytesPerWantedRecord >= length, var bytes = FlowLog.read(fd, from: 0) {
-                if bytes.count > length { bytes.removeLast(bytes.count - length) }
-                bytes.withUnsafeBytes { raw in
-                    for index in order[at..<end] {
-                        let offset = Int(repeated[index].offset)
-                        guard offset < raw.count, case .record(let view, _) = LogRecord.decode(raw, at: offset) else {
-                            continue
-                        }
-                        weigh(index, view)
-                    }
-                }
-            } else {
-                for index in order[at..<end] {
-                    let offset = Int(repeated[index].offset)
-                    guard offset < length else { continue }
-                    FlowLog.withRecord(fd, at: offset) { view in weigh(index, view) }
-                }
+        if let offsets = part.repeatedOffsets {
+            for offset in offsets.sorted() where Int(offset) < part.length {
+                FlowLog.withRecord(fd, at: Int(offset)) { view in add(Int(offset), view) }
+            }
+            return
+        }
+        guard var bytes = FlowLog.read(fd, from: 0) else { return }
+        if bytes.count > part.length { bytes.removeLast(bytes.count - part.length) }
+        bytes.withUnsafeBytes { raw in
+            guard LogSegment.hasMagic(raw) else { return }
+            _ = LogSegment.walk(raw) { offset, view in
+                if part.isRepeated(offset) { add(offset, view) }
             }
         }
-        return weighed
+    }
+
+    /// Of records weighed together (`WeighedBuckets`), those grouped by their
+    /// whole key (kind, placement and fingerprint compared as bytes) that
+    /// are not their key's survivor: the one a lookup serves (the newest
+    /// whose flow reads back whole; the newest of all when none does).
+    private static func losers(
+        _ bytes: UnsafeRawBufferPointer, _ records: [WeighedBuckets.Record], now: Int64
+    ) -> [WeighedBuckets.Record] {
+        let order = records.indices.sorted { WeighedBuckets.keyOrder(records[$0], records[$1], in: bytes) }
+        var losers: [WeighedBuckets.Record] = []
+        var at = 0
+        while at < order.count {
+            var best = records[order[at]]
+            var end = at + 1
+            while end < order.count && WeighedBuckets.sameKey(records[order[end]], best, in: bytes) {
+                let item = records[order[end]]
+                let wins =
+                    item.serves != best.serves ? item.serves : LogRecord.wins(item.stamp, over: best.stamp, now: now)
+                losers.append(wins ? best : item)
+                if wins { best = item }
+                end += 1
+            }
+            at = end
+        }
+        return losers
     }
 
     /// A segment is read whole to weigh its records when it holds at least
@@ -303,29 +328,6 @@ struct LogSurvey {
                 }
             }
             at += count
-        }
-    }
-
-    /// Records sharing a prefix, grouped by their whole key (placement and
-    /// fingerprint compared as bytes): all but each key's survivor (the one
-    /// a lookup serves) marked superseded.
-    private mutating func settle(_ group: Range<Int>, _ repeated: [Slot], _ weighed: [Weighed?]) {
-        let now = LogRecord.nowMillis
-        var best: [Int] = []
-        for index in group {
-            guard let item = weighed[index] else { continue }
-            if let known = best.firstIndex(where: { weighed[$0]?.sameKey(item) == true }),
-                let other = weighed[best[known]]
-            {
-                let wins =
-                    item.serves != other.serves
-                    ? item.serves : LogRecord.wins(item.stamp, over: other.stamp, now: now)
-                let loser = repeated[wins ? best[known] : index]
-                parts[Int(loser.part)].markSuperseded(Int(loser.offset))
-                if wins { best[known] = index }
-            } else {
-                best.append(index)
-            }
         }
     }
 }

@@ -1,0 +1,156 @@
+import Foundation
+
+/// What `LogSurvey` knows of each record whose key prefix is met more than
+/// once, between reading it and deciding it: partitioned by the first byte
+/// of its fingerprint (uniform: a SHA-256) into buckets of about
+/// `bucketBytes`, so that every record of one key lands in one bucket and
+/// one bucket at a time is held to be decided. Each bucket's bytes wait in
+/// `bufferBytes` pieces on one scratch file (`ScratchFile`, in `TMPDIR`);
+/// with none to be had (a read-only root), in memory, which then grows with
+/// the repeated records.
+///
+/// A record as a bucket holds it: part (4), offset (4), kind (1), serves
+/// (1), resolved-at milliseconds (8), unique (8), fingerprint (32, zero for
+/// an alias), placement length (4) and its bytes.
+struct WeighedBuckets {
+    /// One record read back from a bucket; its placement is a range of the bucket's bytes.
+    struct Record {
+        let part: UInt32
+        let offset: UInt32
+        let kind: UInt8
+        let serves: Bool
+        let stamp: (Int64, UInt64)
+        let fingerprint: (UInt64, UInt64, UInt64, UInt64)
+        let placement: Range<Int>
+    }
+
+    /// About what a bucket holds when it is decided.
+    static let bucketBytes = 4 << 20
+    /// A bucket's bytes waiting to be written, at most.
+    static let bufferBytes = 16 << 10
+    /// The fixed part of a record.
+    static let recordHeader = 62
+
+    private let count: Int
+    private var buffers: [[UInt8]]
+    /// Each bucket's pieces: where in the scratch file, or (with none) the bytes themselves.
+    private var pieces: [[(offset: Int, length: Int)]]
+    private var held: [[UInt8]]
+    private var spill: Int32 = -2
+    private var written = 0
+
+    private let bufferBytes: Int
+
+    /// Buckets for `records` records of about 80 bytes each.
+    init(records: Int, bucketBytes: Int = WeighedBuckets.bucketBytes, bufferBytes: Int = WeighedBuckets.bufferBytes) {
+        count = max(1, min(256, records * 80 / bucketBytes + 1))
+        self.bufferBytes = bufferBytes
+        buffers = Array(repeating: [], count: count)
+        pieces = Array(repeating: [], count: count)
+        held = Array(repeating: [], count: count)
+    }
+
+    mutating func add(part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool) {
+        let bucket = view.kind == .entry ? Int(view.fingerprint.first ?? 0) * count / 256 : 0
+        Self.encode(part: part, offset: offset, view, serves: serves, into: &buffers[bucket])
+        if buffers[bucket].count >= bufferBytes { flush(bucket) }
+    }
+
+    private static func encode(
+        part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool, into out: inout [UInt8]
+    ) {
+        LogRecord.append(UInt64(part), 4, to: &out)
+        LogRecord.append(UInt64(offset), 4, to: &out)
+        out.append(view.kind.rawValue)
+        out.append(serves ? 1 : 0)
+        LogRecord.append(UInt64(bitPattern: view.stamp.0), 8, to: &out)
+        LogRecord.append(view.stamp.1, 8, to: &out)
+        if view.kind == .entry {
+            out.append(contentsOf: view.fingerprint)
+        } else {
+            out.append(contentsOf: repeatElement(0, count: 32))
+        }
+        LogRecord.append(UInt64(view.placement.count), 4, to: &out)
+        out.append(contentsOf: view.placement)
+    }
+
+    /// Each bucket's records, one bucket at a time, with the bytes their placements are ranges of.
+    mutating func forEachBucket(_ body: (_ bytes: UnsafeRawBufferPointer, _ records: [Record]) -> Void) {
+        defer {
+            if spill >= 0 { close(spill) }
+            spill = -2
+        }
+        for bucket in 0..<count {
+            var bytes: [UInt8] = []
+            for piece in pieces[bucket] {
+                var chunk = [UInt8](repeating: 0, count: piece.length)
+                guard SegmentIndex.readFully(spill, &chunk, at: piece.offset) else { continue }
+                bytes += chunk
+            }
+            bytes += held[bucket]
+            bytes += buffers[bucket]
+            (held[bucket], buffers[bucket], pieces[bucket]) = ([], [], [])
+            bytes.withUnsafeBytes { raw in body(raw, Self.records(raw)) }
+        }
+    }
+
+    /// A bucket's bytes as records (a piece cut short is where they end).
+    private static func records(_ raw: UnsafeRawBufferPointer) -> [Record] {
+        var records: [Record] = []
+        var at = 0
+        while raw.count - at >= recordHeader {
+            let length = Int(LogRecord.load(raw, at + 58, 4))
+            guard raw.count - at - recordHeader >= length else { break }
+            records.append(
+                Record(
+                    part: UInt32(LogRecord.load(raw, at, 4)), offset: UInt32(LogRecord.load(raw, at + 4, 4)),
+                    kind: raw[at + 8], serves: raw[at + 9] != 0,
+                    stamp: (Int64(bitPattern: LogRecord.load(raw, at + 10, 8)), LogRecord.load(raw, at + 18, 8)),
+                    fingerprint: (
+                        LogRecord.load(raw, at + 26, 8), LogRecord.load(raw, at + 34, 8),
+                        LogRecord.load(raw, at + 42, 8), LogRecord.load(raw, at + 50, 8)
+                    ),
+                    placement: (at + recordHeader)..<(at + recordHeader + length)))
+            at += recordHeader + length
+        }
+        return records
+    }
+
+    /// A full buffer to the scratch file, or kept in memory when there is none.
+    private mutating func flush(_ bucket: Int) {
+        if spill == -2 { spill = (try? ScratchFile.open()) ?? -1 }
+        let buffer = buffers[bucket]
+        buffers[bucket].removeAll(keepingCapacity: true)
+        if spill >= 0, buffer.withUnsafeBytes({ writeAll(spill, $0) }) == nil {
+            pieces[bucket].append((written, buffer.count))
+            written += buffer.count
+        } else {
+            held[bucket] += buffer
+        }
+    }
+
+    /// Whether two records are of one key: kind, fingerprint and placement, as bytes.
+    static func sameKey(_ a: Record, _ b: Record, in bytes: UnsafeRawBufferPointer) -> Bool {
+        // bytes-lint: the fingerprint is four integers, compared as its bytes.
+        guard a.kind == b.kind, a.fingerprint == b.fingerprint, a.placement.count == b.placement.count else {
+            return false
+        }
+        let x = UnsafeRawBufferPointer(rebasing: bytes[a.placement])
+        let y = UnsafeRawBufferPointer(rebasing: bytes[b.placement])
+        guard let p = x.baseAddress, let q = y.baseAddress else { return true }
+        return memcmp(p, q, x.count) == 0
+    }
+
+    /// An order that puts the records of one key next to each other.
+    static func keyOrder(_ a: Record, _ b: Record, in bytes: UnsafeRawBufferPointer) -> Bool {
+        if a.kind != b.kind { return a.kind < b.kind }
+        // bytes-lint: the fingerprint is four integers; any order that groups equal ones will do.
+        if a.fingerprint != b.fingerprint {
+            return (a.fingerprint.0, a.fingerprint.1, a.fingerprint.2, a.fingerprint.3)
+                < (b.fingerprint.0, b.fingerprint.1, b.fingerprint.2, b.fingerprint.3)
+        }
+        let x = UnsafeRawBufferPointer(rebasing: bytes[a.placement])
+        let y = UnsafeRawBufferPointer(rebasing: bytes[b.placement])
+        return x.lexicographicallyPrecedes(y)
+    }
+}

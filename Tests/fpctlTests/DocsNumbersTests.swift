@@ -77,7 +77,7 @@ struct DocsNumbersTests {
             ),
             (
                 "docs/cache-format.md", "a survey's buckets",
-                "goes to one of up to 256 buckets by its fingerprint's first byte, each about \(WeighedBuckets.bucketBytes >> 20) MiB, which wait in \(WeighedBuckets.bufferBytes >> 10) KiB pieces"
+                "goes to one of up to \(grouped(WeighedBuckets.maxBuckets)) buckets by its fingerprint's first two bytes, each about \(WeighedBuckets.bucketBytes >> 20) MiB, which wait in \(WeighedBuckets.bufferBytes >> 10) KiB pieces"
             ),
             (
                 "docs/cache-format.md", "a listing's sorted batch",

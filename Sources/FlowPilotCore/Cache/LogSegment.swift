@@ -257,17 +257,20 @@ enum SegmentIndex {
     /// Fills `buffer` from `offset` of `fd` until it is full or the file
     /// ends; how many bytes it read (fewer on an error).
     static func readUpTo(_ fd: Int32, _ buffer: inout [UInt8], at offset: Int) -> Int {
-        buffer.withUnsafeMutableBytes { bytes -> Int in
-            guard let base = bytes.baseAddress else { return 0 }
-            var done = 0
-            while done < bytes.count {
-                let n = pread(fd, base + done, bytes.count - done, off_t(offset + done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { break }
-                done += n
-            }
-            return done
+        buffer.withUnsafeMutableBytes { readUpTo(fd, $0, at: offset) }
+    }
+
+    /// `readUpTo` into memory the caller holds.
+    static func readUpTo(_ fd: Int32, _ bytes: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        guard let base = bytes.baseAddress else { return 0 }
+        var done = 0
+        while done < bytes.count {
+            let n = pread(fd, base + done, bytes.count - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
         }
+        return done
     }
 }
 

@@ -33,7 +33,7 @@ import Foundation
 ///    appending meanwhile adds nothing the first pass did not weigh.
 ///
 /// Memory: two bits per 64 bytes of log (about 6 bits an entry), one range
-/// of index slots (16 bytes each, 2 MiB), one bucket (about 4 MiB and its
+/// of index slots (16 bytes each, 2 MiB), one bucket (about 2 MiB and its
 /// records), one segment's bytes, and the keys of segments no index covers.
 struct LogSurvey {
     /// One segment as the first pass saw it.

@@ -1,9 +1,9 @@
 import Foundation
 
 /// What `LogSurvey` knows of each record whose key prefix is met more than
-/// once, between reading it and deciding it: partitioned by the first byte
-/// of its fingerprint (uniform: a SHA-256) into buckets of about
-/// `bucketBytes`, so that every record of one key lands in one bucket and
+/// once, between reading it and deciding it: partitioned by the first two
+/// bytes of its fingerprint (uniform: a SHA-256) into up to `maxBuckets`
+/// buckets of about `bucketBytes`, so that every record of one key lands in one bucket and
 /// one bucket at a time is held to be decided. Each bucket's bytes wait in
 /// `bufferBytes` pieces on one scratch file (`ScratchFile`, in `TMPDIR`);
 /// with none to be had (a read-only root), in memory, which then grows with
@@ -21,13 +21,20 @@ struct WeighedBuckets {
         let serves: Bool
         let stamp: (Int64, UInt64)
         let fingerprint: (UInt64, UInt64, UInt64, UInt64)
-        let placement: Range<Int>
+        /// Where its placement's bytes are in the bucket's bytes, and how many.
+        let placementStart: UInt32
+        let placementCount: UInt32
+
+        var placement: Range<Int> { Int(placementStart)..<(Int(placementStart) + Int(placementCount)) }
     }
 
     /// About what a bucket holds when it is decided.
-    static let bucketBytes = 4 << 20
+    static let bucketBytes = 2 << 20
     /// A bucket's bytes waiting to be written, at most.
-    static let bufferBytes = 16 << 10
+    static let bufferBytes = 4 << 10
+    /// Buckets at most (their buffers together 4 MiB): past this many
+    /// buckets' worth of repeated records (about 27 million), each grows.
+    static let maxBuckets = 1_024
     /// The fixed part of a record.
     static let recordHeader = 62
 
@@ -43,7 +50,7 @@ struct WeighedBuckets {
 
     /// Buckets for `records` records of about 80 bytes each.
     init(records: Int, bucketBytes: Int = WeighedBuckets.bucketBytes, bufferBytes: Int = WeighedBuckets.bufferBytes) {
-        count = max(1, min(256, records * 80 / bucketBytes + 1))
+        count = max(1, min(Self.maxBuckets, records * 80 / bucketBytes + 1))
         self.bufferBytes = bufferBytes
         buffers = Array(repeating: [], count: count)
         pieces = Array(repeating: [], count: count)
@@ -51,7 +58,7 @@ struct WeighedBuckets {
     }
 
     mutating func add(part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool) {
-        let bucket = view.kind == .entry ? Int(view.fingerprint.first ?? 0) * count / 256 : 0
+        let bucket = view.kind == .entry ? (Int(view.fingerprint[0]) << 8 | Int(view.fingerprint[1])) * count >> 16 : 0
         Self.encode(part: part, offset: offset, view, serves: serves, into: &buffers[bucket])
         if buffers[bucket].count >= bufferBytes { flush(bucket) }
     }
@@ -81,11 +88,16 @@ struct WeighedBuckets {
             spill = -2
         }
         for bucket in 0..<count {
-            var bytes: [UInt8] = []
-            for piece in pieces[bucket] {
-                var chunk = [UInt8](repeating: 0, count: piece.length)
-                guard SegmentIndex.readFully(spill, &chunk, at: piece.offset) else { continue }
-                bytes += chunk
+            // Read into one array of the bucket's size: a bucket's bytes and its records are what a survey holds most.
+            let size = pieces[bucket].reduce(0) { $0 + $1.length } + held[bucket].count + buffers[bucket].count
+            var bytes = [UInt8](unsafeUninitializedCapacity: size) { out, count in
+                count = 0
+                guard let base = out.baseAddress else { return }
+                for piece in pieces[bucket] {
+                    let into = UnsafeMutableRawBufferPointer(start: base + count, count: piece.length)
+                    guard SegmentIndex.readUpTo(spill, into, at: piece.offset) == piece.length else { continue }
+                    count += piece.length
+                }
             }
             bytes += held[bucket]
             bytes += buffers[bucket]
@@ -97,6 +109,7 @@ struct WeighedBuckets {
     /// A bucket's bytes as records (a piece cut short is where they end).
     private static func records(_ raw: UnsafeRawBufferPointer) -> [Record] {
         var records: [Record] = []
+        records.reserveCapacity(raw.count / recordHeader)
         var at = 0
         while raw.count - at >= recordHeader {
             let length = Int(LogRecord.load(raw, at + 58, 4))
@@ -110,7 +123,7 @@ struct WeighedBuckets {
                         LogRecord.load(raw, at + 26, 8), LogRecord.load(raw, at + 34, 8),
                         LogRecord.load(raw, at + 42, 8), LogRecord.load(raw, at + 50, 8)
                     ),
-                    placement: (at + recordHeader)..<(at + recordHeader + length)))
+                    placementStart: UInt32(at + recordHeader), placementCount: UInt32(length)))
             at += recordHeader + length
         }
         return records

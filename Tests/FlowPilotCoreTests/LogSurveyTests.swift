@@ -116,6 +116,17 @@ final class LogSurveyTests {
         #expect(versions[Self.user(5).fingerprint] == "first")
     }
 
+    @Test("repeated records are spread over the buckets evenly by their fingerprint's first two bytes")
+    func bucketsSpread() {
+        let buckets = WeighedBuckets(records: 4_000_000)
+        #expect(buckets.buckets == 4_000_000 * 80 / WeighedBuckets.bucketBytes + 1)
+        #expect(buckets.bucket(of: 0) == 0 && buckets.bucket(of: 0xFFFF) == buckets.buckets - 1)
+        #expect(buckets.bucket(of: 0x8000) == buckets.buckets / 2)
+        let sizes = Dictionary(grouping: 0..<0x10000, by: buckets.bucket(of:)).values.map(\.count)
+        #expect(sizes.count == buckets.buckets && sizes.max()! - sizes.min()! <= 1)
+        #expect(WeighedBuckets(records: 1_000_000_000).buckets == WeighedBuckets.maxBuckets)
+    }
+
     @Test("keys whose index prefixes collide are told apart by their whole key")
     func collidingPrefixes() throws {
         let root = "\(scratch)/collide"

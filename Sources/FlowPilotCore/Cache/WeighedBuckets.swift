@@ -58,10 +58,17 @@ struct WeighedBuckets {
     }
 
     mutating func add(part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool) {
-        let bucket = view.kind == .entry ? (Int(view.fingerprint[0]) << 8 | Int(view.fingerprint[1])) * count >> 16 : 0
+        let bucket = view.kind == .entry ? bucket(of: Int(view.fingerprint[0]) << 8 | Int(view.fingerprint[1])) : 0
         Self.encode(part: part, offset: offset, view, serves: serves, into: &buffers[bucket])
         if buffers[bucket].count >= bufferBytes { flush(bucket) }
     }
+
+    /// The bucket of a fingerprint whose first two bytes are `prefix` (big
+    /// endian): the buckets cut the prefixes' space into equal parts.
+    func bucket(of prefix: Int) -> Int { (prefix * count) >> 16 }
+
+    /// How many buckets there are.
+    var buckets: Int { count }
 
     private static func encode(
         part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool, into out: inout [UInt8]

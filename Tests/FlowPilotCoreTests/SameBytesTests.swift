@@ -30,6 +30,11 @@ final class SameBytesTests {
         #expect(Self.nfc.sameBytes(as: "caf\u{E9}") && "".sameBytes(as: ""))
         #expect(Self.nfc.sameBytes(as: Substring("xcaf\u{E9}").dropFirst()))
         #expect(String?.none.sameBytes(as: nil) && !Optional(Self.nfc).sameBytes(as: nil))
+        #expect((Self.nfc + "/x").hasPrefix(Self.nfd) && !(Self.nfc + "/x").startsWithBytes(Self.nfd))
+        #expect((Self.nfc + "/x").startsWithBytes(Self.nfc) && ("x/" + Self.nfc).endsWithBytes("/" + Self.nfc))
+        #expect(!("x/" + Self.nfc).endsWithBytes(Self.nfd) && !"a".endsWithBytes("ba"))
+        #expect("log/1.seg#64".prefixBytes(before: UInt8(ascii: "#")) == "log/1.seg")
+        #expect("ab".prefixBytes(before: 0) == "ab")
     }
 
     @Test("prune --user-id and list --user-id of one spelling touch only that user's entries", arguments: [1, 2])

@@ -79,7 +79,7 @@ extension CacheStore {
         try selection.removals.each { removal in
             let path = "\(root)/\(removal.path)"
             if scan.logged && isLogged(path) {
-                let segment = String(path.prefix { $0 != "#" })
+                let segment = path.prefixBytes(before: UInt8(ascii: "#"))
                 if let why = failure ?? stuck[segment] {
                     try result.fail(removal, why)
                 } else {
@@ -193,7 +193,7 @@ struct PruneRule {
     /// in a live writer's segment (one identity's entries are asked for by
     /// name, so those are tried, and a failure if they stay).
     func defers(_ path: String) -> Bool {
-        options.userID == nil && live.contains(String(path.prefix { $0 != "#" }))
+        options.userID == nil && !live.isEmpty && live.contains(path.prefixBytes(before: UInt8(ascii: "#")))
     }
 
     /// Whether this prune removes the format-2 record at `path` (what a compaction drops).
@@ -292,7 +292,7 @@ private struct PruneSelection {
                 } catch { failure = error }
             },
             superseded: { record in
-                let segment = String(record.path.prefix { $0 != "#" })
+                let segment = record.path.prefixBytes(before: UInt8(ascii: "#"))
                 older[segment, default: (0, 0)].records += 1
                 older[segment]?.bytes += record.size
             })

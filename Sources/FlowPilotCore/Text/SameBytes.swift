@@ -78,4 +78,20 @@ extension StringProtocol {
     public func containsBytes(_ other: some StringProtocol) -> Bool {
         utf8.firstRange(of: other.utf8) != nil
     }
+
+    /// Whether these bytes start with `prefix`'s (`hasPrefix` compares canonically equivalent text).
+    public func startsWithBytes(_ prefix: some StringProtocol) -> Bool {
+        utf8.starts(with: prefix.utf8)
+    }
+
+    /// Whether these bytes end with `suffix`'s.
+    public func endsWithBytes(_ suffix: some StringProtocol) -> Bool {
+        let (mine, theirs) = (utf8, suffix.utf8)
+        return mine.count >= theirs.count && mine.dropFirst(mine.count - theirs.count).elementsEqual(theirs)
+    }
+
+    /// The bytes before the first `byte` (all of them when there is none), as a string.
+    public func prefixBytes(before byte: UInt8) -> String {
+        String(decoding: utf8.prefix { $0 != byte }, as: UTF8.self)
+    }
 }

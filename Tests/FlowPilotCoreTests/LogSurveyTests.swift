@@ -46,13 +46,15 @@ final class LogSurveyTests {
         #expect(store.log.segments().filter { $0.index == nil }.count == 1, "the last writer's segment is unsealed")
         // Ranges of prefixes, and buckets of repeated records (one bucket held in memory; many, spilled in
         // pieces of 16 KiB, or of 64 bytes, less than a record).
-        for (rangeSlots, bucketBytes, bufferBytes) in [
-            (LogSurvey.rangeSlots, WeighedBuckets.bucketBytes, WeighedBuckets.bufferBytes), (16, 400, 16 << 10),
-            (1, 1, 64),
+        // The last: no scratch file to be had (a read-only TMPDIR), the pieces held in memory.
+        for (rangeSlots, bucketBytes, bufferBytes, directory) in [
+            (LogSurvey.rangeSlots, WeighedBuckets.bucketBytes, WeighedBuckets.bufferBytes, nil),
+            (16, 400, 16 << 10, nil), (1, 1, 64, nil), (16, 400, 64, "\(scratch)/no-such-directory"),
         ] {
             var scan = store.scan()
             let survey = LogSurvey(
-                store.log, rangeSlots: rangeSlots, bucketBytes: bucketBytes, bufferBytes: bufferBytes)
+                store.log, rangeSlots: rangeSlots, bucketBytes: bucketBytes, bufferBytes: bufferBytes,
+                spillDirectory: directory)
             scan.logWalk = LogWalk(log: store.log, survey: survey)
             var listed: [String: String] = [:]
             var (older, handed) = (0, 0)

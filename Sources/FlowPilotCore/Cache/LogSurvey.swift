@@ -96,15 +96,17 @@ struct LogSurvey {
     /// `WeighedBuckets`' bucket and buffer sizes (tests make them small).
     let bucketBytes: Int
     let bufferBytes: Int
+    /// Where their scratch file goes (nil: `TMPDIR`; tests name one that cannot be made).
+    let spillDirectory: String?
 
     /// Surveys `log`'s segments as listed now.
     init(
         _ log: FlowLog, rangeSlots: Int = LogSurvey.rangeSlots, bucketBytes: Int = WeighedBuckets.bucketBytes,
-        bufferBytes: Int = WeighedBuckets.bufferBytes
+        bufferBytes: Int = WeighedBuckets.bufferBytes, spillDirectory: String? = nil
     ) {
         parts = []
         self.rangeSlots = rangeSlots
-        (self.bucketBytes, self.bufferBytes) = (bucketBytes, bufferBytes)
+        (self.bucketBytes, self.bufferBytes, self.spillDirectory) = (bucketBytes, bufferBytes, spillDirectory)
         var sources: [KeySource] = []
         for segment in log.segments() {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
@@ -226,7 +228,8 @@ struct LogSurvey {
         }
         guard repeatedTotal > 0 else { return }
         var servable = FlowLog.Servable(log)
-        var buckets = WeighedBuckets(records: repeatedTotal, bucketBytes: bucketBytes, bufferBytes: bufferBytes)
+        var buckets = WeighedBuckets(
+            records: repeatedTotal, bucketBytes: bucketBytes, bufferBytes: bufferBytes, directory: spillDirectory)
         for number in parts.indices where parts[number].repeatedCount > 0 {
             weigh(number, into: &buckets, servable: &servable)
         }

@@ -47,11 +47,17 @@ struct WeighedBuckets {
     private var written = 0
 
     private let bufferBytes: Int
+    /// Where the scratch file goes (nil: `TMPDIR`, else /tmp).
+    private let directory: String?
 
     /// Buckets for `records` records of about 80 bytes each.
-    init(records: Int, bucketBytes: Int = WeighedBuckets.bucketBytes, bufferBytes: Int = WeighedBuckets.bufferBytes) {
+    init(
+        records: Int, bucketBytes: Int = WeighedBuckets.bucketBytes, bufferBytes: Int = WeighedBuckets.bufferBytes,
+        directory: String? = nil
+    ) {
         count = max(1, min(Self.maxBuckets, records * 80 / bucketBytes + 1))
         self.bufferBytes = bufferBytes
+        self.directory = directory
         buffers = Array(repeating: [], count: count)
         pieces = Array(repeating: [], count: count)
         held = Array(repeating: [], count: count)
@@ -138,7 +144,7 @@ struct WeighedBuckets {
 
     /// A full buffer to the scratch file, or kept in memory when there is none.
     private mutating func flush(_ bucket: Int) {
-        if spill == -2 { spill = (try? ScratchFile.open()) ?? -1 }
+        if spill == -2 { spill = (try? ScratchFile.open(in: directory)) ?? -1 }
         let buffer = buffers[bucket]
         buffers[bucket].removeAll(keepingCapacity: true)
         if spill >= 0, buffer.withUnsafeBytes({ writeAll(spill, $0) }) == nil {

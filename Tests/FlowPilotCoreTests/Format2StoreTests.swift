@@ -76,8 +76,21 @@ final class Format2StoreTests {
         #expect(store.lookupAlias(placement: "p")?.0.userID == "alice")
         var options = CacheStore.PruneOptions()
         options.userID = "alice"
+        // A flow row's bytes are its record's, what the compaction frees: the flow is an object of its own.
+        options.dryRun = true
+        let planned = try #require(try store.prune(options).removed.array().first { $0.kind == .flow })
+        let parts = planned.path.split(separator: "#")
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: "\(store.root)/\(parts[0])")))
+        let at = try #require(Int(parts[1]))
+        let length = bytes.withUnsafeBytes { raw -> Int? in
+            if case .record(_, let next) = LogRecord.decode(raw, at: at) { return next - at }
+            return nil
+        }
+        #expect(planned.bytes == length.map(Int64.init), "a record's bytes, not its flow's")
+        options.dryRun = false
         let removed = try store.prune(options)
-        #expect(try removed.removed.array().filter { $0.kind == .flow }.count == 1)
+        let flows = try removed.removed.array().filter { $0.kind == .flow }
+        #expect(flows.count == 1 && flows.first?.bytes == planned.bytes)
         #expect(try removed.removed.array().contains { $0.kind == .alias })
         let after = try CacheStore(root: store.root)
         #expect(after.lookupFlow(placement: "p", identity: alice) == nil)

@@ -101,25 +101,27 @@ public struct CacheScan: Sendable {
     /// of a format-2 cache adds its aliases to `aliases` and what is wrong in
     /// its segments to `logProblems`.
     public mutating func walk(flow: (CachedFlow) -> Void, superseded: ((File) -> Void)? = nil) {
-        walk(where: { _, _ in true }, flow: flow, superseded: superseded)
+        walk(where: { _, _ in true }, flow: { entry, _ in flow(entry) }, superseded: superseded)
     }
 
     /// As `walk(flow:superseded:)`, a format-2 entry made a `CachedFlow`
     /// only when `wanted` says so of its record's time and user id, read in
     /// place (`prune` asks of each entry, and removes few); format 1's entries
-    /// are each handed to `flow`.
+    /// are each handed to `flow`. With each, the bytes it takes on disk: a
+    /// format-2 entry's record (its flow is shared, an object of its own),
+    /// format 1's file.
     mutating func walk(
-        where wanted: (_ resolvedAt: Date, _ userID: UnsafeRawBufferPointer) -> Bool, flow: (CachedFlow) -> Void,
-        superseded: ((File) -> Void)? = nil
+        where wanted: (_ resolvedAt: Date, _ userID: UnsafeRawBufferPointer) -> Bool,
+        flow: (CachedFlow, _ stored: Int64) -> Void, superseded: ((File) -> Void)? = nil
     ) {
         guard logWalk != nil else {
-            treeFlows.forEach(flow)
+            for entry in treeFlows { flow(entry, entry.size) }
             return
         }
         walkLog(
-            entry: { segment, offset, _, view in
+            entry: { segment, offset, length, view in
                 guard wanted(LogRecord.date(millis: view.resolvedAtMillis), view.userID) else { return }
-                flow(CacheStore.cachedFlow(view, path: "\(segment)#\(offset)"))
+                flow(CacheStore.cachedFlow(view, path: "\(segment)#\(offset)"), Int64(length))
             },
             superseded: superseded.map { older in
                 { path, length, view in

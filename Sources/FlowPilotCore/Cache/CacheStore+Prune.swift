@@ -280,7 +280,7 @@ private struct PruneSelection {
         var deferred = 0
         scan.walk(
             where: { resolvedAt, userID in rule.selects(resolvedAt: resolvedAt, userID: userID) },
-            flow: { entry in
+            flow: { entry, stored in
                 guard failure == nil, rule.options.flows, let reason = rule.reason(entry) else { return }
                 if entry.inLog && rule.defers(entry.path) {
                     deferred += 1
@@ -288,7 +288,7 @@ private struct PruneSelection {
                 }
                 if !entry.inLog { removedKeys.insert(entry.directoryKey) }
                 do {
-                    try selected.append(Removal(kind: .flow, path: entry.path, bytes: entry.size, reason: reason))
+                    try selected.append(Removal(kind: .flow, path: entry.path, bytes: stored, reason: reason))
                 } catch { failure = error }
             },
             superseded: { record in

@@ -66,6 +66,31 @@ final class Format2StoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: first.root + "/log").count == 2, "a segment each")
     }
 
+    @Test("an alias written with an entry long ago stays when --older-than keeps the entry its key now serves")
+    func aliasOfARefreshedKey() throws {
+        let store = try store()
+        try store.storeFlow(
+            placement: "p", identity: alice, document: Self.flow("a", version: "old"), ttlSeconds: 60,
+            tier: .network, resolvedAt: Date() - 7200)
+        // The key resolved again since, its alias left as it was (a writer that points aliases when it finishes).
+        try store.storeFlow(
+            placement: "p", identity: alice, document: Self.flow("a", version: "new"), ttlSeconds: 60,
+            tier: .network, pointAlias: false)
+        store.finishWriting()
+        var options = CacheStore.PruneOptions()
+        options.olderThan = 3600
+        let planned = try CacheStore(root: store.root).prune(
+            {
+                var dry = options
+                dry.dryRun = true
+                return dry
+            }())
+        #expect(try !planned.removed.array().contains { $0.kind == .alias }, "the dry run keeps the alias")
+        _ = try CacheStore(root: store.root).prune(options)
+        let after = try CacheStore(root: store.root)
+        #expect(after.lookupAlias(placement: "p")?.1.version == "new", "and so does the prune")
+    }
+
     @Test("prune --user-id leaves no trace of that identity, and its alias goes with it; --older-than by age")
     func pruneIdentityAndAge() throws {
         let store = try store()

@@ -196,9 +196,12 @@ struct PruneRule {
         options.userID == nil && !live.isEmpty && live.contains(path.prefixBytes(before: UInt8(ascii: "#")))
     }
 
-    /// Whether this prune removes the format-2 record at `path` (what a compaction drops).
+    /// Whether this prune removes the format-2 record at `path` (what a
+    /// compaction drops). Only entries: an alias carries the time of the
+    /// entry it was first pointed at, not its target's now, and goes with
+    /// its target, which the compaction asks of its key's survivor.
     func removes(_ record: LogRecord, at path: String) -> Bool {
-        guard options.flows, !defers(path) else { return false }
+        guard record.kind == .entry, options.flows, !defers(path) else { return false }
         let identity = options.userID.map { record.userID.sameBytes(as: $0) } ?? false
         let age = now.timeIntervalSince(LogRecord.date(millis: record.resolvedAtMillis))
         return Self.rule(age: age, identity: identity, options: options) != nil

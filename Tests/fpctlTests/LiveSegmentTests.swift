@@ -61,6 +61,8 @@ struct LiveSegmentTests {
     /// The entries a `cache info` through `dir` counts.
     static func flows(_ dir: String) throws -> Int {
         let info = try fpctl("cache", "info", "--format", "json", "--cache-dir", dir)
+        // Not a cache yet (a writer just started makes it): none listed, for `waitFor` to ask again.
+        guard info.status == 0 else { return -1 }
         let doc = try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any]
         return doc?["flows"] as? Int ?? -1
     }

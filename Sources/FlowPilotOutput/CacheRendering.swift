@@ -46,7 +46,7 @@ public struct CacheInfoReport: Rendering {
 public struct FlowListing {
     public let format: OutputFormat
     public let now: Date
-    private var stream = JSONDocument.Stream()
+    private let stream = JSONDocument.Stream()
     private var table = AlignedRows(columns: FlowListing.columns)
 
     static let columns = ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"]
@@ -65,30 +65,62 @@ public struct FlowListing {
         }
     }
 
-    /// One entry: its bytes now (JSON, CSV), or kept for the aligned table
-    /// (text: in a scratch file past a few thousand rows, `AlignedRows`).
-    public mutating func row(_ e: CachedFlow) throws -> [UInt8] {
+    /// Entries a caller hands to `rows` at once: enough for each core to
+    /// render a slice of them, few enough that they hold little memory.
+    public static let batch = 4_096
+
+    /// Entries, in order: their bytes now (JSON, CSV: each row depends on its
+    /// entry and `now` alone, so slices of them are rendered on every core
+    /// and joined in order, `Parallel.mapSlices`), or kept for the aligned
+    /// table (text: in a scratch file past a few thousand rows, `AlignedRows`).
+    public mutating func rows(_ entries: [CachedFlow]) throws -> [UInt8] {
+        guard !entries.isEmpty else { return [] }
         switch format {
-        case .json:
-            // Member by member in canonical key order: a listing of millions makes no dictionary a row.
-            var row = CanonicalJSON.SortedObject(capacity: 384, after: stream.separator())
-            row.integer("age_seconds", Int(e.age(at: now)))
-            row.string("fingerprint", e.fingerprint)
-            row.string("flow_id", e.flowID)
-            row.bool("fresh", e.isFresh(at: now))
-            row.string("placement", e.placement)
-            row.string("resolved_at", RFC3339.string(e.resolvedAt))
-            row.integer("size", Int(e.size))
-            row.integer("ttl_seconds", e.ttlSeconds)
-            row.string("user_id", e.userID)
-            row.string("version", e.version)
-            return row.finishBytes()
-        case .csv:
-            return Array(Table.csvLine(cells(e)).utf8)
+        case .json, .csv:
+            let (format, now) = (self.format, self.now)
+            let pieces = Parallel.mapSlices(entries, minimumPerSlice: 256) { slice in
+                var out: [UInt8] = []
+                out.reserveCapacity(slice.count * 400)
+                for e in slice {
+                    if format == .json {
+                        Self.jsonRow(e, now: now, into: &out)
+                    } else {
+                        Table.csvLine(Self.cells(e, now: now), into: &out)
+                    }
+                }
+                return out
+            }
+            var out: [UInt8] = []
+            out.reserveCapacity(pieces.reduce(0) { $0 + $1.count })
+            for piece in pieces { out += piece }
+            // Each JSON row comes after ",\n"; the listing's first after "\n" alone.
+            if format == .json && !started { out.removeFirst() }
+            started = true
+            return out
         case .text:
-            try table.add(cells(e))
+            for e in entries { try table.add(Self.cells(e, now: now)) }
             return []
         }
+    }
+
+    /// Whether a row has been rendered (JSON: the first has no comma before it).
+    private var started = false
+
+    /// One entry's JSON row after ",\n", member by member in canonical key
+    /// order: a listing of millions makes no dictionary a row.
+    private static func jsonRow(_ e: CachedFlow, now: Date, into out: inout [UInt8]) {
+        var row = CanonicalJSON.SortedObject(capacity: 384, after: ",\n")
+        row.integer("age_seconds", Int(e.age(at: now)))
+        row.string("fingerprint", e.fingerprint)
+        row.string("flow_id", e.flowID)
+        row.bool("fresh", e.isFresh(at: now))
+        row.string("placement", e.placement)
+        row.string("resolved_at", RFC3339.string(e.resolvedAt))
+        row.integer("size", Int(e.size))
+        row.integer("ttl_seconds", e.ttlSeconds)
+        row.string("user_id", e.userID)
+        row.string("version", e.version)
+        out += row.finishBytes()
     }
 
     /// What comes after the rows, handed to `write` (the aligned table, for
@@ -101,7 +133,7 @@ public struct FlowListing {
         }
     }
 
-    private func cells(_ e: CachedFlow) -> [String] {
+    private static func cells(_ e: CachedFlow, now: Date) -> [String] {
         [
             e.placement, e.userID ?? "-", String(e.fingerprint.prefix(12)), e.flowID, e.version,
             "\(Int(e.age(at: now)))s", "\(e.ttlSeconds)s", e.isFresh(at: now) ? "fresh" : "stale", "\(e.size)",

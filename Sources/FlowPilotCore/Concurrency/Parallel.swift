@@ -3,12 +3,12 @@ import Synchronization
 
 /// Work spread over every core, for directory walks and hashing that would
 /// otherwise leave a core idle.
-enum Parallel {
+public enum Parallel {
     /// `body` over `items` cut into contiguous slices (a few per core, so an
     /// uneven slice does not hold the rest back); the results come back in slice
     /// order, so the output is what one thread going through `items` would give.
     /// Fewer than `minimumPerSlice` items run on the calling thread.
-    static func mapSlices<T: Sendable, R: Sendable>(
+    public static func mapSlices<T: Sendable, R: Sendable>(
         _ items: [T], minimumPerSlice: Int = 512, _ body: @Sendable (ArraySlice<T>) -> R
     ) -> [R] {
         let cores = ProcessInfo.processInfo.activeProcessorCount

@@ -37,9 +37,18 @@ struct CacheList: ParsableCommand {
         let out = BufferedOutput()
         var listing = FlowListing(format: output.format, now: now)
         out.write(listing.start)
+        // Handed over a batch at a time: its rows are rendered on every core, then written in order.
+        var batch: [CachedFlow] = []
+        batch.reserveCapacity(FlowListing.batch)
         try scan.forEachFlow(
             placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now
-        ) { out.write(bytes: try listing.row($0)) }
+        ) { entry in
+            batch.append(entry)
+            guard batch.count == FlowListing.batch else { return }
+            out.write(bytes: try listing.rows(batch))
+            batch.removeAll(keepingCapacity: true)
+        }
+        out.write(bytes: try listing.rows(batch))
         try listing.end { out.write(bytes: $0) }
         out.flush()
     }

@@ -35,9 +35,8 @@ extension CacheStore {
             if o.images { try selection.addImages() }
             if o.unreferenced { try selection.addUnreferenced() }
             if o.dryRun {
-                let result = RemovalResult(deferred: selection.deferred)
-                try selection.removals.each(result.remove)
-                return result
+                return RemovalResult(
+                    planned: selection.removals, bytes: selection.bytes, deferred: selection.deferred)
             }
             if selection.scan.logged && !selection.scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
@@ -139,7 +138,7 @@ public final class RemovalResult {
     /// holds three such lists at once (what the walk chose, the selection, the result).
     public static let rowsInMemory = 4_096
 
-    public let removed = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
+    public let removed: SpilledList<Removal>
     public let failed = SpilledList<Failure>(inMemory: RemovalResult.rowsInMemory)
     /// The bytes of what `removed` holds.
     public private(set) var removedBytes: Int64 = 0
@@ -148,7 +147,15 @@ public final class RemovalResult {
     /// next prune: not removed, and no failure.
     public let deferred: Int
 
-    init(deferred: Int = 0) { self.deferred = deferred }
+    init(deferred: Int = 0) {
+        removed = SpilledList(inMemory: RemovalResult.rowsInMemory)
+        self.deferred = deferred
+    }
+
+    /// A dry run's result: the selection's own list, not a copy of it.
+    init(planned: SpilledList<Removal>, bytes: Int64, deferred: Int) {
+        (removed, removedBytes, self.deferred) = (planned, bytes, deferred)
+    }
 
     func remove(_ removal: Removal) throws {
         try removed.append(removal)
@@ -229,6 +236,8 @@ private struct PruneSelection {
     var options: CacheStore.PruneOptions { rule.options }
     var now: Date { rule.now }
     let removals = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
+    /// The bytes of `removals`.
+    private(set) var bytes: Int64 = 0
     /// How many of `removals` are format-2 records (a compaction's to remove).
     private(set) var logged = 0
     /// Entries selected by age in a live writer's segment, left for the next prune.
@@ -246,6 +255,7 @@ private struct PruneSelection {
         let record = scan.logged && store.isLogged(path)
         guard record || gone.insert(path).inserted else { return }
         if record { logged += 1 }
+        self.bytes += bytes
         try removals.append(Removal(kind: kind, path: store.relative(path), bytes: bytes, reason: reason))
     }
 

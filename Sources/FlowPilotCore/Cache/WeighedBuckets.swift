@@ -38,7 +38,8 @@ struct WeighedBuckets {
     /// The fixed part of a record.
     static let recordHeader = 62
 
-    private let count: Int
+    /// How many buckets there are.
+    let buckets: Int
     private var buffers: [[UInt8]]
     /// Each bucket's pieces: where in the scratch file, or (with none) the bytes themselves.
     private var pieces: [[(offset: Int, length: Int)]]
@@ -55,12 +56,12 @@ struct WeighedBuckets {
         records: Int, bucketBytes: Int = WeighedBuckets.bucketBytes, bufferBytes: Int = WeighedBuckets.bufferBytes,
         directory: String? = nil
     ) {
-        count = max(1, min(Self.maxBuckets, records * 80 / bucketBytes + 1))
+        buckets = max(1, min(Self.maxBuckets, records * 80 / bucketBytes + 1))
         self.bufferBytes = bufferBytes
         self.directory = directory
-        buffers = Array(repeating: [], count: count)
-        pieces = Array(repeating: [], count: count)
-        held = Array(repeating: [], count: count)
+        buffers = Array(repeating: [], count: buckets)
+        pieces = Array(repeating: [], count: buckets)
+        held = Array(repeating: [], count: buckets)
     }
 
     mutating func add(part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool) {
@@ -71,10 +72,7 @@ struct WeighedBuckets {
 
     /// The bucket of a fingerprint whose first two bytes are `prefix` (big
     /// endian): the buckets cut the prefixes' space into equal parts.
-    func bucket(of prefix: Int) -> Int { (prefix * count) >> 16 }
-
-    /// How many buckets there are.
-    var buckets: Int { count }
+    func bucket(of prefix: Int) -> Int { (prefix * buckets) >> 16 }
 
     private static func encode(
         part: UInt32, offset: UInt32, _ view: LogRecord.View, serves: Bool, into out: inout [UInt8]
@@ -100,7 +98,7 @@ struct WeighedBuckets {
             if spill >= 0 { close(spill) }
             spill = -2
         }
-        for bucket in 0..<count {
+        for bucket in 0..<buckets {
             // Read into one array of the bucket's size: a bucket's bytes and its records are what a survey holds most.
             let size = pieces[bucket].reduce(0) { $0 + $1.length } + held[bucket].count + buffers[bucket].count
             var bytes = [UInt8](unsafeUninitializedCapacity: size) { out, count in

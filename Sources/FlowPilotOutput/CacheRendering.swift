@@ -69,19 +69,43 @@ public struct FlowListing {
     /// render a slice of them, few enough that they hold little memory.
     public static let batch = 4_096
 
+    /// Batches that wait, made, for the thread that renders them (`Handoff`'s capacity in `cache list`).
+    public static let batchesWaiting = 1
+
     /// Entries, in order: their bytes now (JSON, CSV: each row depends on its
     /// entry and `now` alone, so slices of them are rendered on every core
-    /// and joined in order, `Parallel.mapSlices`), or kept for the aligned
+    /// and joined in order, `Parallel.mapRanges`), or kept for the aligned
     /// table (text: in a scratch file past a few thousand rows, `AlignedRows`).
     public mutating func rows(_ entries: [CachedFlow]) throws -> [UInt8] {
-        guard !entries.isEmpty else { return [] }
+        try rows(entries.count) { entries[$0] }
+    }
+
+    /// A listing's batch of entries, in order, as `rows(_: [CachedFlow])`
+    /// renders them: each entry's strings are made where its row is rendered.
+    public mutating func rows(_ batch: ListedBatch) throws -> [UInt8] {
+        try rows(batch.count, fields: batch) { batch.entry($0) }
+    }
+
+    /// `fields`: a batch whose format-2 entries' JSON rows are written from
+    /// their records' bytes (`jsonRow(fields:)`, the same bytes as from the
+    /// entry), with no `CachedFlow` or string made.
+    private mutating func rows(
+        _ count: Int, fields: ListedBatch? = nil, _ entry: @Sendable (Int) -> CachedFlow?
+    ) throws -> [UInt8] {
+        guard count > 0 else { return [] }
         switch format {
         case .json, .csv:
             let (format, now) = (self.format, self.now)
-            let pieces = Parallel.mapSlices(entries, minimumPerSlice: 256) { slice in
+            let pieces = Parallel.mapRanges(count, minimumPerSlice: 256) { range in
                 var out: [UInt8] = []
-                out.reserveCapacity(slice.count * 400)
-                for e in slice {
+                out.reserveCapacity(range.count * 400)
+                for index in range {
+                    if format == .json,
+                        fields?.withFields(index, { Self.jsonRow(fields: $0, now: now, into: &out) }) != nil
+                    {
+                        continue
+                    }
+                    guard let e = entry(index) else { continue }
                     if format == .json {
                         Self.jsonRow(e, now: now, into: &out)
                     } else {
@@ -94,11 +118,13 @@ public struct FlowListing {
             out.reserveCapacity(pieces.reduce(0) { $0 + $1.count })
             for piece in pieces { out += piece }
             // Each JSON row comes after ",\n"; the listing's first after "\n" alone.
-            if format == .json && !started { out.removeFirst() }
-            started = true
+            if format == .json && !started && !out.isEmpty { out.removeFirst() }
+            started = started || !out.isEmpty
             return out
         case .text:
-            for e in entries { try table.add(Self.cells(e, now: now)) }
+            for index in 0..<count {
+                if let e = entry(index) { try table.add(Self.cells(e, now: now)) }
+            }
             return []
         }
     }
@@ -120,6 +146,22 @@ public struct FlowListing {
         row.integer("ttl_seconds", e.ttlSeconds)
         row.string("user_id", e.userID)
         row.string("version", e.version)
+        out += row.finishBytes()
+    }
+
+    /// `jsonRow` of a format-2 entry from its record's bytes: the same members and bytes.
+    private static func jsonRow(fields e: ListedFields, now: Date, into out: inout [UInt8]) {
+        var row = CanonicalJSON.SortedObject(capacity: 384, after: ",\n")
+        row.integer("age_seconds", Int(now.timeIntervalSince(e.resolvedAt)))
+        row.hex("fingerprint", e.fingerprint)
+        row.string("flow_id", utf8: e.flowID)
+        row.bool("fresh", e.isFresh(at: now))
+        row.string("placement", utf8: e.placement)
+        row.time("resolved_at", e.resolvedAt)
+        row.integer("size", Int(e.size))
+        row.integer("ttl_seconds", e.ttlSeconds)
+        row.string("user_id", utf8: e.userID)
+        row.string("version", utf8: e.version)
         out += row.finishBytes()
     }
 

@@ -197,6 +197,18 @@ final class LogSurveyTests {
                 #expect(
                     merged == whole,
                     "batches of \(run), \(placement ?? "-") \(userID ?? "-") \(String(describing: freshness))")
+                // Handed on still encoded, 5 at a time (as `cache list` takes them): the same entries, in order.
+                var sizes: [Int] = []
+                var batched: [String] = []
+                try scan.forEachFlow(
+                    placement: placement, userID: userID, freshness: freshness, at: now, runLength: run,
+                    spillDirectory: tmp, batch: 5
+                ) { batch in
+                    sizes.append(batch.count)
+                    for index in 0..<batch.count { batched.append(batch.entry(index).map(fields) ?? "undecoded") }
+                }
+                #expect(batched == whole, "encoded batches, runs of \(run)")
+                #expect(sizes.dropLast().allSatisfy { $0 == 5 } && (1...5).contains(sizes.last ?? 0))
             }
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: tmp).isEmpty, "no temporary file left behind")

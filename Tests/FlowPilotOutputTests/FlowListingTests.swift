@@ -62,3 +62,44 @@ struct FlowListingTests {
         #expect(zip(csv.dropFirst(), entries).allSatisfy { $0.hasSuffix(",\($1.size)") }, "in the entries' order")
     }
 }
+
+/// A format-2 listing's JSON rows are written from the records' bytes
+/// (`ListedBatch.withFields`), no entry made: the same bytes as the rows of
+/// the entries `ListedBatch.entry` makes.
+@Suite("a listing's JSON rows from records' bytes")
+struct ListedBatchRowsTests {
+    @Test("the same bytes as from the entries, for names that need escapes, two spellings and no user id")
+    func sameBytes() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("listed-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let store = try FlowPilotCore.CacheStore(root: root, create: true, newFormat: 2)
+        let json: JSONValue = .object([
+            "schema_version": .number(1), "id": .string("flow \"q\"\\\u{1}"), "version": .string("v\u{7}\n"),
+            "screens": .array([.object(["id": .string("s"), "components": .array([])])]),
+        ])
+        let flow = try #require(FlowDocument.validate(json, location: "test").0)
+        let placements = ["caf\u{e9}", "cafe\u{301}", "pay\"wall\\", "\u{1F600}"]
+        for n in 0..<40 {
+            _ = try store.storeFlow(
+                placement: placements[n % placements.count],
+                identity: Identity(userID: n < placements.count ? "" : "user \(n)\t\"x\""),
+                document: flow, ttlSeconds: n % 3 == 0 ? 0 : 300, tier: .network,
+                resolvedAt: FlowListingTests.now - Double(n * 97))
+        }
+        store.finishWriting()
+        var fromBytes = FlowListing(format: .json, now: FlowListingTests.now)
+        var fromEntries = FlowListing(format: .json, now: FlowListingTests.now)
+        var (a, b): ([UInt8], [UInt8]) = ([], [])
+        var rowsRead = 0
+        try FlowPilotCore.CacheStore(root: root).scan().forEachFlow(
+            placement: nil, userID: nil, freshness: nil, at: FlowListingTests.now, batch: 7
+        ) { batch in
+            rowsRead += (0..<batch.count).filter { batch.withFields($0) { _ in true } == true }.count
+            a += try fromBytes.rows(batch)
+            b += try fromEntries.rows((0..<batch.count).compactMap { batch.entry($0) })
+        }
+        #expect(rowsRead == 40, "every entry read from its record's bytes")
+        #expect(a == b)
+        #expect(String(decoding: a, as: UTF8.self).contains(#""flow_id":"flow \"q\"\\\u0001""#))
+    }
+}

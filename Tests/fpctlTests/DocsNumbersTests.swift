@@ -84,6 +84,14 @@ struct DocsNumbersTests {
                 "sorted in batches of \(grouped(SortedListing.defaultRunLength))"
             ),
             (
+                "docs/cache-format.md", "a listing's batches for its rendering thread",
+                "go on still encoded, \(grouped(FlowListing.batch)) at a time, to a second thread"
+            ),
+            (
+                "docs/cache-format.md", "a listing's batches waiting",
+                "at most \(FlowListing.batchesWaiting) such batch waiting"
+            ),
+            (
                 "docs/bundle-format.md", "the largest signed integer",
                 "its lowest value to \(grouped(TrustRoot.largestWhole)) (2^53 - 1"
             ),

@@ -482,6 +482,24 @@ extension CacheScan {
         runLength: Int = CacheScan.defaultRunLength,
         spillDirectory: String? = nil, _ body: (CachedFlow) throws -> Void
     ) throws {
+        try forEachFlow(
+            placement: placement, userID: userID, freshness: freshness, at: now, runLength: runLength,
+            spillDirectory: spillDirectory, batch: 4_096
+        ) { batch in
+            for index in 0..<batch.count {
+                if let entry = batch.entry(index) { try body(entry) }
+            }
+        }
+    }
+
+    /// `forEachFlow`'s entries, in its order, handed on `batch` at a time as
+    /// `ListedBatch`es, whose strings are made by whoever takes them (`cache
+    /// list` makes them on every core as it renders them).
+    public func forEachFlow(
+        placement: String?, userID: String?, freshness: Freshness?, at now: Date,
+        runLength: Int = CacheScan.defaultRunLength, spillDirectory: String? = nil, batch: Int,
+        _ body: (ListedBatch) throws -> Void
+    ) throws {
         var copy = self
         var sorted = SortedListing(runLength: runLength, directory: spillDirectory)
         var failure: (any Error)?
@@ -490,7 +508,7 @@ extension CacheScan {
             where Self.selects(entry, placement: placement, userID: userID, freshness: freshness, at: now) {
                 try sorted.add(entry)
             }
-            try sorted.finish(body)
+            try sorted.finish(batch: batch, body)
             return
         }
         // Format 2: each record chosen and held as it is read, its strings made once, when handed on.
@@ -508,7 +526,7 @@ extension CacheScan {
                 do { try sorted.add(view, segment: segment, offset: offset) } catch { failure = error }
             }, superseded: nil)
         if let failure { throw failure }
-        try sorted.finish(body)
+        try sorted.finish(batch: batch, body)
     }
 
     /// Whether a listing of one placement, user id and freshness shows `entry`.

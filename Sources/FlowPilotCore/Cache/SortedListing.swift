@@ -72,9 +72,18 @@ struct SortedListing {
         for byte in view.fingerprint.prefix(4) {
             digits = digits << 16 | UInt64(Digest.digit(byte >> 4)) << 8 | UInt64(Digest.digit(byte & 0xF))
         }
+        // Records of one placement come in runs: its rank is kept for the next, compared by bytes.
+        let placementRank: Int32
+        if let last = lastRank, last.name.sameBytes(as: view.placement) {
+            placementRank = last.rank
+        } else {
+            let name = recent.name(view.placement)
+            placementRank = rank(name)
+            lastRank = (name, placementRank)
+        }
         keys.append(
             Key(
-                rank: rank(recent.name(view.placement)), start: Int32(bytes.count),
+                rank: placementRank, start: Int32(bytes.count),
                 time: LogRecord.date(millis: view.resolvedAtMillis).timeIntervalSince1970, fingerprint: digits))
         let start = bytes.count
         bytes.append(contentsOf: [0, 0, 0, 0, Self.recordTag])
@@ -99,10 +108,12 @@ struct SortedListing {
     private var segmentNumbers: [String: Int32] = [:]
     private var lastSegment: Int32?
     private var recent = CacheScan.RecentNames()
+    /// The last record's placement and its rank in the batch (none once a run is written: ranks start again).
+    private var lastRank: (name: String, rank: Int32)?
 
     /// The first byte of an entry held as its record (`add(_:segment:offset:)`)
     /// or as its fields (`encode`).
-    private static let recordTag: UInt8 = 1
+    static let recordTag: UInt8 = 1
     private static let fieldsTag: UInt8 = 0
 
     /// The batch's entries in order: by the keys, then, where they tie, as `CacheScan.listed` says.
@@ -128,30 +139,52 @@ struct SortedListing {
 
     /// Hands every entry added to `body`, in order, and removes the runs.
     mutating func finish(_ body: (CachedFlow) throws -> Void) throws {
+        try finish(batch: 4_096) { batch in
+            for index in 0..<batch.count {
+                if let entry = batch.entry(index) { try body(entry) }
+            }
+        }
+    }
+
+    /// Hands every entry added to `body`, in order, `batch` at a time still
+    /// encoded (`ListedBatch`: a caller makes their strings where it renders
+    /// them, on other cores), and removes the runs. The runs are merged by
+    /// comparing their records' bytes (`MergeKey`): no string is made here.
+    mutating func finish(batch size: Int, _ body: (ListedBatch) throws -> Void) throws {
         defer {
             if spill >= 0 { close(spill) }
             spill = -1
+        }
+        let segments = self.segments
+        var batch = ListedBatch(segments: segments)
+        func hand(_ encoded: UnsafeRawBufferPointer) throws {
+            batch.append(encoded)
+            guard batch.count >= size else { return }
+            try body(batch)
+            batch = ListedBatch(segments: segments)
         }
         guard spill >= 0 else {
             sortBatch()
             let (keys, bytes) = (self.keys, self.bytes)
             try bytes.withUnsafeBytes { raw in
                 for key in keys {
-                    guard let entry = Self.entry(raw, at: Int(key.start), segments: segments) else { continue }
-                    try body(entry)
+                    let start = Int(key.start)
+                    let length = Int(LogRecord.load(raw, start, 4))
+                    try hand(UnsafeRawBufferPointer(rebasing: raw[(start + 4)..<(start + 4 + length)]))
                 }
             }
+            if batch.count > 0 { try body(batch) }
             return
         }
         try writeRun()
         // The runs' buffers together about 4 MiB, each from 4 KiB to 32 KiB.
         let buffer = min(32 << 10, max(4 << 10, (4 << 20) / runs.count))
-        var cursors = runs.map { Cursor(fd: spill, range: $0, buffer: buffer, segments: segments) }
+        let cursors = runs.map { Cursor(fd: spill, range: $0, buffer: buffer, segments: segments) }
         var heap: [Int] = []
         func less(_ a: Int, _ b: Int) -> Bool {
-            guard let x = cursors[a].current, let y = cursors[b].current else { return false }
             // Equal entries leave in the order of their runs: the merge is stable, as one sort is.
-            return CacheScan.listed(x, y) || (!CacheScan.listed(y, x) && a < b)
+            let order = cursors[a].compare(cursors[b])
+            return order < 0 || (order == 0 && a < b)
         }
         func siftDown(_ start: Int) {
             var parent = start
@@ -167,18 +200,19 @@ struct SortedListing {
         }
         for index in cursors.indices {
             try cursors[index].advance()
-            if cursors[index].current != nil { heap.append(index) }
+            if cursors[index].hasCurrent { heap.append(index) }
         }
         for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(start) }
-        while let top = heap.first, let entry = cursors[top].current {
-            try body(entry)
+        while let top = heap.first, cursors[top].hasCurrent {
+            try cursors[top].current.withUnsafeBytes { try hand($0) }
             try cursors[top].advance()
-            if cursors[top].current == nil {
+            if !cursors[top].hasCurrent {
                 heap[0] = heap[heap.count - 1]
                 heap.removeLast()
             }
             if !heap.isEmpty { siftDown(0) }
         }
+        if batch.count > 0 { try body(batch) }
     }
 
     private mutating func writeRun() throws {
@@ -199,6 +233,7 @@ struct SortedListing {
         keys.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
         placements.removeAll(keepingCapacity: true)
+        lastRank = nil
     }
 
     /// The entry encoded at `start` of a batch.
@@ -232,7 +267,7 @@ struct SortedListing {
         LogRecord.store(UInt64(out.count - start - 4), 4, at: start, in: &out)
     }
 
-    private static func decode(_ bytes: UnsafeRawBufferPointer, segments: [String]) -> CachedFlow? {
+    static func decode(_ bytes: UnsafeRawBufferPointer, segments: [String]) -> CachedFlow? {
         if bytes.first == recordTag {
             guard bytes.count > 13, let view = LogRecord.View(UnsafeRawBufferPointer(rebasing: bytes[13...])) else {
                 return nil
@@ -263,8 +298,9 @@ struct SortedListing {
             path: texts[5], inLog: flags & 4 != 0, flowSHA256: flags & 2 != 0 ? texts[6] : nil)
     }
 
-    /// One run read back through a small buffer.
-    private struct Cursor {
+    /// One run read back through a small buffer, its current entry's bytes
+    /// and what orders it (`compare`) read once, as it is reached.
+    private final class Cursor {
         let fd: Int32
         var next: Int
         let end: Int
@@ -272,28 +308,88 @@ struct SortedListing {
         let chunk: Int
         var buffer: [UInt8] = []
         var used = 0
-        private(set) var current: CachedFlow?
+        /// The current entry, encoded (its tag first), where the buffer holds
+        /// it (no copy); empty past the run's end.
+        private(set) var current: ArraySlice<UInt8> = []
+        var hasCurrent: Bool { !current.isEmpty }
+        /// Where its record's fields are in `current`, and its time: a
+        /// listing's order (`CacheScan.listed`) read from bytes. An entry held
+        /// by its fields (format 1) is compared as the entry it decodes to.
+        private var time: Int64 = 0
+        private var placement = 0..<0
+        private var fingerprint = 0..<0
+        private var userID = 0..<0
+        private var fields: CachedFlow?
         let segments: [String]
 
         init(fd: Int32, range: Range<Int>, buffer: Int, segments: [String]) {
             (self.fd, next, end, chunk, self.segments) = (fd, range.lowerBound, range.upperBound, buffer, segments)
         }
 
-        mutating func advance() throws {
-            current = nil
+        func advance() throws {
+            current = []
             guard let length = try take(4).map({ $0.withUnsafeBytes { Int(LogRecord.load($0, 0, 4)) } }) else {
                 return
             }
-            guard let body = try take(length),
-                let entry = body.withUnsafeBytes({ SortedListing.decode($0, segments: segments) })
-            else {
+            guard let body = try take(length), !body.isEmpty else {
                 throw FPError.cannotWrite("a listing's temporary file reads back damaged")
             }
-            current = entry
+            current = body
+            let read: Bool = current.withUnsafeBytes { raw in
+                fields = nil
+                if raw[0] == SortedListing.recordTag {
+                    guard raw.count > 13, let view = LogRecord.View(UnsafeRawBufferPointer(rebasing: raw[13...]))
+                    else { return false }
+                    func range(_ part: UnsafeRawBufferPointer) -> Range<Int> {
+                        guard let from = part.baseAddress, let base = raw.baseAddress else { return 0..<0 }
+                        return (from - base)..<(from - base + part.count)
+                    }
+                    (time, placement) = (view.resolvedAtMillis, range(view.placement))
+                    (fingerprint, userID) = (range(view.fingerprint), range(view.userID))
+                    return true
+                }
+                fields = SortedListing.decode(raw, segments: segments)
+                return fields != nil
+            }
+            guard read else { throw FPError.cannotWrite("a listing's temporary file reads back damaged") }
+        }
+
+        /// Below zero when this entry is listed before `other`'s, zero when
+        /// neither is before the other, as `CacheScan.listed` says: by
+        /// placement's bytes, time, fingerprint (its bytes sort as its hex
+        /// digits), user id's bytes.
+        func compare(_ other: Cursor) -> Int {
+            if fields != nil || other.fields != nil {
+                guard let a = fields ?? other.decoded(self), let b = other.fields ?? decoded(other) else { return 0 }
+                return CacheScan.listed(a, b) ? -1 : CacheScan.listed(b, a) ? 1 : 0
+            }
+            return current.withUnsafeBytes { x in
+                other.current.withUnsafeBytes { y in
+                    func bytes(_ a: Range<Int>, _ b: Range<Int>) -> Int {
+                        let common = min(a.count, b.count)
+                        if common > 0, let left = x.baseAddress, let right = y.baseAddress {
+                            let order = memcmp(left + a.lowerBound, right + b.lowerBound, common)
+                            if order != 0 { return Int(order) }
+                        }
+                        return a.count - b.count
+                    }
+                    let byPlacement = bytes(placement, other.placement)
+                    if byPlacement != 0 { return byPlacement }
+                    if time != other.time { return time < other.time ? -1 : 1 }
+                    let byFingerprint = bytes(fingerprint, other.fingerprint)
+                    if byFingerprint != 0 { return byFingerprint }
+                    return bytes(userID, other.userID)
+                }
+            }
+        }
+
+        /// `cursor`'s current entry made whole (to compare with one held by its fields).
+        private func decoded(_ cursor: Cursor) -> CachedFlow? {
+            cursor.current.withUnsafeBytes { SortedListing.decode($0, segments: segments) }
         }
 
         /// The next `count` bytes of the run, nil at its end.
-        private mutating func take(_ count: Int) throws -> ArraySlice<UInt8>? {
+        private func take(_ count: Int) throws -> ArraySlice<UInt8>? {
             if buffer.count - used < count {
                 // The unread bytes kept, and at least a chunk more read after them.
                 let room = min(max(chunk, count), end - next)
@@ -309,5 +405,75 @@ struct SortedListing {
             defer { used += count }
             return buffer[used..<(used + count)]
         }
+    }
+}
+
+/// Entries of a listing, in order, still encoded as `SortedListing` holds
+/// them (a format-2 entry as its record's bytes and where it is): made on the
+/// thread that sorts, made into `CachedFlow`s where they are rendered.
+public struct ListedBatch: Sendable {
+    private var bytes: [UInt8] = []
+    private var ends: [Int32] = []
+    /// The segments the records name, by number.
+    private let segments: [String]
+
+    init(segments: [String]) {
+        self.segments = segments
+        bytes.reserveCapacity(1 << 20)
+    }
+
+    public var count: Int { ends.count }
+
+    mutating func append(_ encoded: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: encoded)
+        ends.append(Int32(bytes.count))
+    }
+
+    /// Entry `index`, its strings made; nil if its bytes do not decode.
+    public func entry(_ index: Int) -> CachedFlow? {
+        let start = index == 0 ? 0 : Int(ends[index - 1])
+        return bytes.withUnsafeBytes {
+            SortedListing.decode(UnsafeRawBufferPointer(rebasing: $0[start..<Int(ends[index])]), segments: segments)
+        }
+    }
+
+    /// `body` of entry `index`'s fields where its record's bytes are (a
+    /// format-2 entry), no string made: what `entry` would make of them.
+    /// Nil for an entry held by its fields (format 1, or bytes that do not
+    /// read back): `entry` gives that one.
+    public func withFields<R>(_ index: Int, _ body: (ListedFields) -> R) -> R? {
+        let start = index == 0 ? 0 : Int(ends[index - 1])
+        return bytes.withUnsafeBytes { raw -> R? in
+            let encoded = UnsafeRawBufferPointer(rebasing: raw[start..<Int(ends[index])])
+            guard encoded.count > 13, encoded[0] == SortedListing.recordTag,
+                let view = LogRecord.View(UnsafeRawBufferPointer(rebasing: encoded[13...]))
+            else { return nil }
+            return body(
+                ListedFields(
+                    placement: view.placement, userID: view.userID, flowID: view.flowID,
+                    version: view.slice(view.versionRange), fingerprint: view.fingerprint,
+                    resolvedAt: LogRecord.date(millis: view.resolvedAtMillis), ttlSeconds: Int(view.ttlSeconds),
+                    size: Int64(view.flowSize)))
+        }
+    }
+}
+
+/// A format-2 entry's fields as its record holds them (`ListedBatch.withFields`),
+/// valid only inside the call: its texts as their UTF-8 bytes (checked), its
+/// fingerprint as 32 bytes.
+public struct ListedFields {
+    public let placement: UnsafeRawBufferPointer
+    public let userID: UnsafeRawBufferPointer
+    public let flowID: UnsafeRawBufferPointer
+    public let version: UnsafeRawBufferPointer
+    public let fingerprint: UnsafeRawBufferPointer
+    public let resolvedAt: Date
+    public let ttlSeconds: Int
+    /// The flow's size as the writer stored it (`flow_size`).
+    public let size: Int64
+
+    /// `CachedFlow.isFresh(at:)` of this entry.
+    public func isFresh(at now: Date) -> Bool {
+        CachedFlow.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now)
     }
 }

@@ -11,14 +11,19 @@ public enum Parallel {
     public static func mapSlices<T: Sendable, R: Sendable>(
         _ items: [T], minimumPerSlice: Int = 512, _ body: @Sendable (ArraySlice<T>) -> R
     ) -> [R] {
+        mapRanges(items.count, minimumPerSlice: minimumPerSlice) { body(items[$0]) }
+    }
+
+    /// `body` over `0..<count` cut into contiguous ranges, as `mapSlices` cuts its items.
+    public static func mapRanges<R: Sendable>(
+        _ count: Int, minimumPerSlice: Int = 512, _ body: @Sendable (Range<Int>) -> R
+    ) -> [R] {
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let count = max(1, min(cores * 4, items.count / max(minimumPerSlice, 1)))
-        if count == 1 { return [body(items[...])] }
-        let results = Mutex<[R?]>(Array(repeating: nil, count: count))
-        DispatchQueue.concurrentPerform(iterations: count) { i in
-            let lower = items.count * i / count
-            let upper = items.count * (i + 1) / count
-            let result = body(items[lower..<upper])
+        let pieces = max(1, min(cores * 4, count / max(minimumPerSlice, 1)))
+        if pieces == 1 { return [body(0..<count)] }
+        let results = Mutex<[R?]>(Array(repeating: nil, count: pieces))
+        DispatchQueue.concurrentPerform(iterations: pieces) { i in
+            let result = body((count * i / pieces)..<(count * (i + 1) / pieces))
             results.withLock { $0[i] = result }
         }
         return results.withLock { $0.compactMap { $0 } }

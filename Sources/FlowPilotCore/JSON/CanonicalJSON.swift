@@ -82,6 +82,31 @@ public enum CanonicalJSON {
             if let value { string(key, value) } else { raw(key, "null".utf8) }
         }
 
+        /// A string given as its UTF-8 bytes, which the caller has checked are UTF-8.
+        public mutating func string(_ key: StaticString, utf8 value: UnsafeRawBufferPointer) {
+            self.key(key)
+            writeString(utf8: value, into: &out)
+        }
+
+        /// Bytes as a string of their lowercase hex digits (a fingerprint's 32 bytes: 64 digits).
+        public mutating func hex(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
+            self.key(key)
+            out.append(UInt8(ascii: "\""))
+            for byte in value {
+                out.append(Digest.digit(byte >> 4))
+                out.append(Digest.digit(byte & 0xF))
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+
+        /// A time as RFC 3339 UTC (`RFC3339.string`), quoted.
+        public mutating func time(_ key: StaticString, _ value: Date) {
+            self.key(key)
+            out.append(UInt8(ascii: "\""))
+            RFC3339.append(value, to: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+
         public mutating func bool(_ key: StaticString, _ value: Bool) {
             raw(key, (value ? "true" : "false").utf8)
         }
@@ -197,32 +222,35 @@ public enum CanonicalJSON {
 
     fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
         var s = s
-        s.withUTF8 { bytes in
-            out.append(UInt8(ascii: "\""))
-            // Runs of bytes that need no escape (most strings are one run) go at once.
-            var run = 0
-            for i in bytes.indices {
-                let byte = bytes[i]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i]))
-                run = i + 1
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: [
-                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
-                    ])
-                }
+        s.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0), into: &out) }
+    }
+
+    /// `writeString` of text given as its UTF-8 bytes (checked by the caller).
+    fileprivate static func writeString(utf8 bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Runs of bytes that need no escape (most strings are one run) go at once.
+        var run = 0
+        for i in bytes.indices {
+            let byte = bytes[i]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[run..<i]))
+            run = i + 1
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            default:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [
+                    0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                ])
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
-            out.append(UInt8(ascii: "\""))
         }
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[run...]))
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -34,21 +34,44 @@ struct CacheList: ParsableCommand {
             return Console.out(
                 try ImageListing(scan.images, now: now, ttl: store.budgets.imageTTL).rendered(as: output.format))
         }
-        let out = BufferedOutput()
-        var listing = FlowListing(format: output.format, now: now)
-        out.write(listing.start)
-        // Handed over a batch at a time: its rows are rendered on every core, then written in order.
-        var batch: [CachedFlow] = []
-        batch.reserveCapacity(FlowListing.batch)
-        try scan.forEachFlow(
-            placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now
-        ) { entry in
-            batch.append(entry)
-            guard batch.count == FlowListing.batch else { return }
-            out.write(bytes: try listing.rows(batch))
-            batch.removeAll(keepingCapacity: true)
+        let sink = ListingSink(FlowListing(format: output.format, now: now))
+        // Made here a batch at a time; JSON and CSV rows rendered (on every core) and written by the handoff's
+        // thread meanwhile. The text table's rows wait for its widths anyway: they are kept here, where a
+        // second thread's heap does not add to the memory they take.
+        let handoff =
+            output.format == .text
+            ? nil : Handoff<ListedBatch>(capacity: FlowListing.batchesWaiting) { try sink.rows($0) }
+        do {
+            try scan.forEachFlow(
+                placement: placement, userID: userID, freshness: fresh ? .fresh : stale ? .stale : nil, at: now,
+                batch: FlowListing.batch
+            ) { batch in
+                if let handoff { try handoff.submit(batch) } else { try sink.rows(batch) }
+            }
+        } catch {
+            try? handoff?.finish()
+            throw error
         }
-        out.write(bytes: try listing.rows(batch))
+        try handoff?.finish()
+        try sink.end()
+    }
+}
+
+/// A listing and where its bytes go, used by one thread at a time: the
+/// handoff's while rows come, then the command's, once `finish` has waited
+/// for it (which orders the two).
+private final class ListingSink: @unchecked Sendable {
+    private var listing: FlowListing
+    private let out = BufferedOutput()
+
+    init(_ listing: FlowListing) {
+        self.listing = listing
+        out.write(listing.start)
+    }
+
+    func rows(_ batch: ListedBatch) throws { out.write(bytes: try listing.rows(batch)) }
+
+    func end() throws {
         try listing.end { out.write(bytes: $0) }
         out.flush()
     }

@@ -127,6 +127,12 @@ final class BufferedOutput: OutputSink {
     }
 
     func write(bytes: [UInt8]) {
+        // A piece as large as the buffer goes out as it is, not copied in (the buffer would keep its size).
+        if bytes.count >= 1 << 16 {
+            flush()
+            bytes.withUnsafeBytes { drain($0) }
+            return
+        }
         buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 { flush() }
     }

@@ -91,7 +91,7 @@ extension FindingsReport {
             "invocations": .array([.object(invocation)]),
             "results": .array(results),
         ]
-        return CanonicalJSON.prettyData(
+        return JSONDocument.foreign(
             .object([
                 "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
                 "version": "2.1.0",
@@ -317,26 +317,23 @@ extension FindingsReport {
     /// `minor`) and `location.path` / `location.lines.begin` (1 when the
     /// finding is about a whole file).
     public func gitlab() -> Data {
-        var out = Data("[".utf8)
-        for (i, l) in located.enumerated() {
-            out.append(contentsOf: (i == 0 ? "\n" : ",\n").utf8)
-            let description =
-                l.kind == .bundle && l.logical != nil ? "\(l.logical ?? ""): \(l.finding.message)" : l.finding.message
-            out.append(
-                CanonicalJSON.data(
-                    .object([
+        JSONDocument.foreign(
+            .array(
+                located.map { l in
+                    let description =
+                        l.kind == .bundle && l.logical != nil
+                        ? "\(l.logical ?? ""): \(l.finding.message)" : l.finding.message
+                    return .object([
                         "description": .string(description),
                         "check_name": .string(l.finding.rule),
                         "fingerprint": .string(l.fingerprint),
                         "severity": .string(l.finding.severity == .error ? "major" : "minor"),
                         "location": .object([
                             "path": .string(l.file),
-                            "lines": .object(["begin": .number(Double(l.position?.line ?? 1))]),
+                            "lines": .object(["begin": .integer(Int64(l.position?.line ?? 1))]),
                         ]),
-                    ])))
-        }
-        out.append(contentsOf: (located.isEmpty ? "]\n" : "\n]\n").utf8)
-        return out
+                    ])
+                }))
     }
 }
 

@@ -109,4 +109,18 @@ struct JSONValueEncoderTests {
     func nonFinite() {
         #expect(throws: EncodingError.self) { try JSONValueEncoder.encode(["x": Double.infinity]) }
     }
+
+    @Test("a foreign document (SARIF, GitLab): the same layout, no schema_version, a top-level array a finding a line")
+    func foreignLayout() {
+        func text(_ value: JSONValue) -> String { String(decoding: JSONDocument.foreign(value), as: UTF8.self) }
+        #expect(
+            text(.object(["version": "2.1.0", "runs": .array([.object(["b": 1, "a": .array([.object(["x": 1])])])])]))
+                == "{\"runs\":[\n{\"a\":[{\"x\":1}],\"b\":1}\n],\"version\":\"2.1.0\"}\n")
+        #expect(
+            text(.array([.object(["b": 2, "a": 1]), .object(["a": 3])])) == "[\n{\"a\":1,\"b\":2},\n{\"a\":3}\n]\n")
+        #expect(text(.array([])) == "[]\n")
+        #expect(text(.array([1, "x"])) == "[1,\"x\"]\n", "an array of other values stays on its line")
+        // The printed documents are this layout with schema_version added.
+        #expect(JSONDocument.data(["a": 1]) == JSONDocument.foreign(.object(["a": 1, "schema_version": 1])))
+    }
 }

@@ -15,23 +15,43 @@ public enum JSONDocument {
     public static func data(_ members: [String: JSONValue]) -> Data {
         var members = members
         members["schema_version"] = .number(Double(schemaVersion))
-        var out = Data("{".utf8)
-        for (i, (key, value)) in CanonicalJSON.sortedMembers(members).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(CanonicalJSON.data(.string(key)))
-            out.append(UInt8(ascii: ":"))
-            if case .array(let items) = value, !items.isEmpty, items.allSatisfy({ $0.objectValue != nil }) {
-                out.append(UInt8(ascii: "["))
-                for (j, item) in items.enumerated() {
-                    out.append(contentsOf: (j == 0 ? "\n" : ",\n").utf8)
-                    out.append(CanonicalJSON.data(item))
-                }
-                out.append(contentsOf: "\n]".utf8)
-            } else {
+        return foreign(.object(members))
+    }
+
+    /// A document whose schema is another's (SARIF 2.1.0, GitLab Code
+    /// Quality), in the same layout with no `schema_version` added: an
+    /// object's members in canonical order, each element of a member that
+    /// is an array of objects on a line of its own; an array of objects at
+    /// the top (GitLab's report) an element a line; ending in a newline.
+    public static func foreign(_ value: JSONValue) -> Data {
+        var out = Data()
+        func lines(_ items: [JSONValue]) -> Bool {
+            guard !items.isEmpty, items.allSatisfy({ $0.objectValue != nil }) else { return false }
+            out.append(UInt8(ascii: "["))
+            for (j, item) in items.enumerated() {
+                out.append(contentsOf: (j == 0 ? "\n" : ",\n").utf8)
+                out.append(CanonicalJSON.data(item))
+            }
+            out.append(contentsOf: "\n]".utf8)
+            return true
+        }
+        switch value {
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (i, (key, value)) in CanonicalJSON.sortedMembers(members).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(CanonicalJSON.data(.string(key)))
+                out.append(UInt8(ascii: ":"))
+                if case .array(let items) = value, lines(items) { continue }
                 out.append(CanonicalJSON.data(value))
             }
+            out.append(UInt8(ascii: "}"))
+        case .array(let items) where lines(items):
+            break
+        default:
+            out.append(CanonicalJSON.data(value))
         }
-        out.append(contentsOf: "}\n".utf8)
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 

@@ -212,7 +212,9 @@ def options(command):
                 out += [".TP", "\\fB%s\\fR" % value.replace("-", "\\-"), line(esc(values[value]))]
             out.append(".RE")
         elif arg.get("allValues"):
-            out += [".IP", "Values: " + ", ".join("\\fB%s\\fR" % v.replace("-", "\\-") for v in arg["allValues"]) + "."]
+            # One value a word, wrapped as prose is (mandoc's style lint: no input line past 80 bytes).
+            text = "Values: " + ", ".join("\\fB%s\\fR" % v.replace("-", "\\-") for v in arg["allValues"]) + "."
+            out += [".IP"] + textwrap.wrap(text, 78, break_long_words=False, break_on_hyphens=False)
         if "defaultValue" in arg and arg["kind"] != "flag":
             default = arg["defaultValue"]
             out += [".IP", "Default: \\fB%s\\fR." % (default.replace("-", "\\-") if default else "\"\"")]

@@ -23,6 +23,14 @@ public enum ReportFormat: Equatable, Sendable {
     public static func names(plain formats: [OutputFormat]) -> [String] {
         formats.map(\.rawValue) + FindingsFormat.allCases.map(\.rawValue)
     }
+
+    /// Its name as `--format` takes it (`text` for text, which also takes `table`).
+    public var name: String {
+        switch self {
+        case .plain(let format): format.rawValue
+        case .findings(let format): format.rawValue
+        }
+    }
 }
 
 /// A line for standard error that a result prints with its text or CSV
@@ -79,6 +87,10 @@ extension FindingsRendering {
 
     /// What is wrong with `format` for this result, for a usage error
     /// before any work is done (`--format csv` where there is no table); nil: nothing.
+    public static var reportFormats: [ReportFormat] {
+        formats.map { .plain($0) } + FindingsFormat.allCases.map { .findings($0) }
+    }
+
     public static func unsupported(_ format: ReportFormat) -> String? {
         guard case .plain(let p) = format, !formats.contains(p) else { return nil }
         return "--format \(p.rawValue): \(command) prints "

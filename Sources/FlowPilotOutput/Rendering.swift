@@ -30,11 +30,28 @@ public protocol Rendering: OffersFormats {
 /// A result's formats: what its command's `--format` takes, names in its help
 /// and completes (fpctl's `FormatOption`). Every format by default.
 public protocol OffersFormats {
+    /// Its plain formats: text, and json and csv where it has them.
     static var formats: [OutputFormat] { get }
+    /// Every format `--format` takes for it: the plain ones, and the CI
+    /// formats for a findings result (`FindingsRendering`).
+    static var reportFormats: [ReportFormat] { get }
+    /// Why `--format` refuses `format` for it (one line), nil when it takes it.
+    static func unsupported(_ format: ReportFormat) -> String?
 }
 
 extension OffersFormats {
     public static var formats: [OutputFormat] { OutputFormat.allCases }
+
+    public static var reportFormats: [ReportFormat] { formats.map { .plain($0) } }
+
+    public static func unsupported(_ format: ReportFormat) -> String? {
+        guard !reportFormats.contains(format) else { return nil }
+        let names = formats.map(\.rawValue)
+        let list =
+            names.count < 2
+            ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
+        return "--format \(format.name): this command prints \(list)"
+    }
 }
 
 extension FlowListing: OffersFormats {}

@@ -37,4 +37,22 @@ struct FormatOptionTests {
             words.contains("Output format: text (or table, the same), json or csv. (values: text, json, csv;"),
             "\(help.stdout)")
     }
+
+    @Test("one option for every command: a findings command offers the CI formats, any other refuses them (64)")
+    func findings() throws {
+        let help = try fpctl("bundle", "validate", "--help")
+        let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(
+            words.contains(
+                "Output format: text (or table, the same), json, sarif, github, junit or gitlab. (values: text, json, sarif, github, junit, gitlab; default: text)"
+            ), "\(help.stdout)")
+        let tmp = try TemporaryDirectory()
+        let info = try fpctl("cache", "info", "--cache-dir", tmp.file("cache"), "--format", "sarif")
+        #expect(info.status == 64, "\(info.stderr)")
+        #expect(info.stderr.contains("--format sarif: this command prints text, json or csv"), "\(info.stderr)")
+        let validate = try fpctl("bundle", "validate", tmp.file("none"), "--format", "csv")
+        #expect(validate.status == 64, "\(validate.stderr)")
+        #expect(
+            validate.stderr.contains("--format csv: bundle validate prints text, json, sarif"), "\(validate.stderr)")
+    }
 }

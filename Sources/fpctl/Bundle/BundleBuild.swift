@@ -45,7 +45,7 @@ struct BundleBuild: ParsableCommand {
     @Flag(help: "Treat warnings (unknown component types, unreferenced assets) as errors: nothing is written.")
     var strict = false
 
-    @OptionGroup var format: FindingsFormatOption<BuildReport>
+    @OptionGroup var format: FormatOption<BuildReport>
 
     func run() throws {
         let options = BundleBuilder.Options(

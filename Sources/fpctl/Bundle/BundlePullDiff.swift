@@ -74,7 +74,7 @@ struct BundleDiff: AsyncParsableCommand {
         name: .customLong("max-age"), parsing: .unconditional,
         help: "Fail (rule bundle-age) when the bundle's created_at is older than this (e.g. 30d).")
     var maxAge: DurationArgument?
-    @OptionGroup var format: FindingsFormatOption<DiffReport>
+    @OptionGroup var format: FormatOption<DiffReport>
 
     func validate() throws {
         try maxAge?.check("--max-age", from: DurationArgument("0s", seconds: 0), to: .longest)

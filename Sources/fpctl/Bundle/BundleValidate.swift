@@ -74,7 +74,7 @@ struct BundleValidate: ParsableCommand {
         help: "With --trust, refuse a bundle whose sequence is below this (besides the root's min_sequence).")
     var minSequence: Int?
 
-    @OptionGroup var format: FindingsFormatOption<ValidateReport>
+    @OptionGroup var format: FormatOption<ValidateReport>
 
     func run() throws {
         var results: [ValidateReport.File] = []

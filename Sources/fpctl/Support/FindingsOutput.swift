@@ -3,37 +3,15 @@ import FlowPilotCore
 import FlowPilotOutput
 import Foundation
 
-extension ReportFormat: ExpressibleByArgument {
-    public init?(argument: String) { self.init(name: argument) }
-    public var defaultValueDescription: String { "text" }
-}
-
 /// `--format` of the commands whose result is findings (`bundle build`,
-/// `bundle validate`, `bundle diff`), declared once: its help and completion
-/// come from the result's formats, its check runs before any work, and
-/// `print` is the one path every format takes (`FindingsRendering.rendered(as:)`).
-struct FindingsFormatOption<Result: FindingsRendering>: ParsableArguments {
-    @Option(
-        help: ArgumentHelp("Output format: \(Self.formatList)."),
-        completion: .list(
-            ReportFormat.names(plain: Result.formats).flatMap { $0 == "text" ? ["text", "table"] : [$0] }))
-    var format: ReportFormat = .plain(.text)
-
-    /// `text (or table), json, sarif, github, junit or gitlab`.
-    private static var formatList: String {
-        let names = ReportFormat.names(plain: Result.formats).map { $0 == "text" ? "text (or table)" : $0 }
-        return names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
-    }
-
-    func validate() throws {
-        if let problem = Result.unsupported(format) { throw ValidationError(problem) }
-    }
-
+/// `bundle validate`, `bundle diff`): `print` is the one path every format
+/// takes (`FindingsRendering.rendered(as:)`), the CI formats included.
+extension FormatOption where Result: FindingsRendering {
     /// `result` in the format asked for: standard error's lines around
     /// standard output's; for `github`, also its Markdown table appended to
     /// `$GITHUB_STEP_SUMMARY` when that is set.
     func print(_ result: Result) throws {
-        let printout = try result.rendered(as: format)
+        let printout = try result.rendered(as: report)
         printout.before.forEach(Self.write)
         Console.out(printout.output)
         printout.after.forEach(Self.write)

@@ -10,35 +10,38 @@ extension OutputFormat: ExpressibleByArgument {
 
 }
 
-/// `--format` for a command whose result is a `Result`: the formats it takes,
-/// its help and its completion come from `Result.formats`, so a format the
-/// result lacks is neither offered nor taken (a usage error, 64, before any
-/// work). The findings commands' `FindingsFormatOption` is the same for
-/// `ReportFormat`, which adds the CI formats.
+/// `--format` for every command that has one, whose result is a `Result`:
+/// the formats it takes, its help, its "values" and its completion all come
+/// from `Result.reportFormats` (text, json and csv where the result has them;
+/// the CI formats too for a findings result, `FindingsRendering`), so a
+/// format the result lacks is neither offered nor taken (a usage error, 64,
+/// before any work, worded by `Result.unsupported`).
 struct FormatOption<Result: OffersFormats>: ParsableArguments {
     @Option(
         name: .customLong("format"), help: ArgumentHelp("Output format: \(Self.formatList)."),
         completion: .list(Self.names))
-    var choice = FormatChoice<Result>(.text)
+    var choice = FormatChoice<Result>(.plain(.text))
 
-    /// The format asked for.
-    var format: OutputFormat { choice.value }
+    /// The format asked for, a CI format included.
+    var report: ReportFormat { choice.value }
+
+    /// The plain format asked for (text, json or csv); `validate` has refused
+    /// a CI format for any result but findings, which print through `report`.
+    var format: OutputFormat {
+        if case .plain(let format) = report { format } else { .text }
+    }
 
     /// The names the option takes, `table` beside `text`.
-    static var names: [String] { Result.formats.flatMap { $0 == .text ? ["text", "table"] : [$0.rawValue] } }
+    static var names: [String] { Result.reportFormats.flatMap { $0 == .plain(.text) ? ["text", "table"] : [$0.name] } }
 
     /// `text (or table, the same), json or csv`.
     static var formatList: String {
-        let names = Result.formats.map { $0 == .text ? "text (or table, the same)" : $0.rawValue }
+        let names = Result.reportFormats.map { $0 == .plain(.text) ? "text (or table, the same)" : $0.name }
         return names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
     }
 
     func validate() throws {
-        guard Result.formats.contains(format) else {
-            throw ValidationError(
-                "--format \(format.rawValue): this command prints \(Result.formats.map(\.rawValue).joined(separator: " or "))"
-            )
-        }
+        if let problem = Result.unsupported(report) { throw ValidationError(problem) }
     }
 }
 
@@ -46,17 +49,17 @@ struct FormatOption<Result: OffersFormats>: ParsableArguments {
 /// format the result lacks gets `FormatOption`'s one-line refusal), and the
 /// help's "values" are the result's own.
 struct FormatChoice<Result: OffersFormats>: ExpressibleByArgument {
-    let value: OutputFormat
+    let value: ReportFormat
 
-    init(_ value: OutputFormat) { self.value = value }
+    init(_ value: ReportFormat) { self.value = value }
 
     init?(argument: String) {
-        guard let value = OutputFormat(name: argument) else { return nil }
+        guard let value = ReportFormat(name: argument) else { return nil }
         self.value = value
     }
 
-    static var allValueStrings: [String] { Result.formats.map(\.rawValue) }
-    var defaultValueDescription: String { value.rawValue }
+    static var allValueStrings: [String] { Result.reportFormats.map(\.name) }
+    var defaultValueDescription: String { value.name }
 }
 
 extension FormatOption where Result: Rendering {

@@ -17,7 +17,8 @@ measured in the same run, against the same `fpctl serve` (issue #45):
 
 Rounds interleave the four; medians. Prints each rate beside its reference,
 warm's CPU per identity (user+sys, getrusage of the child) beside the floor's
-and the server's per batch, and the goals of #45:
+and the server's per batch, each client's user and system time apart (#63:
+where warm's extra CPU goes), and the goals of #45:
   warm (tmpfs) >= 0.35 of wrk; warm (ext4) >= 0.7 of warm (tmpfs).
 
 Instruction counts: Benchmarks/warm_callgrind.py.
@@ -51,14 +52,22 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+SPLIT = {}
+
+
 def child_cpu(command, **kwargs):
-    """Runs `command`; its wall time and its CPU (user+sys) in seconds."""
+    """Runs `command`; its wall time and its CPU (user+sys) in seconds. The
+    split is kept in SPLIT[program] as (user, sys) lists."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, **kwargs)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    key = Path(command[0]).name + (" " + command[command.index("--cache-dir") + 1].split("/")[1]
+                                   if "--cache-dir" in command else "")
+    SPLIT.setdefault(key, []).append((user, system))
+    return done, wall, user + system
 
 
 def warm_once(fpctl, url, identities, cache):
@@ -144,6 +153,10 @@ def main():
     print(f"      warm (ext4) {med['ext4']:,.0f}/s = {med['ext4'] / med['tmpfs']:.3f}x of tmpfs  (goal >= 0.7x)")
     print(f"CPU   warm {med['cpu'] * us:,.0f} us per identity on tmpfs, {med['cpu_ext4'] * us:,.0f} on ext4; "
           f"http-floor {med['floor_cpu'] * us:,.0f}; serve {med['server'] * us:,.0f} us per batch")
+    for key, pairs in sorted(SPLIT.items()):
+        user = statistics.median(u for u, _ in pairs) / args.identities * us
+        system = statistics.median(s for _, s in pairs) / args.identities * us
+        print(f"      {key}: user {user:,.0f} us, sys {system:,.0f} us per identity (medians)")
     print("rounds: " + "; ".join(f"{k} " + " ".join(f"{x:,.0f}" if x > 1 else f"{x * us:,.0f}us" for x in v)
                                  for k, v in m.items()))
 

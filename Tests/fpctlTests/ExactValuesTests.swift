@@ -373,6 +373,23 @@ struct ExactValuesTests {
         #expect(Set(rows.map { $0.split(separator: ",")[2] }).count == 2, "two fingerprints")
     }
 
+    @Test("warm of a precomposed and a decomposed placement warms both: two outcomes an identity, not one")
+    func twoPlacements() throws {
+        let tmp = try TemporaryDirectory()
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let warm = try fpctl(
+            "warm", Self.nfc, Self.nfd, "paywall", "--api-url", server.url, "--app-id", "demo", "--user-id", "u-1",
+            "--cache-dir", tmp.file("cache"), "--media", "none", "--format", "csv")
+        let rows = warm.stdout.split(separator: "\n").dropFirst().map {
+            $0.split(separator: ",", omittingEmptySubsequences: false)
+        }
+        let placements = rows.compactMap { $0.first(where: { $0.contains("caf") }) }.map(String.init)
+        #expect(placements.count == 2, "\(warm.stdout) \(warm.stderr)")
+        #expect(
+            placements.contains { $0.sameBytes(as: Self.nfc) } && placements.contains { $0.sameBytes(as: Self.nfd) })
+        #expect(rows.count == 3, "paywall too")
+    }
+
     @Test("a content hash covers the backend's digits: fpctl's equals Python's over the same flow")
     func contentHashDigits() throws {
         let text =

@@ -196,7 +196,7 @@ struct TrustTests {
         #expect(stale.status == 64 && stale.stderr.contains("root version 3 expired at 2027-06-01T00:00:00Z"))
         // Every --format names the rule.
         let sarif = try p.validate("s.fpbundle", extra: ["--min-sequence", "6", "--format", "sarif"])
-        #expect(sarif.status == 65 && sarif.stdout.contains(#""ruleId": "signature-rollback""#))
+        #expect(sarif.status == 65 && sarif.stdout.contains(#""ruleId":"signature-rollback""#))
         let json = try p.validate("s.fpbundle", extra: ["--format", "json"])
         #expect(json.stdout.contains(#""form":"trust_root""#) && json.stdout.contains(#""sequence":5"#))
     }

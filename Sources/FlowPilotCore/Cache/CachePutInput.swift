@@ -14,7 +14,7 @@ public struct CachePutInput {
     /// Each placement's last flow line, for its last-known-good alias.
     private var lastEntry: [ExactName: CachedFlow] = [:]
     /// The keys written since everything written before was last known durable.
-    private var waitingKeys = Set<String>()
+    private var waitingKeys = Set<ExactName>()
     /// A pinned now (`FPCTL_NOW`), else the clock as each line is written:
     /// the `resolved_at` of lines without one.
     public var now: Date?
@@ -78,7 +78,7 @@ public struct CachePutInput {
         }
         // A key already waiting for its commit is waited for first, so the later line wins, as it would
         // written one at a time (each write removes the key's other files).
-        let key = "\(placement)\u{0}\(identity.fingerprint)"
+        let key = ExactName("\(placement)\u{0}\(identity.fingerprint)")
         // (And every 4,096 keys, so that the set stays small on a long input.)
         if waitingKeys.contains(key) || waitingKeys.count >= 4096 {
             try outstanding.wait()

@@ -98,10 +98,13 @@ public final class Warmer: Sendable {
     }
 
     func begin(_ placements: [String], for identity: Identity) -> Begun {
-        // De-duplicated in order; a prefetch asks for a few placements, so by looking back.
+        // De-duplicated in order, by bytes (two spellings of a name are two placements); a prefetch asks for a
+        // few placements, so by looking back.
         var keys: [String] = []
         keys.reserveCapacity(placements.count)
-        for placement in placements where !keys.contains(placement) { keys.append(placement) }
+        for placement in placements where !keys.contains(where: { $0.sameBytes(as: placement) }) {
+            keys.append(placement)
+        }
         let start = ContinuousClock.now
         var cached = [PrefetchOutcome?](repeating: nil, count: keys.count)
         var cachedWithImages: [(Int, TierChain.Served)] = []

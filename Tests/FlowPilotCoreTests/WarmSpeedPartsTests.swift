@@ -32,13 +32,42 @@ struct WarmSpeedPartsTests {
             writer.stored(entry)
         }
         try put("first", 0)
+        writer.settle()
         #expect(store.lookupAlias(placement: "p")?.0.userID == "first", "the first entry gets its alias at once")
         try put("second", 1)
         try put("third", 2)
+        writer.settle()
         #expect(store.lookupAlias(placement: "p")?.0.userID == "first", "later ones wait for the interval or a flush")
         writer.flush()
         #expect(store.lookupAlias(placement: "p")?.0.userID == "third", "flush points at the newest")
         #expect(try store.verify(repair: false, now: start).findings.isEmpty)
+    }
+
+    @Test("an alias is written on the alias writer's queue, never on the thread that stored its entry (the commit's)")
+    func aliasWriterThread() throws {
+        let doc = try #require(document)
+        let writes = Mutex<[(user: String?, thread: UInt)]>([])
+        // The first write is held until the caller has gone on: it cannot be on the caller's thread (a writer
+        // that wrote there would hold the caller 5 s, then fail the checks below, not hang).
+        let release = DispatchSemaphore(value: 0)
+        let writer = AliasWriter(interval: .zero) { entry in
+            if entry.userID == "u0" { _ = release.wait(timeout: .now() + 5) }
+            writes.withLock { $0.append((entry.userID, UInt(pthread_self()))) }
+        }
+        let caller = UInt(pthread_self())
+        for n in 0..<3 {
+            writer.stored(
+                CachedFlow(
+                    placement: "p", fingerprint: String(repeating: "0", count: 64), userID: "u\(n)", flowID: doc.id,
+                    version: doc.version, resolvedAt: Date(timeIntervalSince1970: Double(1_000 + n)), ttlSeconds: 60,
+                    size: 1, path: "x"))
+        }
+        #expect(writes.withLock { $0.isEmpty }, "stored returned before any alias was written")
+        release.signal()
+        writer.flush()
+        let done = writes.withLock { $0 }
+        #expect(done.map(\.user) == ["u0", "u1", "u2"], "in the order stored")
+        #expect(done.allSatisfy { $0.thread != caller })
     }
 
     @Test("a flow whose bytes equal those of one validated before is reused; other bytes are parsed and validated")

@@ -132,15 +132,11 @@ public struct CacheScan: Sendable {
 
     /// What `cache info` counts of an entry, read without making its
     /// strings (format 2: from the record in place; format 1: its `CachedFlow`).
-    public struct EntryFacts {
+    public struct EntryFacts: ResolvedWithTTL {
         public let placement: String
         public let size: Int64
         public let resolvedAt: Date
         public let ttlSeconds: Int
-
-        public func isFresh(at now: Date) -> Bool {
-            CachedFlow.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now)
-        }
     }
 
     /// As `walk(flow:)`, each entry's facts alone: a format-2 record's

@@ -119,7 +119,8 @@ public struct CachedFlow: Sendable {
     /// Fresh while `now - resolved_at < ttl`, and not from the future.
     public func isFresh(at now: Date) -> Bool { Self.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now) }
 
-    /// `isFresh(at:)` of an entry resolved at `resolvedAt` with `ttlSeconds`.
+    /// `isFresh(at:)` of an entry resolved at `resolvedAt` with `ttlSeconds`
+    /// (`ResolvedWithTTL` gives it to an entry's other shapes).
     static func isFresh(resolvedAt: Date, ttlSeconds: Int, at now: Date) -> Bool {
         // Within the skew, resolved ahead counts as resolved now (age 0): a TTL of 0 is never fresh.
         let age = now.timeIntervalSince(resolvedAt)
@@ -575,5 +576,18 @@ public final class StagedFlows: Sendable {
         guard let finished else { return }
         lock?.release()
         if let then { then(finished) } else { results?.fulfil(finished) }
+    }
+}
+
+/// An entry's time and TTL in any of its shapes (`CacheScan.EntryFacts`,
+/// `ListedFields`): fresh as `CachedFlow.isFresh` says, the one rule.
+public protocol ResolvedWithTTL {
+    var resolvedAt: Date { get }
+    var ttlSeconds: Int { get }
+}
+
+extension ResolvedWithTTL {
+    public func isFresh(at now: Date) -> Bool {
+        CachedFlow.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now)
     }
 }

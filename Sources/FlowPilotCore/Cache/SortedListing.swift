@@ -461,7 +461,7 @@ public struct ListedBatch: Sendable {
 /// A format-2 entry's fields as its record holds them (`ListedBatch.withFields`),
 /// valid only inside the call: its texts as their UTF-8 bytes (checked), its
 /// fingerprint as 32 bytes.
-public struct ListedFields {
+public struct ListedFields: ResolvedWithTTL {
     public let placement: UnsafeRawBufferPointer
     public let userID: UnsafeRawBufferPointer
     public let flowID: UnsafeRawBufferPointer
@@ -471,9 +471,4 @@ public struct ListedFields {
     public let ttlSeconds: Int
     /// The flow's size as the writer stored it (`flow_size`).
     public let size: Int64
-
-    /// `CachedFlow.isFresh(at:)` of this entry.
-    public func isFresh(at now: Date) -> Bool {
-        CachedFlow.isFresh(resolvedAt: resolvedAt, ttlSeconds: ttlSeconds, at: now)
-    }
 }

@@ -149,7 +149,7 @@ struct SortedListing {
     /// Hands every entry added to `body`, in order, `batch` at a time still
     /// encoded (`ListedBatch`: a caller makes their strings where it renders
     /// them, on other cores), and removes the runs. The runs are merged by
-    /// comparing their records' bytes (`MergeKey`): no string is made here.
+    /// comparing their records' bytes (`Cursor.compare`): no string is made here.
     mutating func finish(batch size: Int, _ body: (ListedBatch) throws -> Void) throws {
         defer {
             if spill >= 0 { close(spill) }

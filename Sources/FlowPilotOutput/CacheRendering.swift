@@ -149,20 +149,47 @@ public struct FlowListing {
         out += row.finishBytes()
     }
 
-    /// `jsonRow` of a format-2 entry from its record's bytes: the same members and bytes.
+    /// `jsonRow` of a format-2 entry from its record's bytes: the same
+    /// members and bytes (a test compares the two), written straight into
+    /// `out`, each member's key and the punctuation around it one constant
+    /// fragment (`RowFragments`, in canonical key order).
     private static func jsonRow(fields e: ListedFields, now: Date, into out: inout [UInt8]) {
-        var row = CanonicalJSON.SortedObject(capacity: 384, after: ",\n")
-        row.integer("age_seconds", Int(now.timeIntervalSince(e.resolvedAt)))
-        row.hex("fingerprint", e.fingerprint)
-        row.string("flow_id", utf8: e.flowID)
-        row.bool("fresh", e.isFresh(at: now))
-        row.string("placement", utf8: e.placement)
-        row.time("resolved_at", e.resolvedAt)
-        row.integer("size", Int(e.size))
-        row.integer("ttl_seconds", e.ttlSeconds)
-        row.string("user_id", utf8: e.userID)
-        row.string("version", utf8: e.version)
-        out += row.finishBytes()
+        let f = RowFragments.shared
+        out += f.ageSeconds
+        DecimalText.append(Int64(Int(now.timeIntervalSince(e.resolvedAt))), to: &out)
+        out += f.fingerprint
+        Digest.appendHex(e.fingerprint, to: &out)
+        out += f.flowID
+        CanonicalJSON.appendString(utf8: e.flowID, to: &out)
+        out += e.isFresh(at: now) ? f.freshTrue : f.freshFalse
+        CanonicalJSON.appendString(utf8: e.placement, to: &out)
+        out += f.resolvedAt
+        RFC3339.append(e.resolvedAt, to: &out)
+        out += f.size
+        DecimalText.append(e.size, to: &out)
+        out += f.ttlSeconds
+        DecimalText.append(Int64(e.ttlSeconds), to: &out)
+        out += f.userID
+        CanonicalJSON.appendString(utf8: e.userID, to: &out)
+        out += f.version
+        CanonicalJSON.appendString(utf8: e.version, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The constant bytes of a row from its record (`jsonRow(fields:)`):
+    /// what comes before each member's value.
+    private struct RowFragments: Sendable {
+        static let shared = RowFragments()
+        let ageSeconds = Array(",\n{\"age_seconds\":".utf8)
+        let fingerprint = Array(",\"fingerprint\":\"".utf8)
+        let flowID = Array("\",\"flow_id\":".utf8)
+        let freshTrue = Array(",\"fresh\":true,\"placement\":".utf8)
+        let freshFalse = Array(",\"fresh\":false,\"placement\":".utf8)
+        let resolvedAt = Array(",\"resolved_at\":\"".utf8)
+        let size = Array("\",\"size\":".utf8)
+        let ttlSeconds = Array(",\"ttl_seconds\":".utf8)
+        let userID = Array(",\"user_id\":".utf8)
+        let version = Array(",\"version\":".utf8)
     }
 
     /// What comes after the rows, handed to `write` (the aligned table, for

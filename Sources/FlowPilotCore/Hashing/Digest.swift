@@ -31,6 +31,14 @@ public enum Digest {
         }
     }
 
+    /// `hex(bytes)`'s digits appended to `out`, no string made.
+    public static func appendHex(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        for byte in bytes {
+            out.append(digit(byte >> 4))
+            out.append(digit(byte & 0xF))
+        }
+    }
+
     @inline(__always)
     static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 }

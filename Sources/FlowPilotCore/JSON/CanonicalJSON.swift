@@ -82,31 +82,6 @@ public enum CanonicalJSON {
             if let value { string(key, value) } else { raw(key, "null".utf8) }
         }
 
-        /// A string given as its UTF-8 bytes, which the caller has checked are UTF-8.
-        public mutating func string(_ key: StaticString, utf8 value: UnsafeRawBufferPointer) {
-            self.key(key)
-            writeString(utf8: value, into: &out)
-        }
-
-        /// Bytes as a string of their lowercase hex digits (a fingerprint's 32 bytes: 64 digits).
-        public mutating func hex(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
-            self.key(key)
-            out.append(UInt8(ascii: "\""))
-            for byte in value {
-                out.append(Digest.digit(byte >> 4))
-                out.append(Digest.digit(byte & 0xF))
-            }
-            out.append(UInt8(ascii: "\""))
-        }
-
-        /// A time as RFC 3339 UTC (`RFC3339.string`), quoted.
-        public mutating func time(_ key: StaticString, _ value: Date) {
-            self.key(key)
-            out.append(UInt8(ascii: "\""))
-            RFC3339.append(value, to: &out)
-            out.append(UInt8(ascii: "\""))
-        }
-
         public mutating func bool(_ key: StaticString, _ value: Bool) {
             raw(key, (value ? "true" : "false").utf8)
         }
@@ -223,6 +198,12 @@ public enum CanonicalJSON {
     fileprivate static func writeString(_ s: String, into out: inout [UInt8]) {
         var s = s
         s.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0), into: &out) }
+    }
+
+    /// A JSON string of text given as its UTF-8 bytes (checked by the
+    /// caller), appended to `out`: what `data` writes for the string.
+    public static func appendString(utf8 bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        writeString(utf8: bytes, into: &out)
     }
 
     /// `writeString` of text given as its UTF-8 bytes (checked by the caller).

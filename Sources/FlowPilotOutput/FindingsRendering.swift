@@ -85,12 +85,13 @@ extension FindingsRendering {
         }
     }
 
-    /// What is wrong with `format` for this result, for a usage error
-    /// before any work is done (`--format csv` where there is no table); nil: nothing.
+    /// Its plain formats and every CI format.
     public static var reportFormats: [ReportFormat] {
         formats.map { .plain($0) } + FindingsFormat.allCases.map { .findings($0) }
     }
 
+    /// What is wrong with `format` for this result, for a usage error
+    /// before any work is done (`--format csv` where there is no table); nil: nothing.
     public static func unsupported(_ format: ReportFormat) -> String? {
         guard case .plain(let p) = format, !formats.contains(p) else { return nil }
         return "--format \(p.rawValue): \(command) prints "

@@ -129,6 +129,18 @@ final class LogSurveyTests {
         #expect(WeighedBuckets(records: 1_000_000_000).buckets == WeighedBuckets.maxBuckets)
     }
 
+    @Test("the first pass's prefix table tells a prefix met twice from those met once, its low bits shared or zero")
+    func prefixCounts() {
+        // Prefixes that share their low bits all probe from one place, and 0 is a prefix like any other.
+        let once = (0..<40).map { UInt64($0) << 40 }
+        let twice: [UInt64] = [once[7], once[0], 0x1234_5678_9ABC_DEF0]
+        var counts = LogSurvey.PrefixCounts(capacity: once.count + twice.count)
+        for prefix in once + twice + [0x1234_5678_9ABC_DEF0] { counts.add(prefix) }
+        #expect(once.filter { counts.isRepeated($0) } == [once[0], once[7]])
+        #expect(counts.isRepeated(0x1234_5678_9ABC_DEF0))
+        #expect(!counts.isRepeated(0x1234_5678_9ABC_DEF1), "a prefix never added is not repeated")
+    }
+
     @Test("keys whose index prefixes collide are told apart by their whole key")
     func collidingPrefixes() throws {
         let root = "\(scratch)/collide"

@@ -68,6 +68,10 @@ struct DocsNumbersTests {
                 "each range at most \(grouped(LogSurvey.rangeSlots)) slots (\(LogSurvey.slotBytes) bytes each in memory, \((LogSurvey.rangeSlots * LogSurvey.slotBytes) >> 20) MiB)"
             ),
             (
+                "docs/cache-format.md", "a survey's prefix table",
+                "counted in a table of twice as many places (\(LogSurvey.PrefixCounts.placeBytes) bytes each)"
+            ),
+            (
                 "docs/cache-format.md", "a survey's bit a slot",
                 "one bit for every \(LogSurvey.slot) bytes of segment"
             ),

@@ -77,7 +77,10 @@ extension CacheStore {
         scan.walkFacts { entry in
             let isFresh = entry.isFresh(at: now)
             if last >= counts.count || !counts[last].name.sameBytes(as: entry.placement) {
-                if let known = numbered[ExactName(entry.placement)] {
+                // A few placements are looked for in turn (records of two placements alternate); many, by name.
+                if counts.count <= 8, let known = counts.firstIndex(where: { $0.name.sameBytes(as: entry.placement) }) {
+                    last = known
+                } else if let known = numbered[ExactName(entry.placement)] {
                     last = known
                 } else {
                     last = counts.count

@@ -293,6 +293,7 @@ public final class FlowLog: Sendable {
     struct Servable {
         let log: FlowLog
         private var ids: [SHAKey: String?] = [:]
+        private var last: (key: SHAKey, id: String?)?
 
         init(_ log: FlowLog) { self.log = log }
 
@@ -311,13 +312,19 @@ public final class FlowLog: Sendable {
         private mutating func serves(sha: UnsafeRawBufferPointer, flowID: UnsafeRawBufferPointer) -> Bool {
             guard sha.count == 32 else { return false }
             let key = SHAKey(sha)
-            if let known = ids[key] { return known.map { $0.sameBytes(as: flowID) } ?? false }
+            // Records of one flow come in runs: the last object asked about is compared before any hashing.
+            if let last, last.key == key { return last.id.map { $0.sameBytes(as: flowID) } ?? false }
+            if let known = ids[key] {
+                last = (key, known)
+                return known.map { $0.sameBytes(as: flowID) } ?? false
+            }
             // Bounded, whatever the number of objects: one forgotten is read again.
             if ids.count >= 4096 { ids.removeAll(keepingCapacity: true) }
             let id = log.readObject(Digest.hex(sha)).flatMap { try? JSONValue.parse($0) }.flatMap {
                 $0["id"]?.stringValue
             }
             ids[key] = id
+            last = (key, id)
             return id.map { $0.sameBytes(as: flowID) } ?? false
         }
 

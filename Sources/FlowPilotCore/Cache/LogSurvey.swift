@@ -11,8 +11,8 @@ import Foundation
 ///    of `(key prefix, offset)` sorted by prefix, with a fanout by the
 ///    prefix's first byte. The prefix space is cut into ranges of first
 ///    bytes small enough that one range's slots of every index fit in a few
-///    megabytes; each range is read from every index, sorted, and walked: a
-///    prefix met once is its key's only record, so it survives without being
+///    megabytes; each range is read from every index and each prefix counted
+///    (`PrefixCounts`, a table, not a sort): a prefix met once is its key's only record, so it survives without being
 ///    read. Records whose prefix is met more than once (a key written again,
 ///    or two keys whose prefixes collide) are marked in their segment's
 ///    `repeated` bitmap, one bit a 64-byte slot (no record is shorter), their
@@ -33,7 +33,8 @@ import Foundation
 ///    appending meanwhile adds nothing the first pass did not weigh.
 ///
 /// Memory: two bits per 64 bytes of log (about 6 bits an entry), one range
-/// of index slots (16 bytes each, 2 MiB), one bucket (about 2 MiB and its
+/// of index slots (16 bytes each, 2 MiB) and its prefix table (twice as many
+/// places, 9 bytes each), one bucket (about 2 MiB and its
 /// records), one segment's bytes, and the keys of segments no index covers.
 struct LogSurvey {
     /// One segment as the first pass saw it.
@@ -212,17 +213,13 @@ struct LogSurvey {
                     slots.append(Slot(prefix: key.prefix, part: UInt32(number), offset: key.offset))
                 }
             }
-            slots.sort { ($0.prefix, $0.part, $0.offset) < ($1.prefix, $1.part, $1.offset) }
-            // The slots of prefixes met more than once, marked where their records are.
-            var start = 0
-            while start < slots.count {
-                var end = start + 1
-                while end < slots.count && slots[end].prefix == slots[start].prefix { end += 1 }
-                if end - start > 1 {
-                    for slot in slots[start..<end] { parts[Int(slot.part)].markRepeated(Int(slot.offset)) }
-                    repeatedTotal += end - start
-                }
-                start = end
+            // The slots of prefixes met more than once, marked where their records are: found by counting
+            // each prefix in a table (no sort; which of a key's records wins is the second pass's).
+            var repeated = PrefixCounts(capacity: slots.count)
+            for slot in slots { repeated.add(slot.prefix) }
+            for slot in slots where repeated.isRepeated(slot.prefix) {
+                parts[Int(slot.part)].markRepeated(Int(slot.offset))
+                repeatedTotal += 1
             }
             first = last
         }
@@ -280,23 +277,75 @@ struct LogSurvey {
     private static func losers(
         _ bytes: UnsafeRawBufferPointer, _ records: [WeighedBuckets.Record], now: Int64
     ) -> [WeighedBuckets.Record] {
-        let order = records.indices.sorted { WeighedBuckets.keyOrder(records[$0], records[$1], in: bytes) }
+        // Sorted by the fingerprint's first 8 bytes, then each run of equal ones by the whole key: the runs are
+        // a key's records and its other placements', a few, where one sort by the whole key compared every record.
+        var keyed = records.indices.map { (records[$0].fingerprint.0, UInt32($0)) }
+        keyed.sort { $0.0 < $1.0 }
         var losers: [WeighedBuckets.Record] = []
-        var at = 0
-        while at < order.count {
-            var best = records[order[at]]
-            var end = at + 1
-            while end < order.count && WeighedBuckets.sameKey(records[order[end]], best, in: bytes) {
-                let item = records[order[end]]
-                let wins =
-                    item.serves != best.serves ? item.serves : LogRecord.wins(item.stamp, over: best.stamp, now: now)
-                losers.append(wins ? best : item)
-                if wins { best = item }
-                end += 1
+        var start = 0
+        while start < keyed.count {
+            var end = start + 1
+            while end < keyed.count && keyed[end].0 == keyed[start].0 { end += 1 }
+            defer { start = end }
+            guard end - start > 1 else { continue }
+            let order = keyed[start..<end].map { Int($0.1) }.sorted {
+                WeighedBuckets.keyOrder(records[$0], records[$1], in: bytes)
             }
-            at = end
+            var at = 0
+            while at < order.count {
+                var best = records[order[at]]
+                var last = at + 1
+                while last < order.count && WeighedBuckets.sameKey(records[order[last]], best, in: bytes) {
+                    let item = records[order[last]]
+                    let wins =
+                        item.serves != best.serves
+                        ? item.serves : LogRecord.wins(item.stamp, over: best.stamp, now: now)
+                    losers.append(wins ? best : item)
+                    if wins { best = item }
+                    last += 1
+                }
+                at = last
+            }
         }
         return losers
+    }
+
+    /// How often each key prefix of one range occurs, once or more than
+    /// once: an open-addressed table twice the range's size, probed from
+    /// the prefix's low bits (a SHA-256's, so uniform). Counting is linear
+    /// where sorting the range was most of the first pass.
+    struct PrefixCounts {
+        private var prefixes: [UInt64]
+        /// 0 an empty place, 1 a prefix met once, 2 one met more than once.
+        private var counts: [UInt8]
+        private let mask: Int
+
+        /// What a place takes: a prefix and its count.
+        static let placeBytes = MemoryLayout<UInt64>.stride + MemoryLayout<UInt8>.stride
+
+        /// A table for `capacity` prefixes at most, twice as many places.
+        init(capacity: Int) {
+            var places = 16
+            while places < capacity * 2 { places *= 2 }
+            prefixes = [UInt64](repeating: 0, count: places)
+            counts = [UInt8](repeating: 0, count: places)
+            mask = places - 1
+        }
+
+        mutating func add(_ prefix: UInt64) {
+            let at = place(prefix)
+            counts[at] = counts[at] == 0 ? 1 : 2
+            prefixes[at] = prefix
+        }
+
+        /// Where `prefix` is, or the empty place it would take.
+        private func place(_ prefix: UInt64) -> Int {
+            var at = Int(truncatingIfNeeded: prefix) & mask
+            while counts[at] != 0 && prefixes[at] != prefix { at = (at + 1) & mask }
+            return at
+        }
+
+        func isRepeated(_ prefix: UInt64) -> Bool { counts[place(prefix)] == 2 }
     }
 
     /// A segment is read whole to weigh its records when it holds at least
@@ -326,7 +375,7 @@ struct LogSurvey {
             buffer.withUnsafeBytes { raw in
                 for n in 0..<count {
                     let entry = n * SegmentIndex.entrySize
-                    let prefix = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(raw[entry + $1]) }
+                    let prefix = UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: entry, as: UInt64.self))
                     slots.append(Slot(prefix: prefix, part: part, offset: UInt32(LogRecord.load(raw, entry + 8, 4))))
                 }
             }

@@ -275,9 +275,9 @@ struct WarmTests {
     }
 
     @Test(
-        "warm's task-free prefetch (--media none) answers as the task one does: warmed, timed out and late, shared; answered once, then finished once"
+        "the one prefetch engine through its callbacks answers as its async adapter does: warmed, timed out and late, shared; answered once, then finished once"
     )
-    func taskFreePrefetch() async throws {
+    func enginePrefetch() async throws {
         // Every answer 2 s late: far past the hasty warmer's 500 ms even when a loaded machine is slow to
         // connect (at 400 ms and 100 ms, a connect slower than the timeout once made the row unreachable),
         // and long enough that a second prefetch always finds the first one's request still in flight.
@@ -331,12 +331,48 @@ struct WarmTests {
         #expect(landed.landed == 2 && landed.pending == 0)
         // The answers and commits that came after the deadline told the prefetch nothing more.
         #expect(slow.events.all == ["answered", "finished"])
-        // Joined: a prefetch of an identity whose resolve the task-free one started shares its request.
+        // Joined: a prefetch of an identity whose resolve the callback one started shares its request.
         let shared = taskFree(patient, ["paywall"], "shared")
         let joined = await patient.prefetch(["paywall"], for: Identity(userID: "shared"))
         let sharedOutcomes = await shared.outcomes.value
         #expect(joined.first?.state == .warmed && sharedOutcomes.first?.state == .warmed)
         #expect(try await stats(server).keys["demo/paywall/shared"] == 1)
+    }
+
+    @Test(
+        "a stop reaches every identity downloading images: their prefetches end at once, warmed, images not, where they would wait minutes"
+    )
+    func stopReachesImagePhases() async throws {
+        let backend = try HostileBackend()
+        let store = try CacheStore(root: cache, create: true)
+        var config = WarmConfiguration()
+        config.media = .allScreens
+        // Each image trickles a byte a second: without the stop, each row waits the timeout and the grace.
+        (config.resolveTimeout, config.mediaGrace) = (.seconds(120), .seconds(120))
+        let warmer = Warmer(
+            client: ResolveClient(baseURL: backend.api("image:trickle"), appID: "demo", apiKey: nil), store: store,
+            bundle: nil, config: config)
+        let outcomes = (0..<2).map { _ in Pending<[PrefetchOutcome]>() }
+        for (n, pending) in outcomes.enumerated() {
+            warmer.prefetch(
+                ["paywall"], for: Identity(userID: "img\(n)"), answered: {}, finished: { pending.fulfil($0) })
+        }
+        // Both flows durable and their image phases begun.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while warmer.imagePhasesRunning < 2 {
+            try #require(ContinuousClock.now < deadline, "waited 60 s for both image phases")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        warmer.finishStopped()
+        for pending in outcomes {
+            let rows = try #require(await pending.value(within: .seconds(20)), "the stop did not reach an identity")
+            #expect(rows.map(\.state) == [.warmed] && rows.allSatisfy { !$0.mediaWarmed })
+        }
+        #expect(warmer.imagePhasesRunning == 0)
+        // A prefetch started after the stop does not wait for its images either.
+        let late = Pending<[PrefetchOutcome]>()
+        warmer.prefetch(["paywall"], for: Identity(userID: "img-late"), answered: {}, finished: { late.fulfil($0) })
+        #expect(try #require(await late.value(within: .seconds(20))).map(\.state) == [.warmed])
     }
 
     @Test("resolve explains the chain; ready answers 0 or 1")

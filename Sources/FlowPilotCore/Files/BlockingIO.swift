@@ -1,3 +1,4 @@
+import Foundation
 import NIOPosix
 
 /// Threads for file system work that blocks (cache writes: mkdir, write,
@@ -16,11 +17,34 @@ enum BlockingIO {
 
     /// Runs `work` on one of the pool's threads and returns its result.
     static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(work)
+        try await pool.runIfActive {
+            markPoolThread()
+            return try work()
+        }
     }
 
     /// Runs `work` on one of the pool's threads, without waiting for it.
     static func submit(_ work: @escaping @Sendable () -> Void) {
-        pool.submit { _ in work() }
+        pool.submit { _ in
+            markPoolThread()
+            work()
+        }
+    }
+
+    /// Whether the calling thread is one of the pool's: what a caller that
+    /// must not block any other thread (the group commit's, the event
+    /// loop's) asserts before it reads the disk.
+    static var isPoolThread: Bool { pthread_getspecific(poolThreadKey) != nil }
+
+    private static let poolThreadKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for the blocking-I/O threads")
+        return key
+    }()
+
+    private static func markPoolThread() {
+        if pthread_getspecific(poolThreadKey) == nil {
+            pthread_setspecific(poolThreadKey, UnsafeRawPointer(bitPattern: 1))
+        }
     }
 }

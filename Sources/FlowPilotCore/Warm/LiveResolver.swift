@@ -115,22 +115,11 @@ final class LiveResolver: Sendable {
         start([placement], for: identity)[0]
     }
 
-    /// The first phase: the resolve's answer, its flow not yet written, before
-    /// `deadline` (or within the resolveTimeout); nil when it passes first,
-    /// the resolve left running and remembered for `waitForLate`.
-    ///
-    /// When the time is up while every attempt that ended so far failed
-    /// before reaching the backend (`AttemptLog`), the answer is that
-    /// failure, not a timeout: nothing reached the backend (exit 69).
-    func answer(
-        _ call: LiveCall, until deadline: ContinuousClock.Instant? = nil
-    ) async -> LiveLanding? {
-        if let landing = await call.landing.value(within: limit(deadline)) { return landing }
-        return unanswered(call)
-    }
-
-    /// `answer` once its time is up: the call remembered for `waitForLate`,
-    /// and the failure of attempts that never reached the backend, if so.
+    /// A live placement with no answer by its prefetch's deadline
+    /// (`Warmer.IdentityPrefetch`, the one place this is decided): the call
+    /// remembered for `waitForLate`, and, when every attempt that ended so
+    /// far failed before reaching the backend (`AttemptLog`), that failure
+    /// as its answer, not a timeout: nothing reached the backend (exit 69).
     func unanswered(_ call: LiveCall) -> LiveLanding? {
         let unreached = call.attempts?.claim()
         state.withLock { state in
@@ -140,18 +129,8 @@ final class LiveResolver: Sendable {
         return unreached.map { LiveLanding(.failed($0.failure)) }
     }
 
-    /// The second phase: the landing's result once its flow is durable,
-    /// before `deadline`; a timeout (`answer` gave nil, or the commit took
-    /// too long) leaves it running and remembered for `waitForLate`.
-    func result(
-        _ landing: LiveLanding?, until deadline: ContinuousClock.Instant? = nil
-    ) async -> Result<LiveResult, ResolveFailure> {
-        guard let landing else { return .failure(timeout) }
-        if let result = await landing.durable(within: limit(deadline)) { return .success(result) }
-        return undurable(landing)
-    }
-
-    /// `result` once its time is up: the landing remembered for `waitForLate`, a timeout.
+    /// A landing whose flow is not durable by its prefetch's deadline: the
+    /// landing remembered for `waitForLate`, a timeout.
     func undurable(_ landing: LiveLanding) -> Result<LiveResult, ResolveFailure> {
         state.withLock { $0.late.append(.durable(landing)) }
         return .failure(timeout)
@@ -159,18 +138,6 @@ final class LiveResolver: Sendable {
 
     /// What a placement whose live resolve outlived the resolveTimeout fails with.
     var timeout: ResolveFailure { .timeout("no answer within \(config.resolveTimeout)") }
-
-    /// Both phases: the resolve's result once durable, within the resolveTimeout (or until `deadline`).
-    func wait(
-        _ resolve: LiveCall, until deadline: ContinuousClock.Instant? = nil
-    ) async -> Result<LiveResult, ResolveFailure> {
-        let deadline = deadline ?? .now + config.resolveTimeout
-        return await result(await answer(resolve, until: deadline), until: deadline)
-    }
-
-    private func limit(_ deadline: ContinuousClock.Instant?) -> Duration {
-        deadline.map { max(.zero, ContinuousClock.now.duration(to: $0)) } ?? config.resolveTimeout
-    }
 
     /// Waits until `deadline` for resolves whose callers timed out, and
     /// counts them by what happened: a flow durable in the cache, a failure,

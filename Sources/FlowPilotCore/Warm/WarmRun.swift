@@ -178,16 +178,16 @@ public struct WarmRun: Sendable {
     /// A read of the input that is waiting for its next line is not waited for.
     ///
     /// The flow control (docs/decisions.md, "Warm's flow control"): one loop
-    /// over one task group, whose children post events to the loop
+    /// over one task group, whose children (a line's read, a stop's
+    /// deadline) and whose identities' prefetches post events to the loop
     /// (`Mailbox`): a line read, an identity answered (its requests
-    /// answered, its flows handed to the cache's writer: `Warmer.answer`),
-    /// an identity finished (its flows written and durable:
-    /// `AnsweredPrefetch.outcomes`; the same child posts both, or with
-    /// `--media none` no child at all: `Warmer.prefetch(_:for:answered:finished:)`),
-    /// a stop or its deadline. The loop alone keeps the counts and starts the children;
-    /// the children share the warmer (its cache, its requests and downloads
-    /// in flight, which are unstructured tasks that outlive a caller), never
-    /// the loop's state.
+    /// answered, its flows handed to the cache's writer), an identity
+    /// finished (its flows written and durable, its images downloaded), both
+    /// from the one engine, `Warmer.prefetch(_:for:answered:finished:)`,
+    /// which needs no task for an identity; a stop or its deadline. The loop
+    /// alone keeps the counts and starts the identities; the prefetches
+    /// share the warmer (its cache, its requests and downloads in flight,
+    /// which outlive a caller), never the loop's state.
     public func run<Identities: AsyncSequence>(
         _ identities: Identities, stop: StopRequest = StopRequest(),
         onIdentity: ([PrefetchOutcome], Counts) -> Void
@@ -290,22 +290,12 @@ public struct WarmRun: Sendable {
         /// next line when it needs one.
         mutating func startWhatFits(_ group: inout DiscardingTaskGroup, events: Mailbox<Event>, input: InputReader) {
             let warmer = run.warmer
-            // With nothing to download an identity needs no task: its prefetch posts as its answers and commits come.
-            let taskFree = warmer.config.media == .none
             while true {
+                // No task an identity: its prefetch posts as its answers, commits and images come.
                 while let (identity, keys) = flow.nextToStart() {
-                    if taskFree {
-                        warmer.prefetch(
-                            keys, for: identity, answered: { events.post(.answered) },
-                            finished: { events.post(.finished($0)) })
-                        continue
-                    }
-                    group.addTask {
-                        let answered = await warmer.answer(keys, for: identity)
-                        // Its place among those resolving goes to the next identity while its flows are written.
-                        events.post(.answered)
-                        events.post(.finished(await answered.outcomes()))
-                    }
+                    warmer.prefetch(
+                        keys, for: identity, answered: { events.post(.answered) },
+                        finished: { events.post(.finished($0)) })
                 }
                 // Lines read already need no task: the queue takes them while it has room.
                 guard flow.mayRead, let line = input.buffered() else { break }

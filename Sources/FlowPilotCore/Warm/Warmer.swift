@@ -11,6 +11,10 @@ public final class Warmer: Sendable {
     let config: WarmConfiguration
     let live: LiveResolver
     let media: MediaWarmer
+    /// The image phases running (`IdentityPrefetch`'s one task each), so
+    /// that a stop reaches them; and whether the run stopped.
+    private let imagePhases = Mutex<(next: UInt64, running: [UInt64: Task<Void, Never>], stopped: Bool)>(
+        (0, [:], false))
 
     public init(client: ResolveClient, store: CacheStore, bundle: LoadedBundle?, config: WarmConfiguration) {
         self.store = store
@@ -56,30 +60,13 @@ public final class Warmer: Sendable {
 
     /// Prefetches placements for one identity: input de-duplicated, every key
     /// concurrently, one batch request for two or more live resolves; the
-    /// outcomes once every flow written is durable. Both phases of `answer`.
+    /// outcomes once every flow written is durable and its images (as
+    /// `--media` asks) downloaded. An adapter: the one engine is
+    /// `prefetch(_:for:answered:finished:)`, whose outcomes this awaits.
     public func prefetch(_ placements: [String], for identity: Identity) async -> [PrefetchOutcome] {
-        await answer(placements, for: identity).outcomes()
-    }
-
-    /// The first phase of a prefetch: the cache looked up and the live
-    /// requests answered (or the resolveTimeout passed); their flows are
-    /// being written. A warm gives the identity's place among those
-    /// resolving to the next one here; the second phase, `outcomes()`, waits
-    /// for the writes and their group commit, and downloads images: a fresh
-    /// cache hit's as well as a live flow's, all at once, so a cached
-    /// placement's images never hold back a live placement's request, and
-    /// every placement has the same `resolveTimeout` from the start.
-    public func answer(_ placements: [String], for identity: Identity) async -> AnsweredPrefetch {
-        let begun = begin(placements, for: identity)
-        var landings: [(Int, LiveLanding?)] = []
-        landings.reserveCapacity(begun.calls.count)
-        // A batch's answers all come at once: waiting for each in turn costs no more.
-        for (index, call) in zip(begun.needLive, begun.calls) {
-            landings.append((index, await live.answer(call, until: begun.deadline)))
-        }
-        return AnsweredPrefetch(
-            warmer: self, identity: identity, keys: begun.keys, cached: begun.cached,
-            cachedWithImages: begun.cachedWithImages, landings: landings, start: begun.start, deadline: begun.deadline)
+        let outcomes = Pending<[PrefetchOutcome]>()
+        prefetch(placements, for: identity, answered: {}, finished: { outcomes.fulfil($0) })
+        return await outcomes.value
     }
 
     /// A prefetch up to its live requests: the placements de-duplicated,
@@ -88,16 +75,20 @@ public final class Warmer: Sendable {
         let keys: [String]
         let start: ContinuousClock.Instant
         let deadline: ContinuousClock.Instant
-        /// Each fresh cache hit's outcome, by its key's position, where there are no images to download.
-        let cached: [PrefetchOutcome?]
-        /// Each fresh cache hit (its key's position) whose images `--media` asks for.
-        let cachedWithImages: [(Int, TierChain.Served)]
-        /// The positions of the keys resolved live, and their calls.
+        /// Each fresh cache hit, by its key's position, where there are no images to download.
+        let cached: [Resolution?]
+        /// Each fresh cache hit (its key's position) whose images `--media` asks for, and what Tier 0 found.
+        let cachedWithImages: [(Int, TierChain.Served, TierChain.Step)]
+        /// The positions of the keys resolved live, what Tier 0 found of each (no entry, or a stale one), and
+        /// their calls.
         let needLive: [Int]
+        let cacheSteps: [TierChain.Step]
         let calls: [LiveCall]
     }
 
-    func begin(_ placements: [String], for identity: Identity) -> Begun {
+    func begin(
+        _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil
+    ) -> Begun {
         // De-duplicated in order, by bytes (two spellings of a name are two placements); a prefetch asks for a
         // few placements, so by looking back.
         var keys: [String] = []
@@ -106,94 +97,48 @@ public final class Warmer: Sendable {
             keys.append(placement)
         }
         let start = ContinuousClock.now
-        var cached = [PrefetchOutcome?](repeating: nil, count: keys.count)
-        var cachedWithImages: [(Int, TierChain.Served)] = []
+        var cached = [Resolution?](repeating: nil, count: keys.count)
+        var cachedWithImages: [(Int, TierChain.Served, TierChain.Step)] = []
         var needLive: [Int] = []
+        var cacheSteps: [TierChain.Step] = []
         for (index, key) in keys.enumerated() {
-            if case (_, .serve(let served)?) = TierChain.cached(
+            let (step, decision) = TierChain.cached(
                 store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
-            {
-                // Its images wait for the second phase, beside the live placements'.
+            if case .serve(let served)? = decision {
+                // Its images wait for the last phase, beside the live placements'.
                 if config.media == .none {
-                    cached[index] = PrefetchOutcome(identity, key, .serve(served), mediaWarmed: false, since: start)
+                    cached[index] = Resolution(
+                        key, for: identity, steps: [step], decision: .serve(served), since: start)
                 } else {
-                    cachedWithImages.append((index, served))
+                    cachedWithImages.append((index, served, step))
                 }
             } else {
                 needLive.append(index)
+                cacheSteps.append(step)
             }
         }
         let calls = live.start(needLive.map { keys[$0] }, for: identity)
         return Begun(
-            keys: keys, start: start, deadline: start + config.resolveTimeout, cached: cached,
-            cachedWithImages: cachedWithImages, needLive: needLive, calls: calls)
+            keys: keys, start: start, deadline: deadline ?? start + config.resolveTimeout, cached: cached,
+            cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps, calls: calls)
     }
 
-    /// Both phases of a prefetch with no task of its own, for a warm with
-    /// nothing to download (`--media none`): `answered` once every live
-    /// placement is answered or the resolveTimeout passed, then `finished`
-    /// with the outcomes once each flow is durable or the time passed. Each
-    /// is called once, in that order, on whichever thread gets there (a
-    /// resolve's, the group commit's, the timeout clock's): the same
-    /// outcomes `answer` and `outcomes()` give, without a task waiting.
+    /// The one engine of a prefetch, whatever `--media` is (`IdentityPrefetch`):
+    /// `answered` once every live placement is answered or the resolveTimeout
+    /// passed (its place among those resolving can go to the next identity),
+    /// then `finished` with the outcomes, in the order asked, once each flow
+    /// is durable or the time passed and, when `--media` asks, the images of
+    /// each flow warmed downloaded (a fresh cache hit's too, all at once).
+    /// Each is called once, in that order, on whichever thread gets there (a
+    /// resolve's, the group commit's, the timeout clock's, a blocking-I/O
+    /// thread where the chain reads the cache); no task waits for the
+    /// resolves, and one runs the image downloads, when there are any.
     func prefetch(
         _ placements: [String], for identity: Identity, answered: @escaping @Sendable () -> Void,
         finished: @escaping @Sendable ([PrefetchOutcome]) -> Void
     ) {
-        precondition(config.media == .none, "a prefetch that downloads images waits in a task (answer, outcomes)")
-        TaskFreePrefetch(warmer: self, identity: identity, begun: begin(placements, for: identity))
-            .run(answered: answered, finished: finished)
-    }
-
-    /// One identity's prefetch between its two phases (`Warmer.answer`).
-    public struct AnsweredPrefetch: Sendable {
-        let warmer: Warmer
-        let identity: Identity
-        let keys: [String]
-        /// Each fresh cache hit's outcome, by its key's position, where there are no images to download.
-        let cached: [PrefetchOutcome?]
-        /// Each fresh cache hit (its key's position) whose images `--media` asks for, not yet looked at.
-        let cachedWithImages: [(Int, TierChain.Served)]
-        /// Each live placement's answer (its key's position), nil when none came before the deadline.
-        let landings: [(Int, LiveLanding?)]
-        let start: ContinuousClock.Instant
-        let deadline: ContinuousClock.Instant
-
-        /// The second phase: each placement's outcome, in the order asked,
-        /// once its flow is durable (or the resolveTimeout passed), its images
-        /// downloaded when `--media` asks for them (a cache hit's too).
-        public func outcomes() async -> [PrefetchOutcome] {
-            var outcomes = cached
-            if warmer.config.media == .none {
-                // Nothing to download: each in turn, with no task per placement.
-                for (index, landing) in landings {
-                    outcomes[index] = await warmer.finish(keys[index], identity, landing, start, until: deadline)
-                        .outcome
-                }
-            } else {
-                await withTaskGroup(of: (Int, PrefetchOutcome).self) { group in
-                    for (index, served) in cachedWithImages {
-                        group.addTask { (index, await warmer.cachedOutcome(keys[index], identity, served, start)) }
-                    }
-                    for (index, landing) in landings {
-                        group.addTask {
-                            (index, await warmer.finish(keys[index], identity, landing, start, until: deadline).outcome)
-                        }
-                    }
-                    for await (index, outcome) in group { outcomes[index] = outcome }
-                }
-            }
-            return outcomes.compactMap { $0 }
-        }
-    }
-
-    /// A fresh cache hit's outcome, its images downloaded first when `--media` asks.
-    fileprivate func cachedOutcome(
-        _ placement: String, _ identity: Identity, _ served: TierChain.Served, _ start: ContinuousClock.Instant
-    ) async -> PrefetchOutcome {
-        let mediaWarmed = await media.warmImages(
-            of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
-        return PrefetchOutcome(identity, placement, .serve(served), mediaWarmed: mediaWarmed, since: start)
+        IdentityPrefetch(warmer: self, identity: identity, begun: begin(placements, for: identity))
+            .run(answered: answered, finished: { finished($0.map(\.outcome)) })
     }
 
     /// isPlacementReady, with the reason when not: a fresh cache hit, else a
@@ -208,17 +153,17 @@ public final class Warmer: Sendable {
     }
 
     public func readiness(_ placement: String, for identity: Identity) async -> Readiness {
-        if case (_, .serve?) = TierChain.cached(
-            store.lookupFlow(placement: placement, identity: identity), now: config.currentTime)
-        {
-            return .ready
+        // The chain's first answer decides: a fresh hit or a live flow is ready, anything else is not.
+        for step in await resolve(placement, for: identity).steps {
+            switch step {
+            case .freshHit, .liveFlow: return .ready
+            case .liveFlowUnstored(_, let reason): return .readyUnstored(reason: reason)
+            case .liveFailed(let failure): return .notReady(failure)
+            case .liveNoFlow: return .notReady(nil)
+            default: continue
+            }
         }
-        switch await live.wait(live.start(placement, for: identity), until: callerDeadline(from: .now)) {
-        case .success(.flow): return .ready
-        case .success(.unstored(_, _, let reason)): return .readyUnstored(reason: reason)
-        case .success(.failed(let failure)), .failure(let failure): return .notReady(failure)
-        case .success: return .notReady(nil)
-        }
+        return .notReady(nil)
     }
 
     /// How long past its deadline a caller waits for a request limited to
@@ -234,19 +179,16 @@ public final class Warmer: Sendable {
         start + config.resolveTimeout + (live.client.requestLimit == nil ? .zero : Self.requestEndSlack)
     }
 
-    /// One placement through the chain, saying what each tier found (`fpctl resolve`).
+    /// One placement through the chain, saying what each tier found (`fpctl
+    /// resolve`, `ready`): the prefetch's engine with one placement, its
+    /// deadline the caller's, a flow the cache could not keep still shown,
+    /// no images downloaded.
     public func resolve(_ placement: String, for identity: Identity) async -> Resolution {
-        let start = ContinuousClock.now
-        let (step, decision) = TierChain.cached(
-            store.lookupFlow(placement: placement, identity: identity), now: config.currentTime)
-        if let decision {
-            return Resolution(placement, for: identity, steps: [step], decision: decision, since: start)
-        }
-        let deadline = callerDeadline(from: start)
-        let landing = await live.answer(live.start(placement, for: identity), until: deadline)
-        return await finish(
-            placement, identity, landing, start, cacheStep: step, warmMedia: false, until: deadline,
-            serveUnstored: true)
+        let begun = begin([placement], for: identity, deadline: callerDeadline(from: .now))
+        let resolutions = Pending<[Resolution]>()
+        IdentityPrefetch(warmer: self, identity: identity, begun: begun, forResolve: true)
+            .run(answered: {}, finished: { resolutions.fulfil($0) })
+        return await resolutions.value[0]
     }
 
     /// Waits (up to `grace`) for live resolves whose callers timed out and for
@@ -264,7 +206,33 @@ public final class Warmer: Sendable {
     /// A stopped run's end, within the stop's bound: no wait for late
     /// resolves, but the aliases pointed and the segment sealed as at a
     /// normal end (`waitForLateResolves` does both after its wait).
-    public func finishStopped() { live.finish() }
+    public func finishStopped() {
+        // Each identity downloading images stops waiting for them now (the downloads, shared by URL, end
+        // by their own deadline); its prefetch then ends as at its deadline.
+        let phases = imagePhases.withLock { phases in
+            phases.stopped = true
+            defer { phases.running = [:] }
+            return Array(phases.running.values)
+        }
+        for phase in phases { phase.cancel() }
+        live.finish()
+    }
+
+    /// Runs an identity's image phase as a task a stop reaches (`finishStopped`).
+    fileprivate func imagePhase(_ work: @escaping @Sendable () async -> Void) {
+        imagePhases.withLock { phases in
+            let number = phases.next
+            phases.next += 1
+            let task = Task { [self] in
+                await work()
+                imagePhases.withLock { _ = $0.running.removeValue(forKey: number) }
+            }
+            if phases.stopped { task.cancel() } else { phases.running[number] = task }
+        }
+    }
+
+    /// How many identities are downloading images now (tests).
+    var imagePhasesRunning: Int { imagePhases.withLock { $0.running.count } }
 
     /// Every HTTP request made so far (resolves, batches, media), by endpoint and status.
     public var requests: RequestCounts { live.client.requests }
@@ -273,25 +241,6 @@ public final class Warmer: Sendable {
 
     /// Live requests made so far, and whether any reached the backend.
     public var reach: BackendReach { live.reach }
-
-    /// Tiers 1 to 3 for a placement whose live resolve answered with `landing`
-    /// (nil: no answer in time), once its flow is durable.
-    fileprivate func finish(
-        _ placement: String, _ identity: Identity, _ landing: LiveLanding?, _ start: ContinuousClock.Instant,
-        cacheStep: TierChain.Step? = nil, warmMedia: Bool = true, until deadline: ContinuousClock.Instant? = nil,
-        serveUnstored: Bool = false
-    ) async -> Resolution {
-        let (steps, decision) = chain(
-            placement, identity, await live.result(landing, until: deadline), serveUnstored: serveUnstored)
-        var mediaWarmed = false
-        if warmMedia, case .serve(let served) = decision, served.tier == .network {
-            mediaWarmed = await media.warmImages(
-                of: served.document, config.media, until: start + config.resolveTimeout + config.mediaGrace)
-        }
-        return Resolution(
-            placement, for: identity, steps: cacheStep.map { [$0] + steps } ?? steps, decision: decision,
-            mediaWarmed: mediaWarmed, since: start)
-    }
 }
 
 extension Warmer {
@@ -308,10 +257,34 @@ extension Warmer {
             bundled: { bundle?.flows[placement]?.document }, bundleGiven: bundle != nil, serveUnstored: serveUnstored)
     }
 
-    /// `Warmer.prefetch(_:for:answered:finished:)`: one identity's landings
-    /// and results gathered as they come, the deadline one timer, each
-    /// phase ended once, by the last to arrive or by the timer.
-    fileprivate final class TaskFreePrefetch: Sendable {
+    /// Whether the chain, given `result`, reads the cache (Tier 2, this
+    /// identity's stale entry or the placement's alias): a live failure
+    /// other than the cache's own.
+    fileprivate static func readsCache(_ result: Result<LiveResult, ResolveFailure>) -> Bool {
+        switch result {
+        case .success(.failed(.cacheWrite)), .failure(.cacheWrite): false
+        case .success(.failed), .failure: true
+        case .success: false
+        }
+    }
+
+    /// The one engine of a prefetch (`Warmer.prefetch(_:for:answered:finished:)`,
+    /// and through it the async `prefetch`, `resolve` and `readiness`): one
+    /// identity's placements from their cache lookups (`begin`) to their
+    /// outcomes, as a state machine driven by callbacks, one deadline (one
+    /// timer) for every placement.
+    ///
+    /// Phases: **answering** (each live placement's landing, or the
+    /// deadline), **writing** (each landed flow durable, or the deadline),
+    /// then **deciding** (Tiers 1 to 3 for each: `chain`, on a blocking-I/O
+    /// thread whenever it reads the cache, never on the group commit's) and,
+    /// when `--media` asks, **images** (one task downloads the images of
+    /// every flow served fresh from the cache or warmed live, all at once,
+    /// within the resolveTimeout plus the media grace). The timeout and late
+    /// rules are `LiveResolver.unanswered` and `undurable`, called here only.
+    /// `answered` is called once, outside the lock, and always before
+    /// `finished`: a deadline that comes while it runs waits for it.
+    fileprivate final class IdentityPrefetch: Sendable {
         private enum Phase {
             case answering, writing, done
         }
@@ -325,32 +298,44 @@ extension Warmer {
             var results: [LiveResult?]
             var resultsLeft = 0
             var timer: TimeoutClock.Token?
-            var answered: (@Sendable () -> Void)?
-            var finished: (@Sendable ([PrefetchOutcome]) -> Void)?
+            /// `answered` has returned; until it has, a deadline leaves the ending to its caller.
+            var answeredCalled = false
+            var endAfterAnswered = false
         }
 
         let warmer: Warmer
         let identity: Identity
         let begun: Begun
+        /// `resolve`'s: a flow the cache could not keep still served, and every step kept to be shown.
+        let serveUnstored: Bool
+        let showSteps: Bool
+        let warmMedia: Bool
         private let state: Mutex<State>
+        private let callbacks: Mutex<(answered: (@Sendable () -> Void)?, finished: (@Sendable ([Resolution]) -> Void)?)>
 
-        init(warmer: Warmer, identity: Identity, begun: Begun) {
+        init(warmer: Warmer, identity: Identity, begun: Begun, forResolve: Bool = false) {
             (self.warmer, self.identity, self.begun) = (warmer, identity, begun)
+            (serveUnstored, showSteps) = (forResolve, forResolve)
+            // `resolve` downloads no images.
+            warmMedia = !forResolve && warmer.config.media != .none
             let count = begun.calls.count
             state = Mutex(
                 State(
                     landings: Array(repeating: nil, count: count), answersLeft: count,
                     results: Array(repeating: nil, count: count)))
+            callbacks = Mutex((nil, nil))
         }
 
-        func run(answered: @escaping @Sendable () -> Void, finished: @escaping @Sendable ([PrefetchOutcome]) -> Void) {
+        func run(
+            answered: @escaping @Sendable () -> Void, finished: @escaping @Sendable ([Resolution]) -> Void
+        ) {
+            callbacks.withLock { $0 = (answered, finished) }
             guard !begun.calls.isEmpty else {
-                answered()
-                return finished(begun.cached.compactMap { $0 })
+                callAnswered()
+                return decide([])
             }
             let limit = max(.zero, ContinuousClock.now.duration(to: begun.deadline))
             state.withLock { state in
-                (state.answered, state.finished) = (answered, finished)
                 state.timer = TimeoutClock.shared.schedule(after: limit) { [self] in timedOut() }
             }
             for (n, call) in begun.calls.enumerated() {
@@ -358,33 +343,41 @@ extension Warmer {
             }
         }
 
+        /// `answered`, once.
+        private func callAnswered() {
+            let answered = callbacks.withLock { callbacks in
+                defer { callbacks.answered = nil }
+                return callbacks.answered
+            }
+            answered?()
+        }
+
         private func landed(_ n: Int, _ landing: LiveLanding) {
-            let ready = state.withLock { state -> Bool in
-                guard state.phase == .answering, state.landings[n] == nil else { return false }
+            let landings = state.withLock { state -> [LiveLanding?]? in
+                guard state.phase == .answering, state.landings[n] == nil else { return nil }
                 state.landings[n] = landing
                 state.answersLeft -= 1
-                guard state.answersLeft == 0 else { return false }
-                enterWriting(&state)
-                return true
+                guard state.answersLeft == 0 else { return nil }
+                state.phase = .writing
+                state.resultsLeft = state.landings.count
+                return state.landings
             }
-            guard ready else { return }
-            for (n, landing) in state.withLock({ $0.landings }).enumerated() {
+            guard let landings else { return }
+            callAnswered()
+            // A deadline that came while `answered` ran ends the prefetch now, after it.
+            let late = state.withLock { state -> State? in
+                state.answeredCalled = true
+                return state.endAfterAnswered ? state : nil
+            }
+            if let late { return end(late) }
+            for (n, landing) in landings.enumerated() {
                 landing?.whenDurable { [self] result in self.durable(n, result) }
             }
         }
 
-        /// Every answer is in: `answered` is told (under the lock, so
-        /// `finished` can only follow it) and the results are awaited.
-        private func enterWriting(_ state: inout State) {
-            state.phase = .writing
-            state.resultsLeft = state.landings.count
-            state.answered?()
-            state.answered = nil
-        }
-
         private func durable(_ n: Int, _ result: LiveResult) {
             let done = state.withLock { state -> State? in
-                guard state.phase == .writing, state.results[n] == nil else { return nil }
+                guard state.phase == .writing, state.answeredCalled, state.results[n] == nil else { return nil }
                 state.results[n] = result
                 state.resultsLeft -= 1
                 guard state.resultsLeft == 0 else { return nil }
@@ -393,51 +386,111 @@ extension Warmer {
             }
             guard let done else { return }
             if let timer = done.timer { TimeoutClock.shared.cancel(timer) }
-            finish(done)
+            end(done)
         }
 
         /// The deadline: a placement with no answer, or whose flow is not
-        /// durable yet, is remembered as late and fails with a timeout, as
-        /// `LiveResolver.answer` and `result` do when their time is up.
+        /// durable yet, is remembered as late and fails with a timeout
+        /// (`LiveResolver.unanswered`, `undurable`).
         private func timedOut() {
-            let done = state.withLock { state -> State? in
+            let (done, callAnsweredHere) = state.withLock { state -> (State?, Bool) in
                 switch state.phase {
-                case .done: return nil
-                case .answering: enterWriting(&state)
-                case .writing: break
+                case .done: return (nil, false)
+                case .answering:
+                    state.phase = .done
+                    return (state, true)
+                case .writing:
+                    state.phase = .done
+                    // `answered` is running on the thread whose landing was the last: it ends the prefetch.
+                    guard state.answeredCalled else {
+                        state.endAfterAnswered = true
+                        return (nil, false)
+                    }
+                    return (state, false)
                 }
-                state.phase = .done
-                return state
             }
-            guard var done else { return }
-            // Handed on: the clock's task only fires limits; the chain may read the cache (a stale copy).
-            Task { [self] in
-                for n in done.landings.indices where done.landings[n] == nil {
-                    done.landings[n] = warmer.live.unanswered(begun.calls[n])
+            guard let done else { return }
+            if callAnsweredHere { callAnswered() }
+            end(done)
+        }
+
+        /// Every placement's live result, as far as it came by the deadline.
+        private func end(_ done: State) {
+            let live = warmer.live
+            var results: [Result<LiveResult, ResolveFailure>] = []
+            for n in begun.needLive.indices {
+                if let durable = done.results[n] {
+                    results.append(.success(durable))
+                } else if let landing = done.landings[n] {
+                    // An answer from a request that failed before the deadline is durable at once.
+                    results.append(landing.durableIfReady.map { .success($0) } ?? live.undurable(landing))
+                } else if let unreached = live.unanswered(begun.calls[n]) {
+                    // No answer, and every attempt so far failed before reaching the backend: that failure.
+                    results.append(.success(unreached.answer))
+                } else {
+                    results.append(.failure(live.timeout))
                 }
-                finish(done)
+            }
+            // The chain may read the cache (a stale copy): never on the group commit's thread or the clock's.
+            if results.contains(where: Warmer.readsCache) {
+                BlockingIO.submit { [self, results] in decide(results) }
+            } else {
+                decide(results)
             }
         }
 
-        private func finish(_ done: State) {
-            var outcomes = begun.cached
-            let live = warmer.live
-            for (n, index) in begun.needLive.enumerated() {
-                let result: Result<LiveResult, ResolveFailure>
-                if let durable = done.results[n] {
-                    result = .success(durable)
-                } else if let landing = done.landings[n] {
-                    // An answer from a request that failed before the deadline is durable at once.
-                    result = landing.durableIfReady.map { .success($0) } ?? live.undurable(landing)
-                } else {
-                    result = .failure(live.timeout)
-                }
-                let key = begun.keys[index]
-                let (steps, decision) = warmer.chain(key, identity, result)
-                outcomes[index] =
-                    Resolution(key, for: identity, steps: steps, decision: decision, since: begun.start).outcome
+        /// Tiers 1 to 3 for each live placement, then the images, then `finished`.
+        private func decide(_ results: [Result<LiveResult, ResolveFailure>]) {
+            // Pinned in debug builds (every test): the chain reads the cache only on a blocking-I/O thread.
+            assert(
+                !results.contains(where: Warmer.readsCache) || BlockingIO.isPoolThread,
+                "the chain reads the cache here: a blocking-I/O thread's work, not this thread's")
+            var resolutions = begun.cached
+            var images: [(index: Int, steps: [TierChain.Step], served: TierChain.Served)] = []
+            for (index, served, step) in begun.cachedWithImages {
+                images.append((index, [step], served))
             }
-            done.finished?(outcomes.compactMap { $0 })
+            for (n, index) in begun.needLive.enumerated() {
+                let key = begun.keys[index]
+                let (steps, decision) = warmer.chain(key, identity, results[n], serveUnstored: serveUnstored)
+                // What Tier 0 found heads the steps where they are shown (`resolve`); a warm's rows need none.
+                let all = showSteps ? [begun.cacheSteps[n]] + steps : steps
+                if warmMedia, case .serve(let served) = decision, served.tier == .network {
+                    images.append((index, all, served))
+                } else {
+                    resolutions[index] = Resolution(
+                        key, for: identity, steps: all, decision: decision, since: begun.start)
+                }
+            }
+            guard warmMedia, !images.isEmpty else { return finish(resolutions) }
+            // The one task of a prefetch: its images, all at once; a stop reaches it.
+            warmer.imagePhase { [self, resolutions, images] in
+                var resolutions = resolutions
+                let media = warmer.media
+                let (strategy, until) = (
+                    warmer.config.media, begun.start + warmer.config.resolveTimeout + warmer.config.mediaGrace
+                )
+                await withTaskGroup(of: (Int, Bool).self) { group in
+                    for (n, item) in images.enumerated() {
+                        group.addTask { (n, await media.warmImages(of: item.served.document, strategy, until: until)) }
+                    }
+                    for await (n, warmed) in group {
+                        let item = images[n]
+                        resolutions[item.index] = Resolution(
+                            begun.keys[item.index], for: identity, steps: item.steps, decision: .serve(item.served),
+                            mediaWarmed: warmed, since: begun.start)
+                    }
+                }
+                finish(resolutions)
+            }
+        }
+
+        private func finish(_ resolutions: [Resolution?]) {
+            let finished = callbacks.withLock { callbacks in
+                defer { callbacks.finished = nil }
+                return callbacks.finished
+            }
+            finished?(resolutions.compactMap { $0 })
         }
     }
 }

@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PLACEMENTS = ["onboarding", "paywall"]
 
 
-def serve(fpctl, latency):
-    extra = ["--latency", str(latency)] if latency else []
+def serve(fpctl, latency, more=()):
+    extra = (["--latency", str(latency)] if latency else []) + list(more)
     process = subprocess.Popen([fpctl, "serve", str(ROOT / "bundles" / "demo"), "--port", "0", "-q", *extra],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     url = process.stdout.readline().strip()

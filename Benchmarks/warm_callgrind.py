@@ -24,6 +24,11 @@ beside both: what fpctl adds to the client it is built on.
 
 Usage: Benchmarks/warm_callgrind.py [--fpctl LABEL=PATH ...] [--identities 2000]
                                     [--base 200] [--annotate N] [--no-floor]
+                                    [--media none|first-screen|all-screens]
+With --media other than none, the server rewrites the flows' image URLs to
+itself (--rewrite-asset-urls), so each image is downloaded once a run and
+every later identity finds it cached: the marginal cost is the image phase
+of the engine, not the downloads.
 Without --fpctl: a release build of this checkout. --annotate N prints the
 N functions with the most instructions (self) of the last binary's run.
 Needs: valgrind, cc, objcopy (binutils).
@@ -59,9 +64,9 @@ def counted(command, out, shim, expect=None):
     return int(summary.group(1))
 
 
-def warm(fpctl, url, identities, cache):
+def warm(fpctl, url, identities, cache, media):
     return [fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--identities", identities,
-            "--cache-dir", cache, "--media", "none", "--concurrency", CONCURRENCY, "--format", "csv"]
+            "--cache-dir", cache, "--media", media, "--concurrency", CONCURRENCY, "--format", "csv"]
 
 
 def main():
@@ -71,6 +76,8 @@ def main():
     ap.add_argument("--base", type=int, default=200)
     ap.add_argument("--annotate", type=int, default=0)
     ap.add_argument("--no-floor", action="store_true", help="skip the AsyncHTTPClient reference")
+    ap.add_argument("--media", default="none", choices=["none", "first-screen", "all-screens"],
+                    help="warm's --media (images served by the same server: --rewrite-asset-urls)")
     args = ap.parse_args()
     if args.base >= args.identities:
         sys.exit("--base must be fewer than --identities")
@@ -87,8 +94,8 @@ def main():
         for count in (args.base, args.identities):
             ids[count] = work / f"ids-{count}.jsonl"
             ids[count].write_text("".join(f'{{"user_id":"u{i}"}}\n' for i in range(count)))
-        server, url = serve(binaries[0][1], 0)
-        print(f"fpctl warm onboarding paywall --media none --concurrency {CONCURRENCY}, cache on tmpfs, "
+        server, url = serve(binaries[0][1], 0, ["--rewrite-asset-urls"] if args.media != "none" else [])
+        print(f"fpctl warm onboarding paywall --media {args.media} --concurrency {CONCURRENCY}, cache on tmpfs, "
               f"{args.identities} and {args.base} identities; instructions (callgrind Ir) of the fpctl process")
         floors = {}
         if not args.no_floor:
@@ -107,7 +114,7 @@ def main():
             ir = {}
             for count in (args.base, args.identities):
                 out = work / f"callgrind-{n}-{count}.out"
-                ir[count] = counted(warm(plain, url, ids[count], work / f"cache-{n}-{count}"), out, shim,
+                ir[count] = counted(warm(plain, url, ids[count], work / f"cache-{n}-{count}", args.media), out, shim,
                                     expect=f"warmed {2 * count},")
             marginal = (ir[args.identities] - ir[args.base]) / (args.identities - args.base)
             beside = (f" ({marginal / floors['async']:.2f}x the async floor's, the API fpctl uses; "

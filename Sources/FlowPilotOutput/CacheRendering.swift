@@ -87,7 +87,7 @@ public struct FlowListing {
     }
 
     /// `fields`: a batch whose format-2 entries' JSON rows are written from
-    /// their records' bytes (`jsonRow(fields:)`, the same bytes as from the
+    /// their records' bytes (`jsonRow`, the same bytes as from the
     /// entry), with no `CachedFlow` or string made.
     private mutating func rows(
         _ count: Int, fields: ListedBatch? = nil, _ entry: @Sendable (Int) -> CachedFlow?
@@ -101,7 +101,7 @@ public struct FlowListing {
                 out.reserveCapacity(range.count * 400)
                 for index in range {
                     if format == .json,
-                        fields?.withFields(index, { Self.jsonRow(fields: $0, now: now, into: &out) }) != nil
+                        fields?.withFields(index, { Self.jsonRow($0, now: now, into: &out) }) != nil
                     {
                         continue
                     }
@@ -132,37 +132,23 @@ public struct FlowListing {
     /// Whether a row has been rendered (JSON: the first has no comma before it).
     private var started = false
 
-    /// One entry's JSON row after ",\n", member by member in canonical key
-    /// order: a listing of millions makes no dictionary a row.
-    private static func jsonRow(_ e: CachedFlow, now: Date, into out: inout [UInt8]) {
-        var row = CanonicalJSON.SortedObject(capacity: 384, after: ",\n")
-        row.integer("age_seconds", Int(e.age(at: now)))
-        row.string("fingerprint", e.fingerprint)
-        row.string("flow_id", e.flowID)
-        row.bool("fresh", e.isFresh(at: now))
-        row.string("placement", e.placement)
-        row.string("resolved_at", RFC3339.string(e.resolvedAt))
-        row.integer("size", Int(e.size))
-        row.integer("ttl_seconds", e.ttlSeconds)
-        row.string("user_id", e.userID)
-        row.string("version", e.version)
-        out += row.finishBytes()
-    }
-
-    /// `jsonRow` of a format-2 entry from its record's bytes: the same
-    /// members and bytes (a test compares the two), written straight into
-    /// `out`, each member's key and the punctuation around it one constant
-    /// fragment (`RowFragments`, in canonical key order).
-    private static func jsonRow(fields e: ListedFields, now: Date, into out: inout [UInt8]) {
+    /// One entry's JSON row after ",\n", written straight into `out`, from
+    /// a `CachedFlow` (format 1) or from a format-2 record's bytes
+    /// (`ListedFields`, no `CachedFlow` or string made): one writer, so the
+    /// two give the same bytes (a test compares them). Each member's key and
+    /// the punctuation around it are one constant fragment (`RowFragments`,
+    /// in canonical key order); a listing of millions makes no dictionary,
+    /// and no row buffer, a row.
+    private static func jsonRow(_ e: some ListedRow, now: Date, into out: inout [UInt8]) {
         let f = RowFragments.shared
         out += f.ageSeconds
         DecimalText.append(Int64(Int(now.timeIntervalSince(e.resolvedAt))), to: &out)
         out += f.fingerprint
-        Digest.appendHex(e.fingerprint, to: &out)
+        e.appendFingerprintHex(to: &out)
         out += f.flowID
-        CanonicalJSON.appendString(utf8: e.flowID, to: &out)
+        e.appendFlowID(to: &out)
         out += e.isFresh(at: now) ? f.freshTrue : f.freshFalse
-        CanonicalJSON.appendString(utf8: e.placement, to: &out)
+        e.appendPlacement(to: &out)
         out += f.resolvedAt
         RFC3339.append(e.resolvedAt, to: &out)
         out += f.size
@@ -170,13 +156,13 @@ public struct FlowListing {
         out += f.ttlSeconds
         DecimalText.append(Int64(e.ttlSeconds), to: &out)
         out += f.userID
-        CanonicalJSON.appendString(utf8: e.userID, to: &out)
+        e.appendUserID(to: &out)
         out += f.version
-        CanonicalJSON.appendString(utf8: e.version, to: &out)
+        e.appendVersion(to: &out)
         out.append(UInt8(ascii: "}"))
     }
 
-    /// The constant bytes of a row from its record (`jsonRow(fields:)`):
+    /// The constant bytes of a row (`jsonRow`):
     /// what comes before each member's value.
     private struct RowFragments: Sendable {
         static let shared = RowFragments()
@@ -406,5 +392,47 @@ public struct VerifyReport: Rendering {
         Table(
             columns: ["rule", "path", "message", "removed"],
             rows: document.findings.map { [$0.rule, $0.path, $0.message, String(removal($0).0)] })
+    }
+}
+
+/// An entry as a listing's JSON row reads it (`FlowListing.jsonRow`): its
+/// times and size, and its texts appended as JSON (a missing user id as
+/// `null`), the fingerprint as hex.
+protocol ListedRow: ResolvedWithTTL {
+    var size: Int64 { get }
+    func appendFingerprintHex(to out: inout [UInt8])
+    func appendFlowID(to out: inout [UInt8])
+    func appendPlacement(to out: inout [UInt8])
+    func appendUserID(to out: inout [UInt8])
+    func appendVersion(to out: inout [UInt8])
+}
+
+extension ListedFields: ListedRow {
+    func appendFingerprintHex(to out: inout [UInt8]) { Digest.appendHex(fingerprint, to: &out) }
+    func appendFlowID(to out: inout [UInt8]) { CanonicalJSON.appendString(utf8: flowID, to: &out) }
+    func appendPlacement(to out: inout [UInt8]) { CanonicalJSON.appendString(utf8: placement, to: &out) }
+    func appendUserID(to out: inout [UInt8]) { CanonicalJSON.appendString(utf8: userID, to: &out) }
+    func appendVersion(to out: inout [UInt8]) { CanonicalJSON.appendString(utf8: version, to: &out) }
+}
+
+extension CachedFlow: ListedRow {
+    /// A format-1 key directory's first 64 characters, escaped as JSON asks
+    /// (a foreign directory's name need not be hex), inside the fragment's quotes.
+    func appendFingerprintHex(to out: inout [UInt8]) {
+        let start = out.count
+        Self.append(fingerprint, to: &out)
+        out.remove(at: start)
+        out.removeLast()
+    }
+    func appendFlowID(to out: inout [UInt8]) { Self.append(flowID, to: &out) }
+    func appendPlacement(to out: inout [UInt8]) { Self.append(placement, to: &out) }
+    func appendUserID(to out: inout [UInt8]) {
+        if let userID { Self.append(userID, to: &out) } else { out += "null".utf8 }
+    }
+    func appendVersion(to out: inout [UInt8]) { Self.append(version, to: &out) }
+
+    private static func append(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { CanonicalJSON.appendString(utf8: UnsafeRawBufferPointer($0), to: &out) }
     }
 }

@@ -30,6 +30,42 @@ final class SharedCacheTests {
     private func tempDir() -> String { "\(scratch)/\(UUID().uuidString)" }
     let user = Identity(userID: "u")
 
+    @Test(
+        "shared holds of the cache's lock in one process share one descriptor, and the lock stays held until the last"
+    )
+    func sharedHoldsShareOneDescriptor() throws {
+        let store = try CacheStore(root: tempDir(), create: true)
+        // This process's descriptors open on this cache's lock file (other tests' come and go meanwhile).
+        func descriptors() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == store.lockPath
+            }.count
+        }
+        let before = try descriptors()
+        let first = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        let second = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        let third = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        #expect(try descriptors() == before + 1, "three holds, one descriptor")
+        #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 3)
+        // Another descriptor (as another process's prune) cannot take it exclusively while any hold is left.
+        func exclusiveTaken() -> Bool {
+            let other = open(store.lockPath, O_RDONLY | O_CLOEXEC)
+            defer { close(other) }
+            return flock(other, LOCK_EX | LOCK_NB) == 0
+        }
+        first.release()
+        second.release()
+        #expect(!exclusiveTaken(), "held while one hold is left")
+        third.release()
+        #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 0)
+        #expect(try descriptors() == before, "the last release closes it")
+        #expect(exclusiveTaken(), "free once every hold is released")
+        // An exclusive lock is its own descriptor, as before.
+        let exclusive = try CacheStore.Lock(path: store.lockPath, exclusive: true, checked: false)
+        #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 0)
+        exclusive.release()
+    }
+
     @Test("a writer that finishes after a newer entry of its key leaves the newer one: the later entry wins")
     func laterEntryWins() throws {
         let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)

@@ -315,11 +315,31 @@ public final class CacheStore: Sendable {
 
     /// The cache's lock held, for one call (`withLock`) or for a write that
     /// outlives one (an entry waiting for its group commit); `release` once.
+    ///
+    /// Shared holds of one lock file in this process share one descriptor
+    /// (`sharedHolds`): the first opens and locks it, the last closes it, so
+    /// a warm's batches in flight, which overlap, take it once rather than
+    /// `open`, `flock` and `close` a batch. What other processes see is the
+    /// same: the lock is held shared while any batch holds it.
     final class Lock: Sendable {
         private let descriptor: Int32
+        /// The lock file, for a shared hold (released by counting down).
+        private let sharedPath: String?
+
+        /// Each lock file held shared by this process: its descriptor and how many holds share it.
+        private static let sharedHolds = Mutex<[String: (descriptor: Int32, holds: Int)]>([:])
+
+        /// How many holds share `path`'s descriptor now (tests).
+        static func sharedHoldCount(_ path: String) -> Int { sharedHolds.withLock { $0[path]?.holds ?? 0 } }
 
         /// `waiting: false` fails at once (`FPError.unavailable`) when another process holds a conflicting lock.
         init(path: String, exclusive: Bool, checked: Bool = true, waiting: Bool = true) throws {
+            if !exclusive && waiting {
+                descriptor = try Self.holdShared(path)
+                sharedPath = path
+                return
+            }
+            sharedPath = nil
             // Read-only is enough for flock(2), so any uid that can read the
             // file can lock it; made with the umask's mode when missing.
             descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
@@ -358,8 +378,62 @@ public final class CacheStore: Sendable {
             return errno == EWOULDBLOCK ? true : nil
         }
 
-        /// Closing the descriptor drops the lock.
-        func release() { close(descriptor) }
+        /// Closing the descriptor drops the lock (a shared hold: the last one of its file closes it).
+        func release() {
+            guard let sharedPath else {
+                close(descriptor)
+                return
+            }
+            let last = Self.sharedHolds.withLock { holds -> Int32? in
+                guard var held = holds[sharedPath] else { return nil }
+                held.holds -= 1
+                if held.holds > 0 {
+                    holds[sharedPath] = held
+                    return nil
+                }
+                holds[sharedPath] = nil
+                return held.descriptor
+            }
+            if let last { close(last) }
+        }
+
+        /// One more shared hold of `path`: joins the descriptor held already,
+        /// or opens and locks one (waiting outside the count's lock, so a
+        /// release never waits for an exclusive holder elsewhere).
+        private static func holdShared(_ path: String) throws -> Int32 {
+            func join() -> Int32? {
+                sharedHolds.withLock { holds in
+                    guard var held = holds[path] else { return nil }
+                    held.holds += 1
+                    holds[path] = held
+                    return held.descriptor
+                }
+            }
+            if let held = join() { return held }
+            // Read-only is enough for flock(2), so any uid that can read the
+            // file can lock it; made with the umask's mode when missing.
+            let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
+            guard descriptor >= 0 else { throw FPError.cannotWrite("\(path): \(Errno.describe(errno))") }
+            while flock(descriptor, LOCK_SH) != 0 {
+                guard errno == EINTR else {
+                    let reason = Errno.describe(errno)
+                    close(descriptor)
+                    throw FPError.cannotWrite("\(path): \(reason)")
+                }
+            }
+            // Another thread may have taken it meanwhile: one descriptor stays, the other goes.
+            let (kept, spare) = sharedHolds.withLock { holds -> (Int32, Int32?) in
+                if var held = holds[path] {
+                    held.holds += 1
+                    holds[path] = held
+                    return (held.descriptor, descriptor)
+                }
+                holds[path] = (descriptor, 1)
+                return (descriptor, nil)
+            }
+            if let spare { close(spare) }
+            return kept
+        }
     }
 
     /// Whether the cache's lock works (`cache info`): a shared lock taken,

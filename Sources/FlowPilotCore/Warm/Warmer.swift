@@ -79,15 +79,16 @@ public final class Warmer: Sendable {
         let cached: [Resolution?]
         /// Each fresh cache hit (its key's position) whose images `--media` asks for, and what Tier 0 found.
         let cachedWithImages: [(Int, TierChain.Served, TierChain.Step)]
-        /// The positions of the keys resolved live, what Tier 0 found of each (no entry, or a stale one), and
-        /// their calls.
+        /// The positions of the keys resolved live, what Tier 0 found of each (no entry, or a stale one: kept
+        /// for `resolve`, which shows it), and their calls.
         let needLive: [Int]
         let cacheSteps: [TierChain.Step]
         let calls: [LiveCall]
     }
 
     func begin(
-        _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil
+        _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil,
+        keepSteps: Bool = false
     ) -> Begun {
         // De-duplicated in order, by bytes (two spellings of a name are two placements); a prefetch asks for a
         // few placements, so by looking back.
@@ -114,7 +115,7 @@ public final class Warmer: Sendable {
                 }
             } else {
                 needLive.append(index)
-                cacheSteps.append(step)
+                if keepSteps { cacheSteps.append(step) }
             }
         }
         let calls = live.start(needLive.map { keys[$0] }, for: identity)
@@ -138,7 +139,7 @@ public final class Warmer: Sendable {
         finished: @escaping @Sendable ([PrefetchOutcome]) -> Void
     ) {
         IdentityPrefetch(warmer: self, identity: identity, begun: begin(placements, for: identity))
-            .run(answered: answered, finished: { finished($0.map(\.outcome)) })
+            .run(answered: answered, finished: .outcomes(finished))
     }
 
     /// isPlacementReady, with the reason when not: a fresh cache hit, else a
@@ -184,10 +185,10 @@ public final class Warmer: Sendable {
     /// deadline the caller's, a flow the cache could not keep still shown,
     /// no images downloaded.
     public func resolve(_ placement: String, for identity: Identity) async -> Resolution {
-        let begun = begin([placement], for: identity, deadline: callerDeadline(from: .now))
+        let begun = begin([placement], for: identity, deadline: callerDeadline(from: .now), keepSteps: true)
         let resolutions = Pending<[Resolution]>()
         IdentityPrefetch(warmer: self, identity: identity, begun: begun, forResolve: true)
-            .run(answered: {}, finished: { resolutions.fulfil($0) })
+            .run(answered: {}, finished: .resolutions({ resolutions.fulfil($0) }))
         return await resolutions.value[0]
     }
 
@@ -219,7 +220,7 @@ public final class Warmer: Sendable {
     }
 
     /// Runs an identity's image phase as a task a stop reaches (`finishStopped`).
-    fileprivate func imagePhase(_ work: @escaping @Sendable () async -> Void) {
+    func imagePhase(_ work: @escaping @Sendable () async -> Void) {
         imagePhases.withLock { phases in
             let number = phases.next
             phases.next += 1
@@ -311,7 +312,18 @@ extension Warmer {
         let showSteps: Bool
         let warmMedia: Bool
         private let state: Mutex<State>
-        private let callbacks: Mutex<(answered: (@Sendable () -> Void)?, finished: (@Sendable ([Resolution]) -> Void)?)>
+        private let callbacks: Mutex<Callbacks>
+
+        /// Who is told the end: a prefetch its rows, `resolve` each placement's way through the chain.
+        enum Finished: Sendable {
+            case outcomes(@Sendable ([PrefetchOutcome]) -> Void)
+            case resolutions(@Sendable ([Resolution]) -> Void)
+        }
+
+        private struct Callbacks {
+            var answered: (@Sendable () -> Void)?
+            var finished: Finished?
+        }
 
         init(warmer: Warmer, identity: Identity, begun: Begun, forResolve: Bool = false) {
             (self.warmer, self.identity, self.begun) = (warmer, identity, begun)
@@ -323,13 +335,11 @@ extension Warmer {
                 State(
                     landings: Array(repeating: nil, count: count), answersLeft: count,
                     results: Array(repeating: nil, count: count)))
-            callbacks = Mutex((nil, nil))
+            callbacks = Mutex(Callbacks())
         }
 
-        func run(
-            answered: @escaping @Sendable () -> Void, finished: @escaping @Sendable ([Resolution]) -> Void
-        ) {
-            callbacks.withLock { $0 = (answered, finished) }
+        func run(answered: @escaping @Sendable () -> Void, finished: Finished) {
+            callbacks.withLock { $0 = Callbacks(answered: answered, finished: finished) }
             guard !begun.calls.isEmpty else {
                 callAnswered()
                 return decide([])
@@ -490,7 +500,11 @@ extension Warmer {
                 defer { callbacks.finished = nil }
                 return callbacks.finished
             }
-            finished?(resolutions.compactMap { $0 })
+            switch finished {
+            case .outcomes(let tell): tell(resolutions.compactMap { $0?.outcome })
+            case .resolutions(let tell): tell(resolutions.compactMap { $0 })
+            case nil: break
+            }
         }
     }
 }

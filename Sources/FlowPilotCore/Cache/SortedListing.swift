@@ -72,14 +72,16 @@ struct SortedListing {
         for byte in view.fingerprint.prefix(4) {
             digits = digits << 16 | UInt64(Digest.digit(byte >> 4)) << 8 | UInt64(Digest.digit(byte & 0xF))
         }
-        // Records of one placement come in runs: its rank is kept for the next, compared by bytes.
+        // Records of a few placements come in runs, or alternate: the batch's latest placements and their ranks
+        // are compared by bytes before any string is made or hashed.
         let placementRank: Int32
-        if let last = lastRank, last.name.sameBytes(as: view.placement) {
-            placementRank = last.rank
+        if let known = recentRanks.first(where: { $0.name.sameBytes(as: view.placement) }) {
+            placementRank = known.rank
         } else {
             let name = recent.name(view.placement)
             placementRank = rank(name)
-            lastRank = (name, placementRank)
+            if recentRanks.count >= 8 { recentRanks.removeFirst() }
+            recentRanks.append((name, placementRank))
         }
         keys.append(
             Key(
@@ -108,8 +110,9 @@ struct SortedListing {
     private var segmentNumbers: [String: Int32] = [:]
     private var lastSegment: Int32?
     private var recent = CacheScan.RecentNames()
-    /// The last record's placement and its rank in the batch (none once a run is written: ranks start again).
-    private var lastRank: (name: String, rank: Int32)?
+    /// The latest placements met and their ranks in the batch, up to 8 (none once a run is written: ranks
+    /// start again).
+    private var recentRanks: [(name: String, rank: Int32)] = []
 
     /// The first byte of an entry held as its record (`add(_:segment:offset:)`)
     /// or as its fields (`encode`).
@@ -124,9 +127,11 @@ struct SortedListing {
         for index in keys.indices { keys[index].rank = rank[Int(keys[index].rank)] }
         bytes.withUnsafeBytes { raw in
             keys.sort { a, b in
-                if (a.rank, a.time, a.fingerprint) != (b.rank, b.time, b.fingerprint) {
-                    return (a.rank, a.time, a.fingerprint) < (b.rank, b.time, b.fingerprint)
-                }
+                // Field by field, each compared once (two tuple comparisons compared each twice).
+                if a.rank != b.rank { return a.rank < b.rank }
+                if a.time != b.time { return a.time < b.time }
+                // bytes-lint: the fingerprint's first 8 hex digits as an integer, not an identity's text.
+                if a.fingerprint != b.fingerprint { return a.fingerprint < b.fingerprint }
                 guard let x = Self.entry(raw, at: Int(a.start), segments: segments),
                     let y = Self.entry(raw, at: Int(b.start), segments: segments)
                 else {
@@ -233,7 +238,7 @@ struct SortedListing {
         keys.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
         placements.removeAll(keepingCapacity: true)
-        lastRank = nil
+        recentRanks.removeAll(keepingCapacity: true)
     }
 
     /// The entry encoded at `start` of a batch.

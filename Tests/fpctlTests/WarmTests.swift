@@ -340,6 +340,31 @@ struct WarmTests {
     }
 
     @Test(
+        "resolve and readiness of a fresh cache hit with a configuration that warms images: Tier 0, nothing downloaded"
+    )
+    func resolveFreshHitWithMediaConfigured() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let store = try CacheStore(root: cache, create: true)
+        func warmer(_ media: MediaStrategy) -> Warmer {
+            var config = WarmConfiguration()
+            (config.media, config.resolveTimeout) = (media, Self.patience)
+            return Warmer(
+                client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
+                config: config)
+        }
+        let identity = Identity(userID: "fresh-hit")
+        #expect(await warmer(.none).prefetch(["paywall"], for: identity).map(\.state) == [.warmed])
+        // The default configuration warms the first screen's images; resolve and ready never do.
+        let configured = warmer(.firstScreen)
+        let resolution = await configured.resolve("paywall", for: identity)
+        #expect(resolution.steps.count == 1 && resolution.steps.first?.tier == 0)
+        #expect(resolution.outcome.deliverySource == .cache && !resolution.outcome.mediaWarmed)
+        let ready = if case .ready = await configured.readiness("paywall", for: identity) { true } else { false }
+        #expect(ready)
+        #expect(configured.imagePhasesRunning == 0)
+    }
+
+    @Test(
         "a stop reaches every identity's image phase: those running and any started after it end at once, cancelled",
         .timeLimit(.minutes(10)))
     func stopReachesImagePhases() async throws {

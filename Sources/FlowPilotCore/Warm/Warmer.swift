@@ -458,7 +458,13 @@ extension Warmer {
             var resolutions = begun.cached
             var images: [(index: Int, steps: [TierChain.Step], served: TierChain.Served)] = []
             for (index, served, step) in begun.cachedWithImages {
-                images.append((index, [step], served))
+                if warmMedia {
+                    images.append((index, [step], served))
+                } else {
+                    // `resolve` downloads no images, whatever the configuration's `media` says.
+                    resolutions[index] = Resolution(
+                        begun.keys[index], for: identity, steps: [step], decision: .serve(served), since: begun.start)
+                }
             }
             for (n, index) in begun.needLive.enumerated() {
                 let key = begun.keys[index]

@@ -78,7 +78,7 @@ struct SortedListing {
         if let known = recentRanks.first(where: { $0.name.sameBytes(as: view.placement) }) {
             placementRank = known.rank
         } else {
-            let name = recent.name(view.placement)
+            let name = String(decoding: view.placement, as: UTF8.self)
             placementRank = rank(name)
             if recentRanks.count >= 8 { recentRanks.removeFirst() }
             recentRanks.append((name, placementRank))
@@ -109,7 +109,6 @@ struct SortedListing {
     private var segments: [String] = []
     private var segmentNumbers: [String: Int32] = [:]
     private var lastSegment: Int32?
-    private var recent = CacheScan.RecentNames()
     /// The latest placements met and their ranks in the batch, up to 8 (none once a run is written: ranks
     /// start again).
     private var recentRanks: [(name: String, rank: Int32)] = []

@@ -185,7 +185,7 @@ final class LiveResolver: Sendable {
 
     /// One request ended with `failure` (nil: it reached the backend), in
     /// the run's `BackendReach`; once only when a caller already counted it
-    /// as unanswered at its timeout (`answer`).
+    /// as unanswered at its timeout (`unanswered`).
     private func record(_ failure: ResolveFailure?, _ log: AttemptLog) {
         let reported = log.finish()
         state.withLock { state in

@@ -84,12 +84,18 @@ public final class Warmer: Sendable {
         let needLive: [Int]
         let cacheSteps: [TierChain.Step]
         let calls: [LiveCall]
+        /// `resolve`'s prefetch: a flow the cache could not keep still served, every step kept to be shown,
+        /// no images downloaded.
+        let forResolve: Bool
+        /// Whether the images of the flows served are downloaded: a warm's, as `--media` asks.
+        let warmsImages: Bool
     }
 
     func begin(
         _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil,
-        keepSteps: Bool = false
+        forResolve: Bool = false
     ) -> Begun {
+        let warmsImages = !forResolve && config.media != .none
         // De-duplicated in order, by bytes (two spellings of a name are two placements); a prefetch asks for a
         // few placements, so by looking back.
         var keys: [String] = []
@@ -107,7 +113,7 @@ public final class Warmer: Sendable {
                 store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
             if case .serve(let served)? = decision {
                 // Its images wait for the last phase, beside the live placements'.
-                if config.media == .none {
+                if !warmsImages {
                     cached[index] = Resolution(
                         key, for: identity, steps: [step], decision: .serve(served), since: start)
                 } else {
@@ -115,13 +121,14 @@ public final class Warmer: Sendable {
                 }
             } else {
                 needLive.append(index)
-                if keepSteps { cacheSteps.append(step) }
+                if forResolve { cacheSteps.append(step) }
             }
         }
         let calls = live.start(needLive.map { keys[$0] }, for: identity)
         return Begun(
             keys: keys, start: start, deadline: deadline ?? start + config.resolveTimeout, cached: cached,
-            cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps, calls: calls)
+            cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps, calls: calls,
+            forResolve: forResolve, warmsImages: warmsImages)
     }
 
     /// The one engine of a prefetch, whatever `--media` is (`IdentityPrefetch`):
@@ -185,9 +192,9 @@ public final class Warmer: Sendable {
     /// deadline the caller's, a flow the cache could not keep still shown,
     /// no images downloaded.
     public func resolve(_ placement: String, for identity: Identity) async -> Resolution {
-        let begun = begin([placement], for: identity, deadline: callerDeadline(from: .now), keepSteps: true)
+        let begun = begin([placement], for: identity, deadline: callerDeadline(from: .now), forResolve: true)
         let resolutions = Pending<[Resolution]>()
-        IdentityPrefetch(warmer: self, identity: identity, begun: begun, forResolve: true)
+        IdentityPrefetch(warmer: self, identity: identity, begun: begun)
             .run(answered: {}, finished: .resolutions({ resolutions.fulfil($0) }))
         return await resolutions.value[0]
     }
@@ -307,10 +314,6 @@ extension Warmer {
         let warmer: Warmer
         let identity: Identity
         let begun: Begun
-        /// `resolve`'s: a flow the cache could not keep still served, and every step kept to be shown.
-        let serveUnstored: Bool
-        let showSteps: Bool
-        let warmMedia: Bool
         private let state: Mutex<State>
         private let callbacks: Mutex<Callbacks>
 
@@ -325,11 +328,8 @@ extension Warmer {
             var finished: Finished?
         }
 
-        init(warmer: Warmer, identity: Identity, begun: Begun, forResolve: Bool = false) {
+        init(warmer: Warmer, identity: Identity, begun: Begun) {
             (self.warmer, self.identity, self.begun) = (warmer, identity, begun)
-            (serveUnstored, showSteps) = (forResolve, forResolve)
-            // `resolve` downloads no images.
-            warmMedia = !forResolve && warmer.config.media != .none
             let count = begun.calls.count
             state = Mutex(
                 State(
@@ -457,28 +457,20 @@ extension Warmer {
                 "the chain reads the cache here: a blocking-I/O thread's work, not this thread's")
             var resolutions = begun.cached
             var images: [(index: Int, steps: [TierChain.Step], served: TierChain.Served)] = []
-            for (index, served, step) in begun.cachedWithImages {
-                if warmMedia {
-                    images.append((index, [step], served))
-                } else {
-                    // `resolve` downloads no images, whatever the configuration's `media` says.
-                    resolutions[index] = Resolution(
-                        begun.keys[index], for: identity, steps: [step], decision: .serve(served), since: begun.start)
-                }
-            }
+            for (index, served, step) in begun.cachedWithImages { images.append((index, [step], served)) }
             for (n, index) in begun.needLive.enumerated() {
                 let key = begun.keys[index]
-                let (steps, decision) = warmer.chain(key, identity, results[n], serveUnstored: serveUnstored)
+                let (steps, decision) = warmer.chain(key, identity, results[n], serveUnstored: begun.forResolve)
                 // What Tier 0 found heads the steps where they are shown (`resolve`); a warm's rows need none.
-                let all = showSteps ? [begun.cacheSteps[n]] + steps : steps
-                if warmMedia, case .serve(let served) = decision, served.tier == .network {
+                let all = begun.forResolve ? [begun.cacheSteps[n]] + steps : steps
+                if begun.warmsImages, case .serve(let served) = decision, served.tier == .network {
                     images.append((index, all, served))
                 } else {
                     resolutions[index] = Resolution(
                         key, for: identity, steps: all, decision: decision, since: begun.start)
                 }
             }
-            guard warmMedia, !images.isEmpty else { return finish(resolutions) }
+            guard begun.warmsImages, !images.isEmpty else { return finish(resolutions) }
             // The one task of a prefetch: its images, all at once; a stop reaches it.
             warmer.imagePhase { [self, resolutions, images] in
                 var resolutions = resolutions

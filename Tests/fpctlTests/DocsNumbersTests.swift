@@ -50,6 +50,10 @@ struct DocsNumbersTests {
                 "docs/decisions.md", "warm's time for the identities in flight at a stop",
                 "\(WarmRun.Options.defaultStopTimeout.components.seconds) seconds for the identities in flight"
             ),
+            (
+                "docs/decisions.md", "the places a shared resolve's releases are remembered in",
+                "releases are remembered in \(InflightPool<Int, Int, Int>.releaseSlots) places by key hash"
+            ),
             ("docs/cache-format.md", "a commit's largest group", "(at most \(grouped(GroupCommit.defaultMaxBatch)))"),
             (
                 "docs/cache-format.md", "format 2's segment size",

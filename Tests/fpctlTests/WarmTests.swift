@@ -275,6 +275,44 @@ struct WarmTests {
     }
 
     @Test(
+        "a prefetch whose cache lookup missed a flow another caller's request then landed looks again, and asks the backend nothing",
+        arguments: ["warm", "warm with images", "resolve"]
+    )
+    func coalescingAfterLanding(_ caller: String) async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let store = try CacheStore(root: cache, create: true)
+        var config = WarmConfiguration()
+        config.media = caller == "warm with images" ? .firstScreen : .none
+        config.resolveTimeout = Self.patience
+        let warmer = Warmer(
+            client: ResolveClient(baseURL: server.url, appID: "demo", apiKey: nil), store: store, bundle: nil,
+            config: config)
+        let identity = Identity(userID: "between")
+        // B looks the cache up and misses; held there, before it starts a request, while A's whole prefetch
+        // asks, lands the flow and lets the key go. This is the interleaving a starved machine once made by
+        // chance (two requests where one was due).
+        let missed = DispatchSemaphore(value: 0)
+        let landed = DispatchSemaphore(value: 0)
+        let b = Pending<Warmer.Begun>()
+        Thread.detachNewThread {
+            b.fulfil(
+                warmer.begin(["paywall"], for: identity, forResolve: caller == "resolve") {
+                    missed.signal()
+                    landed.wait()
+                })
+        }
+        try await BlockingIO.run { missed.wait() }
+        let a = await warmer.prefetch(["paywall"], for: identity)
+        #expect(a.first?.state == .warmed && a.first?.deliverySource == .network)
+        landed.signal()
+        let begun = await b.value
+        #expect(begun.needLive.isEmpty && begun.calls.isEmpty, "B started no request")
+        let served = caller == "warm with images" ? begun.cachedWithImages.map(\.0) == [0] : begun.cached[0] != nil
+        #expect(served && begun.cacheSteps.isEmpty, "B is served from the cache, fresh")
+        #expect(try await stats(server).keys["demo/paywall/between"] == 1)
+    }
+
+    @Test(
         "the one prefetch engine through its callbacks answers as its async adapter does: warmed, timed out and late, shared; answered once, then finished once"
     )
     func enginePrefetch() async throws {

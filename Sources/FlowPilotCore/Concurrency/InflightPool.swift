@@ -12,6 +12,16 @@ import Synchronization
 /// the value's effect is visible elsewhere (a resolve's flow durable in the
 /// cache), so that a caller in between joins the value instead of starting
 /// the work again.
+///
+/// A caller that looked elsewhere first (the cache) and found nothing can
+/// still come after the release: its look missed the effect, the key is no
+/// longer running, and it would start the work a second time. So a caller
+/// reads `epoch` before it looks, and gives it to `values(for:since:)`: a
+/// key released since then is not claimed but handed back as a `recheck`
+/// (look again: its effect is there now). Which keys were released is
+/// remembered in `releaseSlots` places by hash, each holding its latest
+/// release's number, so the memory is fixed; two keys sharing a place cost
+/// a needless second look, never a second start.
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendable>: Sendable {
     /// A key nobody was running: the claimer's to work on, `fulfil` and `release`, once.
     struct Claim: Sendable {
@@ -28,7 +38,24 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
         fileprivate let generation: UInt64
     }
 
-    private let state = Mutex<(running: [Key: Running], generation: UInt64)>(([:], 0))
+    /// How many places remember releases by key hash.
+    static var releaseSlots: Int { 256 }
+
+    private struct State {
+        var running: [Key: Running] = [:]
+        var generation: UInt64 = 0
+        /// Releases so far; `released[slot]` is the number of the latest release of a key hashed there.
+        var releases: UInt64 = 0
+        var released = [UInt64](repeating: 0, count: InflightPool.releaseSlots)
+    }
+
+    private let state = Mutex(State())
+
+    /// The releases so far: read before looking for a key's effect, given to `values(for:since:)`.
+    var epoch: UInt64 { state.withLock { $0.releases } }
+
+    /// Where a key's releases are remembered.
+    static func slot(_ key: Key) -> Int { key.hashValue & (releaseSlots - 1) }
 
     /// The value to come for each key, in the order given (a key given twice
     /// counts once: both places get its value), and the claims of the keys
@@ -37,9 +64,14 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     /// `fulfil`s and `release`s each. A claimed key keeps the tag it was given here; a
     /// running key has its claimer's. Two callers never claim the same
     /// running key.
-    func values(for keys: [(key: Key, tag: Tag)]) -> (running: [Running], claims: [Claim]) {
+    ///
+    /// With `since` (an `epoch` read before the caller looked for the keys'
+    /// effects), a key nobody is running that may have been released since
+    /// is neither claimed nor given a value (its place in `running` is
+    /// nil): the caller looks again, and comes back with a new `epoch`.
+    func values(for keys: [(key: Key, tag: Tag)], since: UInt64? = nil) -> (running: [Running?], claims: [Claim]) {
         state.withLock { state in
-            var values: [Running] = []
+            var values: [Running?] = []
             values.reserveCapacity(keys.count)
             var claims: [Claim] = []
             for (index, (key, tag)) in keys.enumerated() {
@@ -48,6 +80,8 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
                     values.append(values[earlier])
                 } else if let running = state.running[key] {
                     values.append(running)
+                } else if let since, state.releases > since, state.released[Self.slot(key)] > since {
+                    values.append(nil)
                 } else {
                     state.generation += 1
                     let running = Running(value: Pending(), tag: tag, generation: state.generation)
@@ -71,6 +105,8 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     func release(_ claim: Claim) {
         state.withLock { state in
             if state.running[claim.key]?.generation == claim.generation { state.running[claim.key] = nil }
+            state.releases += 1
+            state.released[Self.slot(claim.key)] = state.releases
         }
     }
 

@@ -68,13 +68,18 @@ final class LiveResolver: Sendable {
     /// backend has a batch endpoint; else a task each. Every placement gets a
     /// landing to come: its answer as soon as it is read, with its result
     /// once its flow is written and durable (`CacheStore.stage`, then `durable`).
-    func start(_ placements: [String], for identity: Identity) -> [LiveCall] {
+    ///
+    /// `since` is the `epoch` read before the caller looked the placements
+    /// up in the cache: a placement whose request ended and whose flow went
+    /// durable after that look is not started again but given nil, for the
+    /// caller to look it up again (its flow is there now).
+    func start(_ placements: [String], for identity: Identity, since: UInt64) -> [LiveCall?] {
         let fingerprint = identity.fingerprint
         let keys = placements.map { Key(placement: $0, fingerprint: fingerprint) }
         // One log per request: the batch's for every key it would carry, else one a key.
         let batch = keys.count >= 2 && config.batch && !state.withLock { $0.batchUnavailable }
         let shared = batch ? AttemptLog() : nil
-        let (running, claims) = pool.values(for: keys.map { ($0, shared ?? AttemptLog()) })
+        let (running, claims) = pool.values(for: keys.map { ($0, shared ?? AttemptLog()) }, since: since)
         if batch && claims.count >= 2 {
             // Unstructured on purpose: one batch request shared by every caller of its keys, landing
             // in the cache after a caller's timeout, so no caller's task may own it.
@@ -85,8 +90,11 @@ final class LiveResolver: Sendable {
                 Task { await self.resolve([claim], identity) }
             }
         }
-        return running.map { LiveCall(landing: $0.value, attempts: $0.tag) }
+        return running.map { $0.map { LiveCall(landing: $0.value, attempts: $0.tag) } }
     }
+
+    /// The releases so far of requests whose flows went durable: read before a cache lookup, given to `start`.
+    var epoch: UInt64 { pool.epoch }
 
     /// The claimed keys' request (a batch for two or more), its answers
     /// delivered to their callers, then their flows landed (`land`).
@@ -107,12 +115,6 @@ final class LiveResolver: Sendable {
         land(Array(zip(placements, results)), landings, durable, identity) { [pool] in
             for claim in claims { pool.release(claim) }
         }
-    }
-
-    /// The live resolve of one placement, joined or started.
-    func start(_ placement: String, for identity: Identity) -> LiveCall {
-        // One placement is never batched: this starts or joins its own request, the one call `start` gives.
-        start([placement], for: identity)[0]
     }
 
     /// A live placement with no answer by its prefetch's deadline
@@ -257,8 +259,10 @@ final class LiveResolver: Sendable {
                             reason: "the flow could not be written to the cache: \(error)"))
                 }
             }
-            durable.fulfil(results)
+            // Released first: a caller that waits for `durable` and then asks again finds the flow in the
+            // cache, never a key still running.
             released()
+            durable.fulfil(results)
         }
     }
 }

@@ -93,7 +93,7 @@ public final class Warmer: Sendable {
 
     func begin(
         _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil,
-        forResolve: Bool = false
+        forResolve: Bool = false, lookedUp: () -> Void = {}
     ) -> Begun {
         let warmsImages = !forResolve && config.media != .none
         // De-duplicated in order, by bytes (two spellings of a name are two placements); a prefetch asks for a
@@ -108,26 +108,56 @@ public final class Warmer: Sendable {
         var cachedWithImages: [(Int, TierChain.Served, TierChain.Step)] = []
         var needLive: [Int] = []
         var cacheSteps: [TierChain.Step] = []
-        for (index, key) in keys.enumerated() {
+        /// Tier 0 for the key at `index`: true when the cache serves it, and where.
+        func lookUp(_ index: Int) -> TierChain.Step? {
             let (step, decision) = TierChain.cached(
-                store.lookupFlow(placement: key, identity: identity), now: config.currentTime)
-            if case .serve(let served)? = decision {
-                // Its images wait for the last phase, beside the live placements'.
-                if !warmsImages {
-                    cached[index] = Resolution(
-                        key, for: identity, steps: [step], decision: .serve(served), since: start)
-                } else {
-                    cachedWithImages.append((index, served, step))
-                }
+                store.lookupFlow(placement: keys[index], identity: identity), now: config.currentTime)
+            guard case .serve(let served)? = decision else { return step }
+            // Its images wait for the last phase, beside the live placements'.
+            if !warmsImages {
+                cached[index] = Resolution(
+                    keys[index], for: identity, steps: [step], decision: .serve(served), since: start)
             } else {
-                needLive.append(index)
-                if forResolve { cacheSteps.append(step) }
+                cachedWithImages.append((index, served, step))
             }
+            return nil
         }
-        let calls = live.start(needLive.map { keys[$0] }, for: identity)
+        // Read before the lookups: a request for one of these keys that lands after them is not made again.
+        var epoch = live.epoch
+        for index in keys.indices {
+            guard let step = lookUp(index) else { continue }
+            needLive.append(index)
+            if forResolve { cacheSteps.append(step) }
+        }
+        lookedUp()
+        var calls = live.start(needLive.map { keys[$0] }, for: identity, since: epoch)
+        // A request for a key missed above landed in between (another caller's, sharing it): look again.
+        while calls.contains(where: { $0 == nil }) {
+            epoch = live.epoch
+            var (stillLive, stillCalls, stillSteps, again): ([Int], [LiveCall?], [TierChain.Step], [Int]) = (
+                [], [], [], []
+            )
+            for (n, index) in needLive.enumerated() {
+                var step = forResolve ? cacheSteps[n] : nil
+                if calls[n] == nil {
+                    // Served from the cache now: no longer live.
+                    guard let missed = lookUp(index) else { continue }
+                    step = missed
+                    again.append(stillLive.count)
+                }
+                stillLive.append(index)
+                stillCalls.append(calls[n])
+                if let step { stillSteps.append(step) }
+            }
+            (needLive, calls, cacheSteps) = (stillLive, stillCalls, stillSteps)
+            let restarted = live.start(again.map { keys[needLive[$0]] }, for: identity, since: epoch)
+            for (n, call) in zip(again, restarted) { calls[n] = call }
+            cachedWithImages.sort { $0.0 < $1.0 }
+        }
         return Begun(
             keys: keys, start: start, deadline: deadline ?? start + config.resolveTimeout, cached: cached,
-            cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps, calls: calls,
+            cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps,
+            calls: calls.compactMap { $0 },
             forResolve: forResolve, warmsImages: warmsImages)
     }
 

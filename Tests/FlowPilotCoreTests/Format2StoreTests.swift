@@ -238,10 +238,10 @@ final class Format2StoreTests {
         let document = Self.flow("paywall")
         let stages = (0..<5000).map { Identity(userID: "user-\($0)") }
         for identity in stages {
-            let staged = await store.stage(
+            let stored = await store.storeFlows(
                 [("paywall", document, 300), ("onboarding", document, 300)], identity: identity, tier: .network,
                 commit: .shared)
-            for result in await staged.durable { _ = try result.get() }
+            for result in stored { _ = try result.get() }
         }
         store.finishWriting()
         let names = try FileManager.default.subpathsOfDirectory(atPath: store.root)

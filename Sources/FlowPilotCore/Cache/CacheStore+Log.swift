@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
 
-/// Flow entries in a format-2 cache (`FlowLog`; docs/cache-format.md,
-/// "Format 2"): what `storeFlow`, `stage`, `lookupFlow`, `lookupAlias` and
-/// `pointAlias` do there. Images, fonts and icons are stored as in format 1.
+/// What format 2's entries (`LoggedEntries`), its migration and its scans
+/// share of the store: whether the cache is format 2, record uniques, a
+/// record as a `CachedFlow`, flow objects read once. Images, fonts and icons
+/// are stored as in format 1.
 extension CacheStore {
     /// Whether this cache keeps its flows in a log (format 2).
     var usesLog: Bool { version >= 2 }
@@ -17,27 +18,6 @@ extension CacheStore {
     /// millisecond wins, and two writers' are as unlikely to meet as two
     /// random numbers.
     static let recordUniques = Atomic<UInt64>(UInt64.random(in: 0..<(1 << 63)))
-
-    /// An entry's record and its flow's bytes (the object).
-    struct LoggedEntry {
-        let record: LogRecord
-        let object: Data
-        let entry: CachedFlow
-    }
-
-    func loggedEntry(
-        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date
-    ) -> LoggedEntry {
-        let flow = document.canonical
-        let record = LogRecord(
-            kind: .entry, tier: tier, resolvedAtMillis: Self.millis(resolvedAt),
-            unique: Self.recordUniques.add(1, ordering: .relaxed).newValue,
-            ttlSeconds: UInt32(clamping: max(0, ttlSeconds)), fingerprint: identity.fingerprint,
-            placement: placement, userID: identity.userID, flowSHA256: flow.sha256,
-            flowSize: UInt32(clamping: flow.data.count), contentHash: document.contentHash, flowID: document.id,
-            version: document.version)
-        return LoggedEntry(record: record, object: flow.data, entry: cachedFlow(record, path: log.logDir))
-    }
 
     static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
@@ -63,111 +43,12 @@ extension CacheStore {
             flowSHA256: record.flowSHA256)
     }
 
-    /// Stores the flows' bytes that are not there (an `access` per distinct
-    /// flow of the batch: a `prune` or `clear` between two batches may have
-    /// removed one this process stored, so nothing is remembered). The caller
-    /// holds the shared lock until the records pointing at them are durable,
-    /// so no compaction removes an object between the two.
-    func storeObjects(_ entries: [LoggedEntry]) throws {
-        // An identity's few flows: an object named before in the batch is found by looking back.
-        for index in entries.indices {
-            let sha256 = entries[index].record.flowSHA256
-            if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
-            try log.storeObject(entries[index].object, sha256: sha256)
-        }
-    }
-
-    /// `storeFlow` in a format-2 cache: the entry written and durable (and
-    /// its alias, with `pointAlias`), or with a `waiter`, queued for the
-    /// writer's group commit and the waiter told once it is durable.
-    func storeLogged(
-        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier, resolvedAt: Date,
-        pointAlias: Bool = false, waiter: (any CommitWaiter)? = nil
-    ) throws -> CachedFlow {
-        let logged = loggedEntry(
-            placement: placement, identity: identity, document: document, ttlSeconds: ttlSeconds, tier: tier,
-            resolvedAt: resolvedAt)
-        if let waiter {
-            try enqueueLogged(logged, waiter: waiter)
-        } else {
-            try storeLogged(logged, pointAlias: pointAlias)
-        }
-        return logged.entry
-    }
-
-    /// One entry (and its alias) written and durable, under the shared lock.
-    func storeLogged(_ entry: LoggedEntry, pointAlias: Bool) throws {
-        try withLock(exclusive: false) {
-            try storeObjects([entry])
-            var records = [entry.record]
-            if pointAlias { records.append(aliasRecord(to: entry.record)) }
-            try logWriter.append(records)
-        }
-    }
-
-    /// `stage` in a format-2 cache: the objects stored and the records queued
-    /// for the writer's group commit, the shared lock held until it is done.
-    func stageLogged(_ entries: [LoggedEntry], to staged: StagedFlows) {
-        let lock: Lock
-        do { lock = try Lock(path: lockPath, exclusive: false) } catch {
-            for index in entries.indices { staged.finish(index, error, lock: nil) }
-            return
-        }
-        do { try storeObjects(entries) } catch {
-            for index in entries.indices { staged.finish(index, error, lock: lock) }
-            return
-        }
-        logWriter.enqueue(entries.map(\.record)) { error in
-            for index in entries.indices { staged.finish(index, error, lock: lock) }
-        }
-    }
-
-    /// One entry queued for the group commit, its waiter told once it is durable.
-    func enqueueLogged(_ entry: LoggedEntry, waiter: any CommitWaiter) throws {
-        let lock = try Lock(path: lockPath, exclusive: false)
-        do { try storeObjects([entry]) } catch {
-            lock.release()
-            throw error
-        }
-        logWriter.enqueue([entry.record]) { error in
-            lock.release()
-            waiter.committed(error)
-        }
-    }
-
     /// A placement's alias pointing at an entry's key.
     func aliasRecord(to record: LogRecord) -> LogRecord {
         LogRecord(
             kind: .alias, tier: record.tier, resolvedAtMillis: record.resolvedAtMillis,
             unique: Self.recordUniques.add(1, ordering: .relaxed).newValue, ttlSeconds: 0,
             fingerprint: record.fingerprint, placement: record.placement, userID: record.userID)
-    }
-
-    func pointLoggedAlias(to entry: CachedFlow, ifPresent: Bool) throws {
-        try withLock(exclusive: false) {
-            if ifPresent,
-                log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint)).isEmpty
-            {
-                return
-            }
-            let alias = LogRecord(
-                kind: .alias, tier: .network, resolvedAtMillis: Self.millis(entry.resolvedAt),
-                unique: Self.recordUniques.add(1, ordering: .relaxed).newValue, ttlSeconds: 0,
-                fingerprint: entry.fingerprint, placement: entry.placement, userID: entry.userID ?? "")
-            try logWriter.append([alias])
-        }
-    }
-
-    /// The newest entry of a key whose flow reads back whole and validates.
-    func lookupLogged(placement: String, fingerprint: String) -> (CachedFlow, FlowDocument)? {
-        for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
-            let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
-            guard let doc = objectDocument(located.record.flowSHA256, location: path),
-                doc.id.sameBytes(as: located.record.flowID)
-            else { continue }
-            return (cachedFlow(located.record, path: path), doc)
-        }
-        return nil
     }
 
     /// A flow object read, checked against its name and validated, once a
@@ -184,10 +65,6 @@ extension CacheStore {
         return doc
     }
 
-    func lookupLoggedAlias(placement: String) -> (CachedFlow, FlowDocument)? {
-        guard let alias = log.newestAlias(placement: placement) else { return nil }
-        return lookupLogged(placement: placement, fingerprint: alias.fingerprint)
-    }
 }
 
 extension CacheStore {

@@ -182,7 +182,7 @@ extension CacheStore {
 
     /// A format-1 entry as format 2's record and object; nil when it does
     /// not read back whole (a miss before, left out).
-    private static func migrated(_ entry: CachedFlow) -> LoggedEntry? {
+    private static func migrated(_ entry: CachedFlow) -> LoggedEntries.Entry? {
         guard let data = FileManager.default.contents(atPath: entry.path),
             case (let doc?, _, nil) = inspectEntry(entry, data: data), let json = try? JSONValue.parse(data),
             let user = json["user_id"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
@@ -200,7 +200,7 @@ extension CacheStore {
             placement: placement, fingerprint: fingerprint, userID: user, flowID: doc.id, version: doc.version,
             resolvedAt: entry.resolvedAt, ttlSeconds: entry.ttlSeconds, size: Int64(flow.data.count), path: "")
         logged.inLog = true
-        return LoggedEntry(record: record, object: flow.data, entry: logged)
+        return LoggedEntries.Entry(record: record, object: flow.data, entry: logged)
     }
 
     /// Entries a migration reads across the cores and stores at a time; their

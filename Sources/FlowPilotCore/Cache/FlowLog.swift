@@ -297,7 +297,7 @@ public final class FlowLog: Sendable {
 
         init(_ log: FlowLog) { self.log = log }
 
-        /// Whether a lookup would serve `record`'s flow (what `CacheStore.lookupLogged` checks).
+        /// Whether a lookup would serve `record`'s flow (what `LoggedEntries.lookup` checks).
         mutating func serves(_ record: LogRecord) -> Bool {
             guard let raw = LogRecord.rawHex(Substring(record.flowSHA256)) else { return false }
             return raw.withUnsafeBytes { sha in

@@ -1,0 +1,186 @@
+import Foundation
+import Synchronization
+
+/// One flow to store for an identity: its placement, document and TTL.
+public typealias FlowToStore = (placement: String, document: FlowDocument, ttlSeconds: Int)
+
+/// Flow entries as one cache format keeps them: the one interface through
+/// which the cache's flows are written and looked up. Format 1
+/// (`FileEntries`: a file an entry under `flows/`, an empty file an alias
+/// under `aliases/`) and format 2 (`LoggedEntries`: records in `log/`, the
+/// flows' bytes in `objects/`) are its two implementations; migrating from
+/// one to the other is `CacheMigration`'s.
+///
+/// `CacheStore` asks which format a call is in at one place,
+/// `readEntries` and `writeEntries`; its public calls (`storeFlow`,
+/// `storeFlows`, `stage`, `lookupFlow`, `lookupAlias`, `pointAlias`) only
+/// forward to them.
+protocol FlowEntries {
+    /// A batch of one identity's flows: the entries they become, and the
+    /// write, run on a blocking-I/O thread, that stages them for `commit`
+    /// under the shared lock and tells `StagedFlows` each one's result once
+    /// it is durable or failed.
+    func staging(_ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit)
+        -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
+
+    /// One entry written and durable on its own, and with `pointAlias` its
+    /// placement's alias pointed at it.
+    func store(_ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, pointAlias: Bool) throws
+        -> CachedFlow
+
+    /// One entry queued for `commit`, `waiter` told once it is durable or failed.
+    func enqueue(
+        _ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit,
+        waiter: any CommitWaiter
+    ) throws -> CachedFlow
+
+    /// The placement's alias pointed at `entry`; with `ifPresent`, only if
+    /// the entry is still there (a prune may have removed it since).
+    func pointAlias(to entry: CachedFlow, ifPresent: Bool) throws
+
+    /// The newest entry of (placement, identity) whose flow reads back
+    /// whole and valid, fresh or stale; nil when there is none.
+    func lookup(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)?
+
+    /// The entry the placement's alias points at, read as `lookup` reads it.
+    func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)?
+}
+
+extension CacheStore {
+    /// The format entries are read in: the log once this cache is format 2.
+    var readEntries: any FlowEntries { usesLog ? LoggedEntries(store: self) : FileEntries(store: self) }
+
+    /// The format entries are written in: the log once this cache is format
+    /// 2, or was migrated since it was opened as format 1 (the marker read
+    /// again, `currentVersion`).
+    var writeEntries: any FlowEntries { writesLog ? LoggedEntries(store: self) : FileEntries(store: self) }
+
+    /// Where a lookup that missed looks next: the log, when the cache was
+    /// opened as format 1 and migrated since.
+    private var migratedEntries: (any FlowEntries)? {
+        !usesLog && currentVersion() >= 2 ? LoggedEntries(store: self) : nil
+    }
+
+    /// Stores a validated flow for (placement, identity) and, unless the caller
+    /// takes that on (`pointAlias: false`, see `pointAlias(to:)`), points the
+    /// placement's last-known-good alias at it. Nothing partial is ever visible.
+    /// One entry, synced on its own: a writer of many uses the overload that
+    /// takes a `GroupCommit`.
+    @discardableResult
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument,
+        ttlSeconds: Int, tier: Tier, resolvedAt: Date = Date(), pointAlias: Bool = true
+    ) throws -> CachedFlow {
+        try writeEntries.store(
+            (placement, document, ttlSeconds), identity: identity, tier: tier, resolvedAt: resolvedAt,
+            pointAlias: pointAlias)
+    }
+
+    /// Stores a flow as `storeFlow` does, made durable with the other entries
+    /// `commit` has queued (`GroupCommit`): the bytes are written here, on the
+    /// caller's thread, and `waiter` is told once the entry is durable (nil)
+    /// or could not be written, after the key's older files are removed. The
+    /// alias is the caller's (`pointAlias(to:)`). Blocks while `prune` or
+    /// `clear` hold the cache; call it off the threads Swift's concurrency runs on.
+    @discardableResult
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit, waiter: any CommitWaiter
+    ) throws -> CachedFlow {
+        try writeEntries.enqueue(
+            (placement, document, ttlSeconds), identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit,
+            waiter: waiter)
+    }
+
+    /// As above, returning once the entry is durable.
+    public func storeFlow(
+        placement: String, identity: Identity, document: FlowDocument, ttlSeconds: Int, tier: Tier,
+        resolvedAt: Date = Date(), commit: GroupCommit
+    ) async throws -> CachedFlow {
+        let stored = await storeFlows(
+            [(placement, document, ttlSeconds)], identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
+        return try stored[0].get()
+    }
+
+    /// Several flows of one identity stored as `storeFlow` stores one, each
+    /// flow's result in order once every one is durable or failed: `stage`,
+    /// awaited.
+    public func storeFlows(
+        _ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date = Date(), commit: GroupCommit
+    ) async -> [Result<CachedFlow, any Error>] {
+        await withCheckedContinuation { done in
+            stage(flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit) {
+                done.resume(returning: $0)
+            }
+        }
+    }
+
+    /// Several flows of one identity written in one trip to the blocking-I/O
+    /// threads and queued for `commit`, with no wait at all: `then` gets
+    /// every flow's result, in order, once every one is durable or failed,
+    /// on the thread that made it so (the group commit's). A warm's resolve
+    /// hands its answers on this way and ends, with no task waiting for the
+    /// disk. The one way flows are staged; `storeFlows` awaits it.
+    func stage(
+        _ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit,
+        then: @escaping @Sendable ([Result<CachedFlow, any Error>]) -> Void
+    ) {
+        guard !flows.isEmpty else { return then([]) }
+        let (entries, write) = writeEntries.staging(
+            flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
+        let staged = StagedFlows(entries, then: then)
+        BlockingIO.submit { write(staged) }
+    }
+
+    /// Points the placement's last-known-good alias at `entry` (a name that sorts
+    /// after every older one, so the newest resolve wins).
+    public func pointAlias(to entry: CachedFlow) throws {
+        try writeEntries.pointAlias(to: entry, ifPresent: false)
+    }
+
+    /// Points the alias at `entry` if it is still there: a `prune` may have
+    /// removed it since it was written (a writer that points aliases after a
+    /// group of entries, not with each).
+    public func pointAliasIfPresent(to entry: CachedFlow) throws {
+        try writeEntries.pointAlias(to: entry, ifPresent: true)
+    }
+
+    /// The newest entry for exactly this (placement, fingerprint), fresh or stale,
+    /// read and checked. A corrupt or unreadable entry is a miss.
+    public func lookupFlow(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)? {
+        readEntries.lookup(placement: placement, identity: identity)
+            ?? migratedEntries?.lookup(placement: placement, identity: identity)
+    }
+
+    /// The placement's last-known-good flow for any identity (Tier 2 after an
+    /// identity change), or nil when the alias is missing or dangling.
+    public func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
+        readEntries.lookupAlias(placement: placement) ?? migratedEntries?.lookupAlias(placement: placement)
+    }
+}
+
+/// One identity's flows written and queued for a group commit
+/// (`CacheStore.stage`): `then` is told each flow's result, in order, once
+/// every one is durable or failed.
+final class StagedFlows: Sendable {
+    private let then: @Sendable ([Result<CachedFlow, any Error>]) -> Void
+    private let state: Mutex<(left: Int, results: [Result<CachedFlow, any Error>])>
+
+    init(_ entries: [CachedFlow], then: @escaping @Sendable ([Result<CachedFlow, any Error>]) -> Void) {
+        self.then = then
+        state = Mutex((entries.count, entries.map { .success($0) }))
+    }
+
+    /// Flow `index` is durable (nil) or failed; the last one releases the
+    /// shared lock the batch held, then gives the results.
+    func finish(_ index: Int, _ error: (any Error)?, lock: CacheStore.Lock?) {
+        let finished = state.withLock { state -> [Result<CachedFlow, any Error>]? in
+            if let error { state.results[index] = .failure(error) }
+            state.left -= 1
+            return state.left == 0 ? state.results : nil
+        }
+        guard let finished else { return }
+        lock?.release()
+        then(finished)
+    }
+}

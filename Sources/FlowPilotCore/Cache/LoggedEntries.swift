@@ -1,0 +1,135 @@
+import Foundation
+
+/// Format 2's flow entries (`FlowLog`; docs/cache-format.md, "Format 2"): a
+/// record an entry or alias appended to this process's segment in `log/`,
+/// the flow's bytes an object in `objects/` named by their SHA-256, written
+/// before the record that points at them, under the shared lock.
+struct LoggedEntries: FlowEntries {
+    let store: CacheStore
+
+    /// An entry's record and its flow's bytes (the object).
+    struct Entry {
+        let record: LogRecord
+        let object: Data
+        let entry: CachedFlow
+    }
+
+    func entry(_ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date) -> Entry {
+        let canonical = flow.document.canonical
+        let record = LogRecord(
+            kind: .entry, tier: tier, resolvedAtMillis: CacheStore.millis(resolvedAt),
+            unique: CacheStore.recordUniques.add(1, ordering: .relaxed).newValue,
+            ttlSeconds: UInt32(clamping: max(0, flow.ttlSeconds)), fingerprint: identity.fingerprint,
+            placement: flow.placement, userID: identity.userID, flowSHA256: canonical.sha256,
+            flowSize: UInt32(clamping: canonical.data.count), contentHash: flow.document.contentHash,
+            flowID: flow.document.id, version: flow.document.version)
+        return Entry(record: record, object: canonical.data, entry: store.cachedFlow(record, path: store.log.logDir))
+    }
+
+    func staging(_ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit)
+        -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
+    {
+        let logged = flows.map { entry($0, identity: identity, tier: tier, resolvedAt: resolvedAt) }
+        return (logged.map(\.entry), { [self] in stage(logged, to: $0) })
+    }
+
+    func store(_ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, pointAlias: Bool) throws
+        -> CachedFlow
+    {
+        let logged = entry(flow, identity: identity, tier: tier, resolvedAt: resolvedAt)
+        try store.withLock(exclusive: false) {
+            try storeObjects([logged])
+            var records = [logged.record]
+            if pointAlias { records.append(store.aliasRecord(to: logged.record)) }
+            try store.logWriter.append(records)
+        }
+        return logged.entry
+    }
+
+    func enqueue(
+        _ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit,
+        waiter: any CommitWaiter
+    ) throws -> CachedFlow {
+        // The writer's own group commit makes records durable: `commit` is format 1's.
+        let logged = entry(flow, identity: identity, tier: tier, resolvedAt: resolvedAt)
+        let lock = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        do { try storeObjects([logged]) } catch {
+            lock.release()
+            throw error
+        }
+        store.logWriter.enqueue([logged.record]) { error in
+            lock.release()
+            waiter.committed(error)
+        }
+        return logged.entry
+    }
+
+    func pointAlias(to entry: CachedFlow, ifPresent: Bool) throws {
+        try store.withLock(exclusive: false) {
+            if ifPresent,
+                store.log.records(of: .entry(placement: entry.placement, fingerprint: entry.fingerprint)).isEmpty
+            {
+                return
+            }
+            let alias = LogRecord(
+                kind: .alias, tier: .network, resolvedAtMillis: CacheStore.millis(entry.resolvedAt),
+                unique: CacheStore.recordUniques.add(1, ordering: .relaxed).newValue, ttlSeconds: 0,
+                fingerprint: entry.fingerprint, placement: entry.placement, userID: entry.userID ?? "")
+            try store.logWriter.append([alias])
+        }
+    }
+
+    func lookup(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)? {
+        lookup(placement: placement, fingerprint: identity.fingerprint)
+    }
+
+    /// The newest record of a key whose flow reads back whole, validates and is the flow the record names.
+    private func lookup(placement: String, fingerprint: String) -> (CachedFlow, FlowDocument)? {
+        let log = store.log
+        for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
+            let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
+            guard let doc = store.objectDocument(located.record.flowSHA256, location: path),
+                doc.id.sameBytes(as: located.record.flowID)
+            else { continue }
+            return (store.cachedFlow(located.record, path: path), doc)
+        }
+        return nil
+    }
+
+    func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
+        guard let alias = store.log.newestAlias(placement: placement) else { return nil }
+        return lookup(placement: placement, fingerprint: alias.fingerprint)
+    }
+
+    /// `stage`'s writes, on a blocking-I/O thread: the objects stored and the
+    /// records queued for the writer's group commit, the shared lock held
+    /// until it is done.
+    private func stage(_ entries: [Entry], to staged: StagedFlows) {
+        let lock: CacheStore.Lock
+        do { lock = try CacheStore.Lock(path: store.lockPath, exclusive: false) } catch {
+            for index in entries.indices { staged.finish(index, error, lock: nil) }
+            return
+        }
+        do { try storeObjects(entries) } catch {
+            for index in entries.indices { staged.finish(index, error, lock: lock) }
+            return
+        }
+        store.logWriter.enqueue(entries.map(\.record)) { error in
+            for index in entries.indices { staged.finish(index, error, lock: lock) }
+        }
+    }
+
+    /// Stores the flows' bytes that are not there (an `access` per distinct
+    /// flow of the batch: a `prune` or `clear` between two batches may have
+    /// removed one this process stored, so nothing is remembered). The caller
+    /// holds the shared lock until the records pointing at them are durable,
+    /// so no compaction removes an object between the two.
+    private func storeObjects(_ entries: [Entry]) throws {
+        // An identity's few flows: an object named before in the batch is found by looking back.
+        for index in entries.indices {
+            let sha256 = entries[index].record.flowSHA256
+            if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
+            try store.log.storeObject(entries[index].object, sha256: sha256)
+        }
+    }
+}

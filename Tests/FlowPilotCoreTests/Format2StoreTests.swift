@@ -28,6 +28,32 @@ final class Format2StoreTests {
     let alice = Identity(userID: "alice", attributes: ["plan": .string("free")])
     let bob = Identity(userID: "bob")
 
+    @Test(
+        "the format is asked in one place: a store opened as format 1 writes files until the cache is migrated, then the log, and finds what it wrote before in the log"
+    )
+    func oneInterfaceTwoFormats() throws {
+        let root = "\(scratch)/\(UUID().uuidString)"
+        let store = try CacheStore(root: root, create: true, newFormat: 1)
+        #expect(store.readEntries is FileEntries && store.writeEntries is FileEntries)
+        let before = try store.storeFlow(
+            placement: "paywall", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network)
+        #expect(!before.inLog && FileManager.default.fileExists(atPath: before.path), "format 1: a file an entry")
+        _ = try store.migrate()
+        #expect(store.readEntries is FileEntries, "opened as format 1, it reads its files first")
+        #expect(store.writeEntries is LoggedEntries, "migrated since it was opened: it writes the log")
+        #expect(!FileManager.default.fileExists(atPath: before.path), "the migration removed format 1's tree")
+        #expect(store.lookupFlow(placement: "paywall", identity: alice)?.1.id == "a", "found in the log")
+        #expect(store.lookupAlias(placement: "paywall")?.1.id == "a")
+        let after = try store.storeFlow(
+            placement: "paywall", identity: bob, document: Self.flow("b"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date() + 1)
+        #expect(after.inLog && !FileManager.default.fileExists(atPath: "\(root)/flows"), "written as a record")
+        let reopened = try CacheStore(root: root)
+        #expect(reopened.readEntries is LoggedEntries && reopened.writeEntries is LoggedEntries)
+        #expect(reopened.lookupFlow(placement: "paywall", identity: bob)?.1.id == "b")
+        #expect(reopened.lookupAlias(placement: "paywall")?.1.id == "b", "the newest alias, written after the switch")
+    }
+
     @Test("an entry is found by its identity only; the alias serves the placement's newest after an identity change")
     func tiersAndAlias() throws {
         let store = try store()

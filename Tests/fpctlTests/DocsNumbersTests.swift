@@ -145,7 +145,7 @@ struct DocsNumbersTests {
             ),
             (
                 "docs/cache-format.md", "a migration's batch",
-                "\(grouped(CacheStore.migrationChunk)) key directories at a time"
+                "\(grouped(CacheMigration.chunk)) key directories at a time"
             ),
             (
                 "docs/cache-format.md", "a compaction's segment size",

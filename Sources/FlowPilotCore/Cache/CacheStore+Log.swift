@@ -121,7 +121,9 @@ extension CacheStore {
     /// the flow the record names; nil when it reads back whole.
     func inspectLogged(_ entry: CachedFlow) -> String? {
         guard let sha = entry.flowSHA256 else { return "record unreadable" }
-        if sha == Self.missingObject { return "unreadable in format 1, carried over as a miss by the migration" }
+        if sha == CacheMigration.missingObject {
+            return "unreadable in format 1, carried over as a miss by the migration"
+        }
         guard let doc = objectDocument(sha, location: entry.path) else {
             guard access(log.objectPath(sha), F_OK) == 0 else { return "flow bytes missing (objects/\(sha))" }
             guard let bytes = log.readObject(sha) else { return "flow bytes do not match flow_sha256" }

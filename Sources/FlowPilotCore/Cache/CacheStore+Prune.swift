@@ -40,7 +40,7 @@ extension CacheStore {
             }
             if selection.scan.logged && !selection.scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
-                _ = try? self.carryOverFormatOneTrees()
+                _ = try? CacheMigration(store: self).carryOverFormatOneTrees()
             }
             return try self.carryOut(selection)
         }

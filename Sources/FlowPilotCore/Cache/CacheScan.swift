@@ -230,6 +230,7 @@ extension CacheStore {
     func scan(log usesLog: Bool, flows: Bool = true, survey: Bool = true) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
+        let entries: any FlowEntries = usesLog ? LoggedEntries(store: self) : FileEntries(store: self)
         for item in DirectoryWalker.list(root) ?? [] {
             // A writer's named temporary (no O_TMPFILE): the marker being made.
             if Self.classify(root, item, scan: &scan) { continue }
@@ -237,12 +238,10 @@ extension CacheStore {
             if item.isDirectory && Self.fileSystemNames.contains(item.name) { continue }
             switch item.name {
             case Self.markerName, ".lock": continue
-            case "flows" where !usesLog: if flows { scanFlows(into: &scan) }
-            case "aliases" where !usesLog: scanAliases(into: &scan)
-            case "log" where usesLog: scanLog(into: &scan, survey: survey)
-            case "objects" where usesLog: scanObjects(into: &scan)
+            case let name where entries.directories.contains(name):
+                entries.scan(name, into: &scan, flows: flows, survey: survey)
             // The other format's: a migration's work in progress (format 1), or what it left to remove (2).
-            case "flows", "aliases", "log", "objects":
+            case let name where FileEntries.names.contains(name) || LoggedEntries.names.contains(name):
                 scan.migrationLeftovers.append("\(root)/\(item.name)")
             case "images": scanImageDirs(into: &scan)
             case "fonts": scan.fonts = scanFlat(fontsDir, scan: &scan)
@@ -271,7 +270,7 @@ extension CacheStore {
     /// Placement directories one by one, then every key directory, spread over
     /// the cores (the walk is one `getdents` and a `stat` per entry file: the sizes
     /// are not in the names).
-    private func scanFlows(into scan: inout CacheScan) {
+    func scanFlows(into scan: inout CacheScan) {
         var keyDirs: [(placement: String, dir: String, name: String)] = []
         for p in DirectoryWalker.list(flowsDir, stat: false) ?? [] {
             // A writer's temporaries are debris or work in progress at any depth, never foreign.
@@ -361,7 +360,7 @@ extension CacheStore {
         scan.superseded += entries.map { .init(path: $0.path, size: $0.size, mtime: $0.resolvedAt) }
     }
 
-    private func scanAliases(into scan: inout CacheScan) {
+    func scanAliases(into scan: inout CacheScan) {
         for p in DirectoryWalker.list(aliasesDir, stat: false) ?? [] {
             if Self.classify(aliasesDir, p, scan: &scan) { continue }
             let pdir = "\(aliasesDir)/\(p.name)"

@@ -8,6 +8,17 @@ import Foundation
 struct FileEntries: FlowEntries {
     let store: CacheStore
 
+    static let names = ["flows", "aliases"]
+    var directories: [String] { Self.names }
+
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
+        if directory == "aliases" {
+            store.scanAliases(into: &scan)
+        } else if flows {
+            store.scanFlows(into: &scan)
+        }
+    }
+
     func staging(_ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit)
         -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
     {

@@ -44,6 +44,14 @@ protocol FlowEntries {
 
     /// The entry the placement's alias points at, read as `lookup` reads it.
     func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)?
+
+    /// The names at the cache's root this format keeps its entries in.
+    var directories: [String] { get }
+
+    /// One of `directories` read into `scan` (`CacheStore.scan`); `flows`
+    /// false leaves format 1's entries out (a migration reads them in
+    /// chunks), `survey` false leaves format 2's log unsurveyed.
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool)
 }
 
 extension CacheStore {

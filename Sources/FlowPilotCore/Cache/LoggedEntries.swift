@@ -7,6 +7,17 @@ import Foundation
 struct LoggedEntries: FlowEntries {
     let store: CacheStore
 
+    static let names = ["log", "objects"]
+    var directories: [String] { Self.names }
+
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
+        if directory == "objects" {
+            store.scanObjects(into: &scan)
+        } else {
+            store.scanLog(into: &scan, survey: survey)
+        }
+    }
+
     /// An entry's record and its flow's bytes (the object).
     struct Entry {
         let record: LogRecord

@@ -7,17 +7,6 @@ import Foundation
 struct LoggedEntries: FlowEntries {
     let store: CacheStore
 
-    static let names = ["log", "objects"]
-    var directories: [String] { Self.names }
-
-    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
-        if directory == "objects" {
-            store.scanObjects(into: &scan)
-        } else {
-            store.scanLog(into: &scan, survey: survey)
-        }
-    }
-
     /// An entry's record and its flow's bytes (the object).
     struct Entry {
         let record: LogRecord
@@ -110,6 +99,15 @@ struct LoggedEntries: FlowEntries {
     func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)? {
         guard let alias = store.log.newestAlias(placement: placement) else { return nil }
         return lookup(placement: placement, fingerprint: alias.fingerprint)
+    }
+
+    static let names = ["log", "objects"]
+    var directories: [String] { Self.names }
+
+    /// `log/`, surveyed unless `survey` is false, or `objects/`.
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
+        guard directory == "objects" else { return store.scanLog(into: &scan, survey: survey) }
+        store.scanObjects(into: &scan)
     }
 
     /// `stage`'s writes, on a blocking-I/O thread: the objects stored and the

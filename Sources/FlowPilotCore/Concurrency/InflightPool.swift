@@ -20,8 +20,8 @@ import Synchronization
 /// key released since then is not claimed but handed back as a `recheck`
 /// (look again: its effect is there now). Which keys were released is
 /// remembered in `releaseSlots` places by hash, each holding its latest
-/// release's number, so the memory is fixed; two keys sharing a place cost
-/// a needless second look, never a second start.
+/// release's number, so the memory is fixed (32 KiB); two keys sharing a
+/// place cost a needless second look, never a second start.
 final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendable>: Sendable {
     /// A key nobody was running: the claimer's to work on, `fulfil` and `release`, once.
     struct Claim: Sendable {
@@ -39,20 +39,21 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     }
 
     /// How many places remember releases by key hash.
-    static var releaseSlots: Int { 256 }
+    static var releaseSlots: Int { 4096 }
 
     private struct State {
         var running: [Key: Running] = [:]
         var generation: UInt64 = 0
-        /// Releases so far; `released[slot]` is the number of the latest release of a key hashed there.
-        var releases: UInt64 = 0
+        /// `released[slot]`: the number of the latest release of a key hashed there.
         var released = [UInt64](repeating: 0, count: InflightPool.releaseSlots)
     }
 
     private let state = Mutex(State())
+    /// Releases so far, counted under `state`'s lock and read without it.
+    private let releases = Atomic<UInt64>(0)
 
     /// The releases so far: read before looking for a key's effect, given to `values(for:since:)`.
-    var epoch: UInt64 { state.withLock { $0.releases } }
+    var epoch: UInt64 { releases.load(ordering: .acquiring) }
 
     /// Where a key's releases are remembered.
     static func slot(_ key: Key) -> Int { key.hashValue & (releaseSlots - 1) }
@@ -66,21 +67,28 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     /// running key.
     ///
     /// With `since` (an `epoch` read before the caller looked for the keys'
-    /// effects), a key nobody is running that may have been released since
-    /// is neither claimed nor given a value (its place in `running` is
-    /// nil): the caller looks again, and comes back with a new `epoch`.
+    /// effects), when a key nobody is running may have been released since,
+    /// no key of the call is claimed: each key nobody is running gets no
+    /// value (its place in `running` is nil), the caller looks them up
+    /// again and comes back with a new `epoch`, so keys meant to be claimed
+    /// together (one batch request) are never split by a recheck.
     func values(for keys: [(key: Key, tag: Tag)], since: UInt64? = nil) -> (running: [Running?], claims: [Claim]) {
         state.withLock { state in
             var values: [Running?] = []
             values.reserveCapacity(keys.count)
             var claims: [Claim] = []
+            let recheck =
+                since.map { since in
+                    releases.load(ordering: .relaxed) > since
+                        && keys.contains { state.running[$0.key] == nil && state.released[Self.slot($0.key)] > since }
+                } ?? false
             for (index, (key, tag)) in keys.enumerated() {
                 // A caller gives a few keys: an earlier one is found by looking back.
                 if let earlier = keys[..<index].firstIndex(where: { $0.key == key }) {
                     values.append(values[earlier])
                 } else if let running = state.running[key] {
                     values.append(running)
-                } else if let since, state.releases > since, state.released[Self.slot(key)] > since {
+                } else if recheck {
                     values.append(nil)
                 } else {
                     state.generation += 1
@@ -105,8 +113,8 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
     func release(_ claim: Claim) {
         state.withLock { state in
             if state.running[claim.key]?.generation == claim.generation { state.running[claim.key] = nil }
-            state.releases += 1
-            state.released[Self.slot(claim.key)] = state.releases
+            let number = releases.add(1, ordering: .releasing).newValue
+            state.released[Self.slot(claim.key)] = number
         }
     }
 

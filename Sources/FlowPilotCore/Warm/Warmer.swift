@@ -108,24 +108,13 @@ public final class Warmer: Sendable {
         var cachedWithImages: [(Int, TierChain.Served, TierChain.Step)] = []
         var needLive: [Int] = []
         var cacheSteps: [TierChain.Step] = []
-        /// Tier 0 for the key at `index`: true when the cache serves it, and where.
-        func lookUp(_ index: Int) -> TierChain.Step? {
-            let (step, decision) = TierChain.cached(
-                store.lookupFlow(placement: keys[index], identity: identity), now: config.currentTime)
-            guard case .serve(let served)? = decision else { return step }
-            // Its images wait for the last phase, beside the live placements'.
-            if !warmsImages {
-                cached[index] = Resolution(
-                    keys[index], for: identity, steps: [step], decision: .serve(served), since: start)
-            } else {
-                cachedWithImages.append((index, served, step))
-            }
-            return nil
-        }
         // Read before the lookups: a request for one of these keys that lands after them is not made again.
         var epoch = live.epoch
         for index in keys.indices {
-            guard let step = lookUp(index) else { continue }
+            guard
+                let step = lookUp(
+                    keys, index, identity, start, warmsImages, cached: &cached, cachedWithImages: &cachedWithImages)
+            else { continue }
             needLive.append(index)
             if forResolve { cacheSteps.append(step) }
         }
@@ -141,7 +130,11 @@ public final class Warmer: Sendable {
                 var step = forResolve ? cacheSteps[n] : nil
                 if calls[n] == nil {
                     // Served from the cache now: no longer live.
-                    guard let missed = lookUp(index) else { continue }
+                    guard
+                        let missed = lookUp(
+                            keys, index, identity, start, warmsImages, cached: &cached,
+                            cachedWithImages: &cachedWithImages)
+                    else { continue }
                     step = missed
                     again.append(stillLive.count)
                 }
@@ -159,6 +152,25 @@ public final class Warmer: Sendable {
             cachedWithImages: cachedWithImages, needLive: needLive, cacheSteps: cacheSteps,
             calls: calls.compactMap { $0 },
             forResolve: forResolve, warmsImages: warmsImages)
+    }
+
+    /// Tier 0 for `keys[index]`: a fresh hit is set aside (in `cached`, or
+    /// in `cachedWithImages` when its images wait for the last phase, beside
+    /// the live placements') and gives nil; a miss gives its step.
+    private func lookUp(
+        _ keys: [String], _ index: Int, _ identity: Identity, _ start: ContinuousClock.Instant, _ warmsImages: Bool,
+        cached: inout [Resolution?], cachedWithImages: inout [(Int, TierChain.Served, TierChain.Step)]
+    ) -> TierChain.Step? {
+        let (step, decision) = TierChain.cached(
+            store.lookupFlow(placement: keys[index], identity: identity), now: config.currentTime)
+        guard case .serve(let served)? = decision else { return step }
+        if !warmsImages {
+            cached[index] = Resolution(
+                keys[index], for: identity, steps: [step], decision: .serve(served), since: start)
+        } else {
+            cachedWithImages.append((index, served, step))
+        }
+        return nil
     }
 
     /// The one engine of a prefetch, whatever `--media` is (`IdentityPrefetch`):

@@ -66,35 +66,6 @@ final class SharedCacheTests {
         exclusive.release()
     }
 
-    @Test(
-        "a flow's object seen durable is not looked for again while the shared lock is held without a gap; after a gap, when a prune may have run, it is"
-    )
-    func objectsKnownWithinOneHold() async throws {
-        let store = try CacheStore(root: tempDir(), create: true, newFormat: 2)
-        let document = flow("paywall", version: "v1")
-        let object = store.log.objectPath(document.canonical.sha256)
-        func put(_ user: String) async throws {
-            let stored = await store.storeFlows(
-                [("paywall", document, 300)], identity: Identity(userID: user), tier: .network, commit: .shared)
-            _ = try stored[0].get()
-        }
-        // A warm's batches overlap, so its hold lasts: one hold kept across the writes stands for that.
-        let hold = try CacheStore.Lock(path: store.lockPath, exclusive: false)
-        try await put("a")
-        #expect(FileManager.default.fileExists(atPath: object))
-        // Gone behind the lock's back (nothing fpctl does: only an exclusive holder removes objects): within
-        // the same hold, the next write trusts what it saw and does not look.
-        try FileManager.default.removeItem(atPath: object)
-        try await put("b")
-        #expect(!FileManager.default.fileExists(atPath: object), "not looked for again within one hold")
-        hold.release()
-        #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 0)
-        // A gap: a prune could have removed it. The next hold looks, and stores it again.
-        try await put("c")
-        #expect(FileManager.default.fileExists(atPath: object), "looked for, and stored again, after a gap")
-        #expect(store.lookupFlow(placement: "paywall", identity: Identity(userID: "c"))?.1.id == "paywall")
-    }
-
     @Test("a writer that finishes after a newer entry of its key leaves the newer one: the later entry wins")
     func laterEntryWins() throws {
         let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)

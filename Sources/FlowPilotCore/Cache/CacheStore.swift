@@ -325,28 +325,21 @@ public final class CacheStore: Sendable {
         private let descriptor: Int32
         /// The lock file, for a shared hold (released by counting down).
         private let sharedPath: String?
-        /// A shared hold's descriptor, numbered: holds with the same number
-        /// were held without a gap between them, so no exclusive holder (a
-        /// prune, a clear) ran in between. nil for any other lock.
-        let sharedEpoch: UInt64?
 
-        /// Each lock file held shared by this process: its descriptor, how
-        /// many holds share it, and its number (`sharedEpoch`).
-        private static let sharedHolds = Mutex<
-            (held: [String: (descriptor: Int32, holds: Int, epoch: UInt64)], opened: UInt64)
-        >(([:], 0))
+        /// Each lock file held shared by this process: its descriptor and how many holds share it.
+        private static let sharedHolds = Mutex<[String: (descriptor: Int32, holds: Int)]>([:])
 
         /// How many holds share `path`'s descriptor now (tests).
-        static func sharedHoldCount(_ path: String) -> Int { sharedHolds.withLock { $0.held[path]?.holds ?? 0 } }
+        static func sharedHoldCount(_ path: String) -> Int { sharedHolds.withLock { $0[path]?.holds ?? 0 } }
 
         /// `waiting: false` fails at once (`FPError.unavailable`) when another process holds a conflicting lock.
         init(path: String, exclusive: Bool, checked: Bool = true, waiting: Bool = true) throws {
             if !exclusive && waiting {
-                (descriptor, sharedEpoch) = try Self.holdShared(path)
+                descriptor = try Self.holdShared(path)
                 sharedPath = path
                 return
             }
-            (sharedPath, sharedEpoch) = (nil, nil)
+            sharedPath = nil
             // Read-only is enough for flock(2), so any uid that can read the
             // file can lock it; made with the umask's mode when missing.
             descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
@@ -392,13 +385,13 @@ public final class CacheStore: Sendable {
                 return
             }
             let last = Self.sharedHolds.withLock { holds -> Int32? in
-                guard var held = holds.held[sharedPath] else { return nil }
+                guard var held = holds[sharedPath] else { return nil }
                 held.holds -= 1
                 if held.holds > 0 {
-                    holds.held[sharedPath] = held
+                    holds[sharedPath] = held
                     return nil
                 }
-                holds.held[sharedPath] = nil
+                holds[sharedPath] = nil
                 return held.descriptor
             }
             if let last { close(last) }
@@ -407,13 +400,13 @@ public final class CacheStore: Sendable {
         /// One more shared hold of `path`: joins the descriptor held already,
         /// or opens and locks one (waiting outside the count's lock, so a
         /// release never waits for an exclusive holder elsewhere).
-        private static func holdShared(_ path: String) throws -> (Int32, UInt64) {
-            func join() -> (Int32, UInt64)? {
+        private static func holdShared(_ path: String) throws -> Int32 {
+            func join() -> Int32? {
                 sharedHolds.withLock { holds in
-                    guard var held = holds.held[path] else { return nil }
+                    guard var held = holds[path] else { return nil }
                     held.holds += 1
-                    holds.held[path] = held
-                    return (held.descriptor, held.epoch)
+                    holds[path] = held
+                    return held.descriptor
                 }
             }
             if let held = join() { return held }
@@ -429,15 +422,14 @@ public final class CacheStore: Sendable {
                 }
             }
             // Another thread may have taken it meanwhile: one descriptor stays, the other goes.
-            let (kept, spare) = sharedHolds.withLock { holds -> ((Int32, UInt64), Int32?) in
-                if var held = holds.held[path] {
+            let (kept, spare) = sharedHolds.withLock { holds -> (Int32, Int32?) in
+                if var held = holds[path] {
                     held.holds += 1
-                    holds.held[path] = held
-                    return ((held.descriptor, held.epoch), descriptor)
+                    holds[path] = held
+                    return (held.descriptor, descriptor)
                 }
-                holds.opened += 1
-                holds.held[path] = (descriptor, 1, holds.opened)
-                return ((descriptor, holds.opened), nil)
+                holds[path] = (descriptor, 1)
+                return (descriptor, nil)
             }
             if let spare { close(spare) }
             return kept

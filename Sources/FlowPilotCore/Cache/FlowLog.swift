@@ -23,10 +23,8 @@ public final class FlowLog: Sendable {
     let rollBytes: Int
 
     /// The objects this process knows are durable under their names, by
-    /// name and inode (one pruned and stored again is another inode), and
-    /// the shared hold of the cache's lock they were last seen in
-    /// (`CacheStore.Lock.sharedEpoch`).
-    private let durableObjects = Mutex<[String: (inode: UInt64, seenIn: UInt64?)]>([:])
+    /// name and inode (one pruned and stored again is another inode).
+    private let durableObjects = Mutex<[String: UInt64]>([:])
 
     init(root: String, rollBytes: Int = LogSegment.rollBytes) {
         self.root = root
@@ -362,20 +360,11 @@ public final class FlowLog: Sendable {
     /// the publish) may not be durable yet: its writer may still be syncing
     /// `objects/`. So before a record may name it, `objects/` is synced here
     /// too, once a process for each object it did not publish itself.
-    ///
-    /// `heldSince` is the caller's shared hold of the cache's lock: an
-    /// object seen durable in the same hold is still there (only an
-    /// exclusive holder removes objects, and none can have run since), so
-    /// it is not looked for again. Without one, or in a later hold, it is.
-    func storeObject(_ data: Data, sha256: String, heldSince hold: UInt64? = nil) throws {
-        if let hold, durableObjects.withLock({ $0[sha256]?.seenIn == hold }) { return }
+    func storeObject(_ data: Data, sha256: String) throws {
         let path = objectPath(sha256)
         var info = stat()
         if stat(path, &info) == 0 {
-            if durableObjects.withLock({ $0[sha256]?.inode == UInt64(info.st_ino) }) {
-                durableObjects.withLock { $0[sha256]?.seenIn = hold }
-                return
-            }
+            if durableObjects.withLock({ $0[sha256] == UInt64(info.st_ino) }) { return }
             try AtomicFile.syncDirectory(objectsDir)
         } else {
             do {
@@ -386,7 +375,7 @@ public final class FlowLog: Sendable {
             }
             guard stat(path, &info) == 0 else { return }
         }
-        durableObjects.withLock { $0[sha256] = (UInt64(info.st_ino), hold) }
+        durableObjects.withLock { $0[sha256] = UInt64(info.st_ino) }
     }
 
     // MARK: Writing

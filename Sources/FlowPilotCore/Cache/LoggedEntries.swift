@@ -53,7 +53,7 @@ struct LoggedEntries: FlowEntries {
         // The writer's own group commit makes records durable: `commit` is format 1's.
         let logged = entry(flow, identity: identity, tier: tier, resolvedAt: resolvedAt)
         let lock = try CacheStore.Lock(path: store.lockPath, exclusive: false)
-        do { try storeObjects([logged], heldSince: lock.sharedEpoch) } catch {
+        do { try storeObjects([logged]) } catch {
             lock.release()
             throw error
         }
@@ -119,7 +119,7 @@ struct LoggedEntries: FlowEntries {
             for index in entries.indices { staged.finish(index, error, lock: nil) }
             return
         }
-        do { try storeObjects(entries, heldSince: lock.sharedEpoch) } catch {
+        do { try storeObjects(entries) } catch {
             for index in entries.indices { staged.finish(index, error, lock: lock) }
             return
         }
@@ -128,19 +128,17 @@ struct LoggedEntries: FlowEntries {
         }
     }
 
-    /// Stores the flows' bytes that are not there: a `stat` per distinct
-    /// flow of the batch, unless this process saw it durable in the same
-    /// shared hold of the lock (`heldSince`: batches in flight overlap, so a
-    /// warm's hold lasts while it writes); a `prune` or `clear` between two
-    /// holds may have removed one. The caller holds the shared lock until
-    /// the records pointing at them are durable, so no compaction removes
-    /// an object between the two.
-    private func storeObjects(_ entries: [Entry], heldSince hold: UInt64? = nil) throws {
+    /// Stores the flows' bytes that are not there (an `access` per distinct
+    /// flow of the batch: a `prune` or `clear` between two batches may have
+    /// removed one this process stored, so nothing is remembered). The caller
+    /// holds the shared lock until the records pointing at them are durable,
+    /// so no compaction removes an object between the two.
+    private func storeObjects(_ entries: [Entry]) throws {
         // An identity's few flows: an object named before in the batch is found by looking back.
         for index in entries.indices {
             let sha256 = entries[index].record.flowSHA256
             if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
-            try store.log.storeObject(entries[index].object, sha256: sha256, heldSince: hold)
+            try store.log.storeObject(entries[index].object, sha256: sha256)
         }
     }
 }

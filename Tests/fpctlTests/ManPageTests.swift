@@ -255,7 +255,7 @@ struct ManPageTests {
                     let expected = line.components(separatedBy: "# exit ").dropFirst().first.flatMap { Int32($0) } ?? 0
                     let result = try run(
                         "/bin/sh", ["-c", line], environment: environment, currentDirectory: work.path)
-                    #expect(result.status == expected, "\(name): \(command)\n\(result.stderr)")
+                    #expect(result.status == expected, "\(name): \(command)\n\(result.stderr)\n\(result.stdout)")
                 }
                 ran += 1
             }

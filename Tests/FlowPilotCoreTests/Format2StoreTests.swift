@@ -54,6 +54,31 @@ final class Format2StoreTests {
         #expect(reopened.lookupAlias(placement: "paywall")?.1.id == "b", "the newest alias, written after the switch")
     }
 
+    @Test(
+        "an identity's placements looked up together find what each lookup alone finds: the newest whole entry, or a miss"
+    )
+    func lookupsTogether() throws {
+        let store = try store()
+        try store.storeFlow(
+            placement: "paywall", identity: alice, document: Self.flow("old"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "paywall", identity: alice, document: Self.flow("new"), ttlSeconds: 300, tier: .network,
+            resolvedAt: Date() + 1)
+        try store.storeFlow(
+            placement: "onboarding", identity: alice, document: Self.flow("onb"), ttlSeconds: 300, tier: .network)
+        try store.storeFlow(
+            placement: "settings", identity: bob, document: Self.flow("bob's"), ttlSeconds: 300, tier: .network)
+        store.finishWriting()  // sealed: found through the index
+        try store.storeFlow(
+            placement: "settings", identity: alice, document: Self.flow("set"), ttlSeconds: 300, tier: .network)
+        let placements = ["paywall", "missing", "onboarding", "settings"]
+        let together = store.lookupFlows(placements, identity: alice).map { $0?.1.id }
+        let alone = placements.map { store.lookupFlow(placement: $0, identity: alice)?.1.id }
+        #expect(together == ["new", nil, "onb", "set"])
+        #expect(together == alone)
+        #expect(store.lookupFlows(["settings"], identity: bob).map { $0?.1.id } == ["bob's"])
+    }
+
     @Test("an entry is found by its identity only; the alias serves the placement's newest after an identity change")
     func tiersAndAlias() throws {
         let store = try store()

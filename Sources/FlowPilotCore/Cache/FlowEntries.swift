@@ -42,6 +42,11 @@ protocol FlowEntries {
     /// whole and valid, fresh or stale; nil when there is none.
     func lookup(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)?
 
+    /// `lookup` of each placement of one identity, in order: where a format
+    /// can, from one look at what it keeps (format 2: one look at `log/` and
+    /// at each segment's length for all of them).
+    func lookup(placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?]
+
     /// The entry the placement's alias points at, read as `lookup` reads it.
     func lookupAlias(placement: String) -> (CachedFlow, FlowDocument)?
 
@@ -52,6 +57,12 @@ protocol FlowEntries {
     /// false leaves format 1's entries out (a migration reads them in
     /// chunks), `survey` false leaves format 2's log unsurveyed.
     func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool)
+}
+
+extension FlowEntries {
+    func lookup(placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?] {
+        placements.map { lookup(placement: $0, identity: identity) }
+    }
 }
 
 extension CacheStore {
@@ -158,6 +169,17 @@ extension CacheStore {
     public func lookupFlow(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)? {
         readEntries.lookup(placement: placement, identity: identity)
             ?? migratedEntries?.lookup(placement: placement, identity: identity)
+    }
+
+    /// `lookupFlow` of each of an identity's placements, in order, looked up
+    /// together (`FlowEntries.lookup(placements:identity:)`).
+    func lookupFlows(_ placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?] {
+        var found = readEntries.lookup(placements: placements, identity: identity)
+        guard found.contains(where: { $0 == nil }), let migrated = migratedEntries else { return found }
+        for index in found.indices where found[index] == nil {
+            found[index] = migrated.lookup(placement: placements[index], identity: identity)
+        }
+        return found
     }
 
     /// The placement's last-known-good flow for any identity (Tier 2 after an

@@ -66,9 +66,12 @@ public final class FlowLog: Sendable {
     /// Every record of `key` in the cache, newest first (`LogView`: each
     /// sealed segment's index probed, each unsealed one's new bytes read
     /// once and remembered).
-    func located(of key: LogKey) -> [Located] {
+    func located(of key: LogKey) -> [Located] { located(of: [key])[0] }
+
+    /// `located(of:)` of several keys, from one look at the log (`LogView.located(of:)`).
+    func located(of keys: [LogKey]) -> [[Located]] {
         let now = LogRecord.nowMillis
-        return view.located(of: key).sorted { $0.record.wins(over: $1.record, now: now) }
+        return view.located(of: keys).map { $0.sorted { $0.record.wins(over: $1.record, now: now) } }
     }
 
     /// Every record of `key`, newest first.

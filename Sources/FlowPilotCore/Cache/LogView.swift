@@ -101,17 +101,23 @@ final class LogView: Sendable {
     }
 
     /// Every record of `key` in the segments as this process sees them now.
-    func located(of key: LogKey) -> [FlowLog.Located] {
+    func located(of key: LogKey) -> [FlowLog.Located] { located(of: [key])[0] }
+
+    /// Every record of each key, from one look at `log/` and at each
+    /// segment's length: an identity's placements looked up together.
+    func located(of keys: [LogKey]) -> [[FlowLog.Located]] {
         let segments = current()
-        var found: [FlowLog.Located] = []
+        var found = [[FlowLog.Located]](repeating: [], count: keys.count)
         for segment in segments {
             let offsets = state.withLock { _ in
                 segment.catchUp()
-                return segment.offsets(of: key.prefix)
+                return keys.map { segment.offsets(of: $0.prefix) }
             }
-            for offset in offsets {
-                if let record = FlowLog.record(segment.fd, at: offset), key.matches(record) {
-                    found.append(FlowLog.Located(record: record, segment: segment.name, offset: offset))
+            for (n, key) in keys.enumerated() {
+                for offset in offsets[n] {
+                    if let record = FlowLog.record(segment.fd, at: offset), key.matches(record) {
+                        found[n].append(FlowLog.Located(record: record, segment: segment.name, offset: offset))
+                    }
                 }
             }
         }

@@ -83,11 +83,20 @@ struct LoggedEntries: FlowEntries {
         lookup(placement: placement, fingerprint: identity.fingerprint)
     }
 
+    func lookup(placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?] {
+        let keys = placements.map { LogKey.entry(placement: $0, fingerprint: identity.fingerprint) }
+        return store.log.located(of: keys).map(serving)
+    }
+
     /// The newest record of a key whose flow reads back whole, validates and is the flow the record names.
     private func lookup(placement: String, fingerprint: String) -> (CachedFlow, FlowDocument)? {
-        let log = store.log
-        for located in log.located(of: .entry(placement: placement, fingerprint: fingerprint)) {
-            let path = "\(log.logDir)/\(located.segment)#\(located.offset)"
+        serving(store.log.located(of: .entry(placement: placement, fingerprint: fingerprint)))
+    }
+
+    /// Of a key's records, newest first, the first that serves.
+    private func serving(_ records: [FlowLog.Located]) -> (CachedFlow, FlowDocument)? {
+        for located in records {
+            let path = "\(store.log.logDir)/\(located.segment)#\(located.offset)"
             guard let doc = store.objectDocument(located.record.flowSHA256, location: path),
                 doc.id.sameBytes(as: located.record.flowID)
             else { continue }

@@ -91,6 +91,10 @@ public final class Warmer: Sendable {
         let warmsImages: Bool
     }
 
+    /// The placements looked up together (`CacheStore.lookupFlows`), then
+    /// the live resolves of those missed started or joined, looking again at
+    /// any whose request landed in between (`InflightPool.epoch`).
+    /// `lookedUp` runs between the two (a test holds a prefetch there).
     func begin(
         _ placements: [String], for identity: Identity, deadline: ContinuousClock.Instant? = nil,
         forResolve: Bool = false, lookedUp: () -> Void = {}
@@ -110,10 +114,11 @@ public final class Warmer: Sendable {
         var cacheSteps: [TierChain.Step] = []
         // Read before the lookups: a request for one of these keys that lands after them is not made again.
         var epoch = live.epoch
-        for index in keys.indices {
+        for (index, found) in store.lookupFlows(keys, identity: identity).enumerated() {
             guard
                 let step = lookUp(
-                    keys, index, identity, start, warmsImages, cached: &cached, cachedWithImages: &cachedWithImages)
+                    keys, index, found, identity, start, warmsImages, cached: &cached,
+                    cachedWithImages: &cachedWithImages)
             else { continue }
             needLive.append(index)
             if forResolve { cacheSteps.append(step) }
@@ -132,8 +137,8 @@ public final class Warmer: Sendable {
                     // Served from the cache now: no longer live.
                     guard
                         let missed = lookUp(
-                            keys, index, identity, start, warmsImages, cached: &cached,
-                            cachedWithImages: &cachedWithImages)
+                            keys, index, store.lookupFlow(placement: keys[index], identity: identity), identity,
+                            start, warmsImages, cached: &cached, cachedWithImages: &cachedWithImages)
                     else { continue }
                     step = missed
                     again.append(stillLive.count)
@@ -154,15 +159,16 @@ public final class Warmer: Sendable {
             forResolve: forResolve, warmsImages: warmsImages)
     }
 
-    /// Tier 0 for `keys[index]`: a fresh hit is set aside (in `cached`, or
-    /// in `cachedWithImages` when its images wait for the last phase, beside
-    /// the live placements') and gives nil; a miss gives its step.
+    /// Tier 0 for `keys[index]`, given what the cache holds of it (`found`):
+    /// a fresh hit is set aside (in `cached`, or in `cachedWithImages` when
+    /// its images wait for the last phase, beside the live placements') and
+    /// gives nil; a miss gives its step.
     private func lookUp(
-        _ keys: [String], _ index: Int, _ identity: Identity, _ start: ContinuousClock.Instant, _ warmsImages: Bool,
-        cached: inout [Resolution?], cachedWithImages: inout [(Int, TierChain.Served, TierChain.Step)]
+        _ keys: [String], _ index: Int, _ found: (CachedFlow, FlowDocument)?, _ identity: Identity,
+        _ start: ContinuousClock.Instant, _ warmsImages: Bool, cached: inout [Resolution?],
+        cachedWithImages: inout [(Int, TierChain.Served, TierChain.Step)]
     ) -> TierChain.Step? {
-        let (step, decision) = TierChain.cached(
-            store.lookupFlow(placement: keys[index], identity: identity), now: config.currentTime)
+        let (step, decision) = TierChain.cached(found, now: config.currentTime)
         guard case .serve(let served)? = decision else { return step }
         if !warmsImages {
             cached[index] = Resolution(

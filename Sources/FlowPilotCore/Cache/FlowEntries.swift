@@ -43,8 +43,8 @@ protocol FlowEntries {
     func lookup(placement: String, identity: Identity) -> (CachedFlow, FlowDocument)?
 
     /// `lookup` of each placement of one identity, in order: where a format
-    /// can, from one look at what it keeps (format 2: one look at `log/` and
-    /// at each segment's length for all of them).
+    /// can, from one look at what it keeps (format 2: one `stat` of `log/`
+    /// and one `fstat` of each segment for all of them).
     func lookup(placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?]
 
     /// The entry the placement's alias points at, read as `lookup` reads it.

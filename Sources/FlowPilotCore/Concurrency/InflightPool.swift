@@ -17,8 +17,8 @@ import Synchronization
 /// still come after the release: its look missed the effect, the key is no
 /// longer running, and it would start the work a second time. So a caller
 /// reads `epoch` before it looks, and gives it to `values(for:since:)`: a
-/// key released since then is not claimed but handed back as a `recheck`
-/// (look again: its effect is there now). Which keys were released is
+/// key released since then is not claimed: the caller is given no value
+/// for it (nil), looks again (its effect is there now), and comes back. Which keys were released is
 /// remembered in `releaseSlots` places by hash, each holding its latest
 /// release's number, so the memory is fixed (32 KiB); two keys sharing a
 /// place cost a needless second look, never a second start.

@@ -55,6 +55,61 @@ final class Format2StoreTests {
     }
 
     @Test(
+        "verify and prune ask each format the same of its entries: a corrupt entry and the alias on it found, one identity pruned with its alias, nothing left to find",
+        arguments: [1, 2])
+    func maintenanceOneInterface(format: Int) throws {
+        let store = try CacheStore(root: "\(scratch)/\(UUID().uuidString)", create: true, newFormat: format)
+        let now = Date()
+        try store.storeFlow(
+            placement: "paywall", identity: alice, document: Self.flow("a"), ttlSeconds: 300, tier: .network,
+            resolvedAt: now)
+        try store.storeFlow(
+            placement: "onboarding", identity: alice, document: Self.flow("o"), ttlSeconds: 300, tier: .network,
+            resolvedAt: now)
+        let bobs = try store.storeFlow(
+            placement: "paywall", identity: bob, document: Self.flow("b"), ttlSeconds: 300, tier: .network,
+            resolvedAt: now + 1)
+        store.finishWriting()
+        var scan = store.scan()
+        scan.walk { _ in }  // format 2's aliases are known once the log is walked
+        let entries = store.entries(of: scan)
+        #expect(format == 1 ? entries is FileEntries : entries is LoggedEntries)
+        let alias = try #require(scan.aliases.first { $0.placement == "paywall" })
+        let target = try #require(entries.target(of: alias), "the alias's key looked up alone")
+        #expect(
+            target.userID.sameBytes(as: "bob") && entries.isUser("bob", of: target)
+                && !entries.isUser("alice", of: target))
+        #expect(entries.problem(of: target) == nil && entries.document(of: target)?.id == "b")
+
+        // Bob's flow damaged: in its file (format 1) or its object (format 2).
+        let damaged = format == 1 ? bobs.path : store.log.objectPath(try #require(bobs.flowSHA256))
+        try Data("{ not a flow".utf8).write(to: URL(fileURLWithPath: damaged))
+        // Looked at again as a command does, by a store of its own (format 2 keeps the flows it read, by digest).
+        let checker = try CacheStore(root: store.root)
+        let checked = checker.entries(of: scan)
+        #expect(checked.problem(of: target) != nil && checked.document(of: target) == nil)
+        let found = try checker.verify(repair: false, now: now + 2).findings
+        #expect(found.contains { $0.rule == "cache-corrupt-entry" })
+        #expect(found.contains { $0.rule == "cache-dangling-alias" && store.relative(alias.path) == $0.path })
+        #expect(!found.contains { $0.path.contains("alice") }, "alice's entries read whole: \(found)")
+
+        var options = CacheStore.PruneOptions()
+        options.userID = "bob"
+        options.now = now + 2
+        let pruned = try checker.prune(options)
+        var removed: [Removal] = []
+        try pruned.removed.each { removed.append($0) }
+        #expect(pruned.failed.count == 0)
+        #expect(removed.filter { $0.kind == .flow }.count == 1, "bob's one entry: \(removed.map(\.path))")
+        #expect(removed.contains { $0.kind == .alias }, "the alias on it goes with it")
+        let after = try CacheStore(root: store.root)
+        #expect(try after.verify(repair: false, now: now + 2).findings.isEmpty, "nothing left to find")
+        #expect(after.lookupFlow(placement: "paywall", identity: alice)?.1.id == "a")
+        #expect(after.lookupFlow(placement: "onboarding", identity: alice)?.1.id == "o")
+        #expect(after.lookupFlow(placement: "paywall", identity: bob) == nil)
+    }
+
+    @Test(
         "an identity's placements looked up together find what each lookup alone finds: the newest whole entry, or a miss"
     )
     func lookupsTogether() throws {

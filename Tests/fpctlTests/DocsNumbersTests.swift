@@ -212,4 +212,30 @@ struct DocsNumbersTests {
         #expect(summary.contains("\(measured[0]) Ir"), "summary lacks \(measured[0]): \(summary)")
         #expect(summary.contains("\(floor) Ir"), "summary lacks the floor's \(floor): \(summary)")
     }
+
+    @Test(
+        "docs/decisions.md says the two formats' entry types are named in one place and verify and prune ask them, not an entry's format: the sources agree"
+    )
+    func formatsNamedOnce() throws {
+        #expect(
+            try Self.text("docs/decisions.md").contains(
+                "`CacheStore.entries(log:)` is the one place that names the two types"))
+        let cache = Paths.packageRoot.appendingPathComponent("Sources/FlowPilotCore/Cache")
+        var naming: [String] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: cache.path) where name.hasSuffix(".swift") {
+            let text = try String(contentsOf: cache.appendingPathComponent(name), encoding: .utf8)
+            for line in text.split(separator: "\n")
+            where line.contains("LoggedEntries(store:") || line.contains("FileEntries(store:") {
+                naming.append("\(name): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(naming.count == 1 && naming[0].hasPrefix("FlowEntries.swift: func entries(log: Bool)"), "\(naming)")
+        // The maintenance side asks each entry's format through the protocol, never the entry or the scan.
+        for name in ["CacheStore+Prune.swift", "CacheStore+Maintenance.swift"] {
+            let text = try String(contentsOf: cache.appendingPathComponent(name), encoding: .utf8)
+            for asked in [".inLog", "scan.logged", "usesLog", "isLogged(path"] {
+                #expect(!text.contains(asked), "\(name) asks \(asked)")
+            }
+        }
+    }
 }

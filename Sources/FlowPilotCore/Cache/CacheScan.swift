@@ -61,9 +61,10 @@ public struct CacheScan: Sendable {
     public var segments: [File] = []
     public var objects: [File] = []
     public var logProblems: [(path: String, message: String, torn: Bool)] = []
-    /// `log/` and `objects/` in a format-1 cache (a migration's, killed or
-    /// in progress), `flows/` and `aliases/` in a format-2 one (what a
-    /// migration had yet to remove). Not findings; `prune` removes the latter.
+    /// `flows/` and `aliases/` in a format-2 cache: what a migration had yet
+    /// to remove (`FlowEntries.predecessors`). Not findings; `prune` carries
+    /// their entries over and removes them. (A format-1 cache's `log/` and
+    /// `objects/`, a migration's killed or in progress, are read as neither.)
     public var migrationLeftovers: [String] = []
     /// Whether the cache was read as format 2.
     public var logged = false
@@ -230,7 +231,7 @@ extension CacheStore {
     func scan(log usesLog: Bool, flows: Bool = true, survey: Bool = true) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
-        let entries: any FlowEntries = usesLog ? LoggedEntries(store: self) : FileEntries(store: self)
+        let entries = entries(log: usesLog)
         for item in DirectoryWalker.list(root) ?? [] {
             // A writer's named temporary (no O_TMPFILE): the marker being made.
             if Self.classify(root, item, scan: &scan) { continue }
@@ -240,9 +241,11 @@ extension CacheStore {
             case Self.markerName, ".lock": continue
             case let name where entries.directories.contains(name):
                 entries.scan(name, into: &scan, flows: flows, survey: survey)
-            // The other format's: a migration's work in progress (format 1), or what it left to remove (2).
-            case let name where FileEntries.names.contains(name) || LoggedEntries.names.contains(name):
+            // The format migrated from: what a migration had yet to remove, for `prune` to carry over and remove.
+            case let name where entries.predecessors.contains(name):
                 scan.migrationLeftovers.append("\(root)/\(item.name)")
+            // The format migrated to: a migration's work in progress (killed, or running), neither foreign nor ours.
+            case let name where FileEntries.names.contains(name) || LoggedEntries.names.contains(name): continue
             case "images": scanImageDirs(into: &scan)
             case "fonts": scan.fonts = scanFlat(fontsDir, scan: &scan)
             case "icons": scan.icons = scanFlat(iconsDir, scan: &scan)

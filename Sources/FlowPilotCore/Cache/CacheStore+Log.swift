@@ -116,33 +116,6 @@ extension CacheStore {
 }
 
 extension CacheStore {
-    /// What is wrong with a format-2 entry (`cache verify`): its flow's
-    /// bytes missing, not matching their digest, not a valid flow, or not
-    /// the flow the record names; nil when it reads back whole.
-    func inspectLogged(_ entry: CachedFlow) -> String? {
-        guard let sha = entry.flowSHA256 else { return "record unreadable" }
-        if sha == CacheMigration.missingObject {
-            return "unreadable in format 1, carried over as a miss by the migration"
-        }
-        guard let doc = objectDocument(sha, location: entry.path) else {
-            guard access(log.objectPath(sha), F_OK) == 0 else { return "flow bytes missing (objects/\(sha))" }
-            guard let bytes = log.readObject(sha) else { return "flow bytes do not match flow_sha256" }
-            let (_, findings) = FlowDocument.validate(data: bytes, location: entry.path)
-            return "flow fails validation: \(findings.first?.line ?? "")"
-        }
-        guard doc.id.sameBytes(as: entry.flowID) else { return "metadata disagrees with the flow (flow id \(doc.id))" }
-        return nil
-    }
-}
-
-extension CacheStore {
-    /// A format-2 entry's flow, if it reads back whole (`prune --unreferenced`).
-    func loggedDocument(_ entry: CachedFlow) -> FlowDocument? {
-        entry.flowSHA256.flatMap { objectDocument($0, location: entry.path) }
-    }
-}
-
-extension CacheStore {
     /// More small segments than this, and a finishing writer merges them.
     static let crowdedSegments = 16
 

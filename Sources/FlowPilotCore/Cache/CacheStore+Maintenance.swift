@@ -64,19 +64,19 @@ extension CacheStore {
                 findings: second.findings.filter { seen.contains("\($0.rule)\u{0}\($0.path)") }, notRemoved: [:])
         }
         defer { lock.release() }
-        let (findings, broken) = inspectAll(now: now ?? Date())
+        let (findings, broken, entries) = inspectAll(now: now ?? Date())
         var notRemoved: [String: String] = [:]
         if repair && !broken.isEmpty {
-            // Format 2: records and segments are repaired by one compaction, which copies every
-            // record but those named (and a segment's torn or corrupt bytes); files are unlinked.
-            let logged = broken.filter(isLogged)
-            if !logged.isEmpty {
-                let dropped = Set(logged)
-                do { _ = try log.compact { _, path in !dropped.contains(path) } } catch {
-                    for path in logged { notRemoved[relative(path)] = "\(error)" }
+            // Records and the segments holding them (format 2) are repaired by rewriting them without
+            // those named (and a segment's torn or corrupt bytes); files are unlinked.
+            let records = broken.filter(entries.isRecord)
+            if !records.isEmpty {
+                let dropped = Set(records)
+                do { _ = try entries.removeRecords { _, path in dropped.contains(path) } } catch {
+                    for path in records { notRemoved[relative(path)] = "\(error)" }
                 }
             }
-            for path in broken where !isLogged(path) {
+            for path in broken where !entries.isRecord(path) {
                 if unlink(path) == 0 || errno == ENOENT { continue }
                 // A foreign directory goes whole: it is what the finding names.
                 if errno == EISDIR, (try? FileManager.default.removeItem(atPath: path)) != nil { continue }
@@ -87,31 +87,33 @@ extension CacheStore {
         return Verification(findings: findings, notRemoved: notRemoved)
     }
 
-    /// One pass of `verify`: the findings, and the paths they name.
-    private func inspectAll(now: Date) -> (findings: [Finding], broken: [String]) {
+    /// One pass of `verify`: the findings, the paths they name, and the format of the entries it read.
+    private func inspectAll(now: Date) -> (findings: [Finding], broken: [String], entries: any FlowEntries) {
         var scan = scan()
+        let entries = entries(of: scan)
         var findings: [Finding] = []
         var broken: [String] = []
         func bad(_ rule: String, _ path: String, _ message: String) {
             findings.append(.error(rule, relative(path), message))
             broken.append(path)
         }
-        // Format 1's live keys (format 2's aliases are checked by their key alone, below).
-        var liveKeys = Set<String>()
         scan.walk { entry in
-            if let problem = entry.inLog ? inspectLogged(entry) : Self.inspectEntry(entry)?.2 {
+            if let problem = entries.problem(of: entry) {
                 bad("cache-corrupt-entry", entry.path, problem)
             } else if entry.isFromFuture(at: now) {
                 bad(
                     "cache-future-entry", entry.path,
                     "resolved \(Int(-entry.age(at: now)))s in the future, beyond the \(Int(CachedFlow.clockSkew))s clock skew allowed: its writer's clock was wrong; it is served as stale, never fresh"
                 )
-            } else if !entry.inLog {
-                liveKeys.insert(entry.directoryKey)
             }
         }
-        for alias in scan.aliases
-        where !(alias.inLog ? loggedAliasLive(alias, now: now) : liveKeys.contains(alias.directoryKey)) {
+        // Each alias by its key alone (`FlowEntries.target`), not a set of every live key.
+        for alias in scan.aliases {
+            if let target = entries.target(of: alias), entries.problem(of: target) == nil,
+                !target.isFromFuture(at: now)
+            {
+                continue
+            }
             bad("cache-dangling-alias", alias.path, "points at an entry that is missing, corrupt or from the future")
         }
         // An empty key directory (a write that failed on a full disk, or a writer killed before its
@@ -160,22 +162,7 @@ extension CacheStore {
                 bad("cache-corrupt-entry", object.path, "flow bytes do not match the SHA-256 in their name")
             }
         }
-        return (findings, broken)
-    }
-
-    /// Whether a format-2 alias points at an entry `verify` finds whole and
-    /// not from the future: its key's survivor, as the walk saw it (one key
-    /// looked up, not a set of every live key).
-    private func loggedAliasLive(_ alias: CacheScan.Alias, now: Date) -> Bool {
-        let fingerprint = String(alias.target.prefix { $0 != "~" })
-        var servable = FlowLog.Servable(log)
-        guard
-            let survivor = try? log.survivor(
-                of: .entry(placement: alias.placement, fingerprint: fingerprint), in: log.segments(),
-                servable: &servable)
-        else { return false }
-        let entry = cachedFlow(survivor.record, path: survivor.path)
-        return inspectLogged(entry) == nil && !entry.isFromFuture(at: now)
+        return (findings, broken, entries)
     }
 
     /// Whether the writer of a named temporary (`.tmp-<pid>-<start>-…`,

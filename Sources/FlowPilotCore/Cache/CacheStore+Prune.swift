@@ -38,7 +38,7 @@ extension CacheStore {
                 return RemovalResult(
                     planned: selection.removals, bytes: selection.bytes, deferred: selection.deferred)
             }
-            if selection.scan.logged && !selection.scan.migrationLeftovers.isEmpty {
+            if !selection.scan.migrationLeftovers.isEmpty {
                 // Carried into the log first, never deleted; a failure (a full disk) leaves them for the next.
                 _ = try? CacheMigration(store: self).carryOverFormatOneTrees()
             }
@@ -47,28 +47,26 @@ extension CacheStore {
         return o.dryRun ? try work() : try withLock(exclusive: true, work)
     }
 
-    /// Removes what `selection` chose: a format-2 cache's records by one
-    /// compaction that drops what the rule selects, every other file by
-    /// `unlink`; reports only what was really removed (a file already gone
-    /// counts as removed), in the order chosen, then the flows the compaction
-    /// left unreferenced.
+    /// Removes what `selection` chose: records (format 2's) by one rewrite
+    /// of what holds them that drops what the rule selects
+    /// (`FlowEntries.removeRecords`), every file by `unlink`; reports only
+    /// what was really removed (a file already gone counts as removed), in
+    /// the order chosen, then the flows the rewrite left unreferenced.
     private func carryOut(_ selection: PruneSelection) throws -> RemovalResult {
         let result = RemovalResult(deferred: selection.deferred)
-        let scan = selection.scan
-        // Why a segment's records are still there: the compaction failed (all of them), or it could not go.
+        let (scan, entries) = (selection.scan, selection.entries)
+        // Why a segment's records are still there: the rewrite failed (all of them), or it could not go.
         var failure: String?
         var stuck: [String: String] = [:]
         var objects: [Removal] = []
-        if scan.logged && (selection.logged > 0 || !scan.logProblems.isEmpty) {
+        if selection.records > 0 || !scan.logProblems.isEmpty {
             let rule = selection.rule
             do {
-                let compaction = try log.compact { record, path in !rule.removes(record, at: path) }
-                objects = compaction.removedObjects.map {
-                    Removal(
-                        kind: .orphan, path: relative(log.objectPath($0.name)), bytes: $0.size,
-                        reason: "flow no entry points at")
+                let removed = try entries.removeRecords { record, path in rule.removes(record, at: path) }
+                objects = removed.objects.map {
+                    Removal(kind: .orphan, path: relative($0.path), bytes: $0.size, reason: "flow no entry points at")
                 }
-                for (path, reason) in compaction.notRemoved where stuck[path] == nil {
+                for (path, reason) in removed.notRemoved where stuck[path] == nil {
                     stuck[path] = "\(relative(path)): \(reason)"
                 }
             } catch {
@@ -77,7 +75,7 @@ extension CacheStore {
         }
         try selection.removals.each { removal in
             let path = "\(root)/\(removal.path)"
-            if scan.logged && isLogged(path) {
+            if entries.isRecord(path) {
                 let segment = path.prefixBytes(before: UInt8(ascii: "#"))
                 if let why = failure ?? stuck[segment] {
                     try result.fail(removal, why)
@@ -175,17 +173,19 @@ struct PruneRule {
     let now: Date
     /// Format 2: the segments a writer still holds (`CacheScan.liveSegments`).
     let live: Set<String>
+    /// The format of the entries asked about (`FlowEntries.isUser`).
+    let entries: any FlowEntries
 
     /// Why `options` remove an entry, nil when they keep it.
     func reason(_ entry: CachedFlow) -> String? {
-        // Format 1 knows the user id by its key directory's name (`<fingerprint>~<user>/`).
-        let identity =
-            options.userID.map { user in
-                entry.inLog
-                    ? entry.userID.sameBytes(as: user)
-                    : entry.path.containsBytes("~" + CacheNames.bounded(user, max: CacheStore.maxNameField) + "/")
-            } ?? false
+        let identity = options.userID.map { entries.isUser($0, of: entry) } ?? false
         return Self.rule(age: entry.age(at: now), identity: identity, options: options)
+    }
+
+    /// Whether this prune removes an entry a walk handed over (or an alias's target):
+    /// the rule selects it, and it is not left for the next prune.
+    func removes(_ entry: CachedFlow) -> Bool {
+        options.flows && reason(entry) != nil && !defers(entry.path)
     }
 
     /// Whether the rule selects a format-2 record, of its time and user id in place.
@@ -198,7 +198,8 @@ struct PruneRule {
 
     /// Whether an entry at `path` selected by age stays for the next prune:
     /// in a live writer's segment (one identity's entries are asked for by
-    /// name, so those are tried, and a failure if they stay).
+    /// name, so those are tried, and a failure if they stay). Never format
+    /// 1's: it has no segments.
     func defers(_ path: String) -> Bool {
         options.userID == nil && !live.isEmpty && live.contains(path.prefixBytes(before: UInt8(ascii: "#")))
     }
@@ -232,39 +233,40 @@ struct PruneRule {
 private struct PruneSelection {
     let store: CacheStore
     private(set) var scan: CacheScan
+    /// The format of the entries `scan` holds.
+    let entries: any FlowEntries
     let rule: PruneRule
     var options: CacheStore.PruneOptions { rule.options }
     var now: Date { rule.now }
     let removals = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
     /// The bytes of `removals`.
     private(set) var bytes: Int64 = 0
-    /// How many of `removals` are format-2 records (a compaction's to remove).
-    private(set) var logged = 0
+    /// How many of `removals` are records (`FlowEntries.removeRecords`' to remove).
+    private(set) var records = 0
     /// Entries selected by age in a live writer's segment, left for the next prune.
     private(set) var deferred = 0
-    /// The files chosen (not format-2 records: each of those is met once), so that none is listed twice.
+    /// The files chosen (not records: each of those is met once), so that none is listed twice.
     private var gone = Set<String>()
 
     init(store: CacheStore, scan: CacheScan, options: CacheStore.PruneOptions, now: Date) throws {
         self.store = store
         self.scan = scan
-        rule = PruneRule(options: options, now: now, live: scan.liveSegments)
+        entries = store.entries(of: scan)
+        rule = PruneRule(options: options, now: now, live: scan.liveSegments, entries: entries)
     }
 
     private mutating func remove(_ kind: Removal.Kind, _ path: String, _ bytes: Int64, _ reason: String) throws {
-        let record = scan.logged && store.isLogged(path)
+        let record = entries.isRecord(path)
         guard record || gone.insert(path).inserted else { return }
-        if record { logged += 1 }
+        if record { records += 1 }
         self.bytes += bytes
         try removals.append(Removal(kind: kind, path: store.relative(path), bytes: bytes, reason: reason))
     }
 
     /// Superseded copies, and url files whose image was never written.
     mutating func addDebris() throws {
-        if scan.logged {
-            for tree in scan.migrationLeftovers {
-                try remove(.directory, tree, 0, "format 1's, left by a migration (its entries carried into the log)")
-            }
+        for tree in scan.migrationLeftovers {
+            try remove(.directory, tree, 0, "format 1's, left by a migration (its entries carried into the log)")
         }
         for file in scan.superseded { try remove(.superseded, file.path, file.size, "older copy of a key") }
         // Format 2's older records of a key: handed over by the walk (`walkFlows`).
@@ -283,7 +285,6 @@ private struct PruneSelection {
     /// (debris, always removed), and with `flows`, one identity's entries or
     /// entries resolved too long ago, then the aliases pointing at them.
     mutating func walkFlows() throws {
-        var removedKeys = Set<String>()  // format 1's, whose aliases name a key directory
         // The selection, after the debris: waiting in a list of its own, as the debris is counted first.
         let selected = SpilledList<Removal>(inMemory: RemovalResult.rowsInMemory)
         var failure: (any Error)?
@@ -295,11 +296,10 @@ private struct PruneSelection {
             where: { resolvedAt, userID in rule.selects(resolvedAt: resolvedAt, userID: userID) },
             flow: { entry, stored in
                 guard failure == nil, rule.options.flows, let reason = rule.reason(entry) else { return }
-                if entry.inLog && rule.defers(entry.path) {
+                if rule.defers(entry.path) {
                     deferred += 1
                     return
                 }
-                if !entry.inLog { removedKeys.insert(entry.directoryKey) }
                 do {
                     try selected.append(Removal(kind: .flow, path: entry.path, bytes: stored, reason: reason))
                 } catch { failure = error }
@@ -319,23 +319,11 @@ private struct PruneSelection {
         try selected.each { try remove($0.kind, $0.path, $0.bytes, $0.reason) }
         guard options.flows else { return }
         for alias in scan.aliases {
-            // Format 2: the alias's key looked up alone, not a set of every entry removed.
-            let removed =
-                alias.inLog ? aliasTargetRemoved(alias) : removedKeys.contains(alias.directoryKey)
-            if removed { try remove(.alias, alias.path, alias.size, "points at a removed entry") }
+            // The alias's key looked up alone (`FlowEntries.target`), not a set of every entry removed.
+            if let target = entries.target(of: alias), rule.removes(target) {
+                try remove(.alias, alias.path, alias.size, "points at a removed entry")
+            }
         }
-    }
-
-    /// Whether the entry a format-2 alias points at (its key's survivor) is one this prune removes.
-    private func aliasTargetRemoved(_ alias: CacheScan.Alias) -> Bool {
-        let fingerprint = String(alias.target.prefix { $0 != "~" })
-        var servable = FlowLog.Servable(store.log)
-        guard
-            let survivor = try? store.log.survivor(
-                of: .entry(placement: alias.placement, fingerprint: fingerprint), in: store.log.segments(),
-                servable: &servable)
-        else { return false }
-        return rule.removes(survivor.record, at: survivor.path)
     }
 
     /// Expired or long-unused images, then the least recently used beyond the size limit.
@@ -363,16 +351,10 @@ private struct PruneSelection {
     mutating func addUnreferenced() throws {
         var images = Set<String>()
         var fonts = Set<String>()
-        let (store, gone, rule) = (self.store, self.gone, self.rule)
+        let (entries, rule) = (self.entries, self.rule)
         scan.walk { entry in
-            // A format-2 entry goes when the rule removes its record; format 1's by its path.
-            let goes =
-                entry.inLog
-                ? rule.options.flows && rule.reason(entry) != nil && !rule.defers(entry.path)
-                : gone.contains(entry.path)
-            guard !goes else { return }
-            let document = entry.inLog ? store.loggedDocument(entry) : CacheStore.readEntry(entry)?.0
-            guard let doc = document else { return }
+            // An entry this prune removes refers to nothing after it.
+            guard !rule.removes(entry), let doc = entries.document(of: entry) else { return }
             images.formUnion(doc.allImages.map(CacheStore.urlHash))
             fonts.formUnion(doc.fonts.compactMap(\.sha256))
         }

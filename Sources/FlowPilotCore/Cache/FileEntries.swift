@@ -19,6 +19,39 @@ struct FileEntries: FlowEntries {
         }
     }
 
+    /// Format 1 is the first: nothing migrates to it.
+    var predecessors: [String] { [] }
+
+    func problem(of entry: CachedFlow) -> String? { CacheStore.inspectEntry(entry)?.2 }
+
+    func document(of entry: CachedFlow) -> FlowDocument? { CacheStore.readEntry(entry)?.0 }
+
+    /// By its key directory's name (`<fingerprint>~<user>/`), as a walk reads entries by name.
+    func isUser(_ user: String, of entry: CachedFlow) -> Bool {
+        entry.path.containsBytes("~" + CacheNames.bounded(user, max: CacheStore.maxNameField) + "/")
+    }
+
+    /// The newest entry file of the key directory the alias names, as the walk takes it (`scanKey`).
+    func target(of alias: CacheScan.Alias) -> CachedFlow? {
+        let keyDir = "\(store.flowsDir)/\(alias.directoryKey)"
+        for item in CacheStore.published(keyDir).reversed() {
+            if let entry = CacheStore.parseEntryName(
+                placement: alias.placement, keyDir: alias.target, name: item.name, size: item.size,
+                path: "\(keyDir)/\(item.name)")
+            {
+                return entry
+            }
+        }
+        return nil
+    }
+
+    /// Format 1's entries are files, each removed by `unlink`.
+    func isRecord(_ path: String) -> Bool { false }
+
+    func removeRecords(dropping drops: (LogRecord, String) -> Bool) throws -> RemovedRecords {
+        RemovedRecords()
+    }
+
     func staging(_ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit)
         -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
     {

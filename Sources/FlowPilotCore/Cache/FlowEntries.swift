@@ -57,6 +57,45 @@ protocol FlowEntries {
     /// false leaves format 1's entries out (a migration reads them in
     /// chunks), `survey` false leaves format 2's log unsurveyed.
     func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool)
+
+    /// The names at the root of the format a cache migrates from to this
+    /// one: in a cache of this format, what a migration left
+    /// (`CacheScan.migrationLeftovers`, which `prune` carries over and removes).
+    var predecessors: [String] { get }
+
+    // MARK: Maintenance: what `verify` and `prune` ask of the entries a walk of this format handed over
+
+    /// What is wrong with an entry (`cache verify`'s `cache-corrupt-entry`),
+    /// nil when its flow reads back whole, valid, and the flow it names.
+    func problem(of entry: CachedFlow) -> String?
+
+    /// An entry's flow, nil when it does not read back whole and valid.
+    func document(of entry: CachedFlow) -> FlowDocument?
+
+    /// Whether an entry is the identity's with this user id (`prune --user-id`), compared by bytes.
+    func isUser(_ user: String, of entry: CachedFlow) -> Bool
+
+    /// The entry an alias points at as a walk hands it over (its key's
+    /// newest, or the newest that serves), nil when there is none: one key
+    /// looked up, not a set of every entry.
+    func target(of alias: CacheScan.Alias) -> CachedFlow?
+
+    /// Whether a removal's or a finding's path is one of this format's
+    /// records (or a segment holding them): removed by `removeRecords`, not by `unlink`.
+    func isRecord(_ path: String) -> Bool
+
+    /// Rewrites what holds this format's records without those `drops`
+    /// names, nor any torn or corrupt bytes: the flows no record points at
+    /// any more, and the paths of what could not be rewritten, with why.
+    /// Nothing for a format whose entries are files.
+    func removeRecords(dropping drops: (LogRecord, String) -> Bool) throws -> RemovedRecords
+}
+
+/// What `FlowEntries.removeRecords` did: the flows it left unreferenced
+/// and removed, and what it could not rewrite (a segment's path and why).
+struct RemovedRecords {
+    var objects: [(path: String, size: Int64)] = []
+    var notRemoved: [(path: String, reason: String)] = []
 }
 
 extension FlowEntries {
@@ -66,18 +105,24 @@ extension FlowEntries {
 }
 
 extension CacheStore {
+    /// The entries of format 2 (`log`) or format 1: the one place that names the two.
+    func entries(log: Bool) -> any FlowEntries { log ? LoggedEntries(store: self) : FileEntries(store: self) }
+
+    /// The format of the entries `scan` holds: what `verify` and `prune` ask of each.
+    func entries(of scan: CacheScan) -> any FlowEntries { entries(log: scan.logged) }
+
     /// The format entries are read in: the log once this cache is format 2.
-    var readEntries: any FlowEntries { usesLog ? LoggedEntries(store: self) : FileEntries(store: self) }
+    var readEntries: any FlowEntries { entries(log: usesLog) }
 
     /// The format entries are written in: the log once this cache is format
     /// 2, or was migrated since it was opened as format 1 (the marker read
     /// again, `currentVersion`).
-    var writeEntries: any FlowEntries { writesLog ? LoggedEntries(store: self) : FileEntries(store: self) }
+    var writeEntries: any FlowEntries { entries(log: writesLog) }
 
     /// Where a lookup that missed looks next: the log, when the cache was
     /// opened as format 1 and migrated since.
     private var migratedEntries: (any FlowEntries)? {
-        !usesLog && currentVersion() >= 2 ? LoggedEntries(store: self) : nil
+        !usesLog && currentVersion() >= 2 ? entries(log: true) : nil
     }
 
     /// Stores a validated flow for (placement, identity) and, unless the caller

@@ -113,6 +113,55 @@ struct LoggedEntries: FlowEntries {
     static let names = ["log", "objects"]
     var directories: [String] { Self.names }
 
+    /// Format 1's trees: in a format-2 cache, what a migration had yet to remove.
+    var predecessors: [String] { FileEntries.names }
+
+    /// Its flow's bytes missing, not matching their digest, not a valid
+    /// flow, or not the flow the record names.
+    func problem(of entry: CachedFlow) -> String? {
+        guard let sha = entry.flowSHA256 else { return "record unreadable" }
+        if sha == CacheMigration.missingObject {
+            return "unreadable in format 1, carried over as a miss by the migration"
+        }
+        guard let doc = store.objectDocument(sha, location: entry.path) else {
+            guard access(store.log.objectPath(sha), F_OK) == 0 else { return "flow bytes missing (objects/\(sha))" }
+            guard let bytes = store.log.readObject(sha) else { return "flow bytes do not match flow_sha256" }
+            let (_, findings) = FlowDocument.validate(data: bytes, location: entry.path)
+            return "flow fails validation: \(findings.first?.line ?? "")"
+        }
+        guard doc.id.sameBytes(as: entry.flowID) else { return "metadata disagrees with the flow (flow id \(doc.id))" }
+        return nil
+    }
+
+    func document(of entry: CachedFlow) -> FlowDocument? {
+        entry.flowSHA256.flatMap { store.objectDocument($0, location: entry.path) }
+    }
+
+    func isUser(_ user: String, of entry: CachedFlow) -> Bool { entry.userID.sameBytes(as: user) }
+
+    /// Its key's survivor (`FlowLog.survivor`): the record a lookup serves.
+    func target(of alias: CacheScan.Alias) -> CachedFlow? {
+        let fingerprint = String(alias.target.prefix { $0 != "~" })
+        var servable = FlowLog.Servable(store.log)
+        guard
+            let survivor = try? store.log.survivor(
+                of: .entry(placement: alias.placement, fingerprint: fingerprint), in: store.log.segments(),
+                servable: &servable)
+        else { return nil }
+        return store.cachedFlow(survivor.record, path: survivor.path)
+    }
+
+    /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index.
+    func isRecord(_ path: String) -> Bool { store.isLogged(path) }
+
+    /// One compaction of the whole log (`FlowLog.compact`).
+    func removeRecords(dropping drops: (LogRecord, String) -> Bool) throws -> RemovedRecords {
+        let compaction = try store.log.compact { record, path in !drops(record, path) }
+        return RemovedRecords(
+            objects: compaction.removedObjects.map { (store.log.objectPath($0.name), $0.size) },
+            notRemoved: compaction.notRemoved)
+    }
+
     /// `log/`, surveyed unless `survey` is false, or `objects/`.
     func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
         guard directory == "objects" else { return store.scanLog(into: &scan, survey: survey) }

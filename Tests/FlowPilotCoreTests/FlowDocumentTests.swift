@@ -17,6 +17,48 @@ private let minimal = #"{"schema_version":1,"id":"f","version":"v","screens":[{"
 
 @Suite("flow documents: schema v1 rules and media sets")
 struct FlowDocumentTests {
+    @Test(
+        "screen ids, navigate targets, font names and image urls are their bytes: a precomposed and a decomposed one are two"
+    )
+    func idsAsBytes() throws {
+        let (pre, de) = ("caf\u{E9}", "cafe\u{301}")  // "café" twice: equal as Swift Strings, not as bytes
+        #expect(pre == de && !pre.sameBytes(as: de))
+        func flow(
+            screens: [String], navigate: String? = nil, declared: [String] = [], used: String? = nil,
+            images: [String] = []
+        ) -> String {
+            var first: [String] = images.map { #"{"type":"image","src":"https://img.example/\#($0).png"}"# }
+            if let navigate { first.append(#"{"type":"button","action":{"type":"navigate","screen":"\#(navigate)"}}"#) }
+            if let used { first.append(#"{"type":"text","text":"t","font":"\#(used)"}"#) }
+            let list = screens.enumerated().map { i, id in
+                #"{"id":"\#(id)","components":[\#(i == 0 ? first.joined(separator: ",") : "")]}"#
+            }
+            let fonts = declared.map { #"{"name":"\#($0)","url":"https://fonts.example/\#($0).ttf"}"# }
+            return
+                #"{"schema_version":1,"id":"f","version":"v","fonts":[\#(fonts.joined(separator: ","))],"screens":[\#(list.joined(separator: ","))]}"#
+        }
+        // Two screens whose ids differ in their bytes are two screens, not a duplicate.
+        let (two, twoFindings) = validate(flow(screens: [pre, de]))
+        #expect(two != nil && twoFindings.isEmpty, "\(twoFindings.map(\.line))")
+        // A navigate to the decomposed id finds no screen when only the precomposed one exists:
+        // the SDK compares the bytes, so the button would lead nowhere.
+        let (_, navFindings) = validate(flow(screens: [pre, "b"], navigate: de))
+        #expect(navFindings.map(\.rule) == ["flow-navigate"], "\(navFindings.map(\.line))")
+        #expect(validate(flow(screens: [pre, "b"], navigate: pre)).1.isEmpty)
+        // A font used by one spelling and declared by the other is undeclared.
+        let (_, fontFindings) = validate(flow(screens: ["a"], declared: [pre], used: de))
+        #expect(fontFindings.map(\.rule) == ["flow-font-undeclared"], "\(fontFindings.map(\.line))")
+        #expect(validate(flow(screens: ["a"], declared: [pre], used: pre)).1.isEmpty)
+        // Two image urls that differ in their bytes are two media (warm downloads each).
+        let (doc, imageFindings) = validate(flow(screens: ["a"], images: [pre, de, pre]))
+        #expect(imageFindings.isEmpty)
+        let images = try #require(doc?.allImages)
+        #expect(
+            images.count == 2 && images[0].hasSuffix("\(pre).png")
+                && images[1].utf8.elementsEqual("https://img.example/\(de).png".utf8))
+        #expect(doc?.firstScreenImages.count == 2)
+    }
+
     @Test("the sample flows are valid and their content hashes match")
     func samplesValid() throws {
         for (bundle, name) in [

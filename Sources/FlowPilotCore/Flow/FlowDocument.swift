@@ -163,10 +163,11 @@ private struct FlowValidator {
         let screenIDs = screens(doc["screens"])
         persistentZones(doc["persistent_zones"])
         experiment(doc["experiment"])
-        for use in usedFonts where !declaredFonts.contains(where: { $0.name == use.name }) {
+        // Names, ids and urls are their bytes, as the SDK compares them (`String ==` is Unicode equivalence).
+        for use in usedFonts where !declaredFonts.contains(where: { $0.name.sameBytes(as: use.name) }) {
             error("flow-font-undeclared", use.path, "font '\(use.name)' is not declared in /fonts")
         }
-        for nav in navigations where screenIDs[nav.screen] == nil {
+        for nav in navigations where screenIDs[ExactName(nav.screen)] == nil {
             error("flow-navigate", nav.path, "navigate targets screen '\(nav.screen)', which does not exist")
         }
         guard let id, let version else { return nil }
@@ -212,13 +213,13 @@ private struct FlowValidator {
         return declared
     }
 
-    /// A non-empty array of screens with unique ids: screen id -> index.
-    mutating func screens(_ value: JSONValue?) -> [String: Int] {
+    /// A non-empty array of screens with unique ids (by their bytes): screen id -> index.
+    mutating func screens(_ value: JSONValue?) -> [ExactName: Int] {
         guard let screens = value?.arrayValue, !screens.isEmpty else {
             error("flow-screens", "/screens", "screens must be a non-empty array")
             return [:]
         }
-        var screenIDs: [String: Int] = [:]
+        var screenIDs: [ExactName: Int] = [:]
         for (i, screen) in screens.enumerated() {
             let pointer = "/screens/\(i)"
             guard case .object(let s) = screen else {
@@ -226,12 +227,12 @@ private struct FlowValidator {
                 continue
             }
             if let sid = nonEmptyString(s["id"], pointer + "/id") {
-                if let first = screenIDs[sid] {
+                if let first = screenIDs[ExactName(sid)] {
                     error(
                         "flow-duplicate-screen", pointer + "/id",
                         "screen id '\(sid)' is already used by /screens/\(first)")
                 } else {
-                    screenIDs[sid] = i
+                    screenIDs[ExactName(sid)] = i
                 }
             }
             components(s["components"], pointer + "/components", firstScreen: i == 0)
@@ -395,9 +396,10 @@ private struct FlowValidator {
         return true
     }
 
+    /// The first of each, by bytes.
     func unique(_ list: [String]) -> [String] {
-        var seen = Set<String>()
-        return list.filter { seen.insert($0).inserted }
+        var seen = Set<ExactName>()
+        return list.filter { seen.insert(ExactName($0)).inserted }
     }
 }
 

@@ -9,7 +9,10 @@ with `sameBytes(as:)` (Sources/FlowPilotCore/Text/SameBytes.swift) and keys
 collections of them by `ExactName` (docs/decisions.md, "Bytes are identity").
 
 This finds `==` and `!=` with an operand named for such a value: app ids, user
-ids, placements, flow ids, key ids, fingerprints, content hashes, rule ids.
+ids, placements, flow ids, key ids, fingerprints, content hashes, rule ids;
+and a JSON object keyed by `String` (`[String: JSONValue]`), where two
+members whose keys differ only in their bytes would be one: `JSONValue.object`
+is keyed by `ExactName`.
 (`version` is left out: it names integers as often as strings.) A line, or
 the line before it, may carry `// bytes-lint: <why>` where the comparison is
 of something else.
@@ -25,6 +28,7 @@ OPERAND = rf"[\w.?!]*\b{NAMES}\b[?!]?"
 COMPARE = re.compile(rf"({OPERAND}\s*[!=]=\s*[^=]|[^=!<>]\s*[!=]=\s*{OPERAND})")
 EXEMPT = "bytes-lint:"
 # Comparisons with nil or a literal of plain ASCII are exact either way.
+STRING_KEYED_JSON = re.compile(r"\[String:\s*JSONValue\]")
 HARMLESS = re.compile(rf"({OPERAND}\s*[!=]=\s*(nil|\"[\x20-\x7e]*\")|(nil|\"[\x20-\x7e]*\")\s*[!=]=\s*{OPERAND})")
 
 
@@ -44,6 +48,9 @@ def main() -> int:
                 if EXEMPT in line or (number > 1 and EXEMPT in lines[number - 2]):
                     continue
                 text = code(line)
+                if STRING_KEYED_JSON.search(text):
+                    bad.append(f"{path}:{number}: {line.strip()}")
+                    continue
                 if not COMPARE.search(text):
                     continue
                 stripped = HARMLESS.sub("", text)
@@ -52,7 +59,7 @@ def main() -> int:
     for b in bad:
         print(b)
     if bad:
-        print(f"bytes-lint: {len(bad)} comparison(s) of identities with == (use sameBytes(as:), or mark `// bytes-lint: why`)",
+        print(f"bytes-lint: {len(bad)} comparison(s) of identities with ==, or JSON objects keyed by String (use sameBytes(as:) and ExactName, or mark `// bytes-lint: why`)",
               file=sys.stderr)
         return 1
     return 0

@@ -34,7 +34,7 @@ extension FindingsReport {
             rules.append(Rule.unknown(l.finding.rule))
         }
         let ruleIndex = Dictionary(uniqueKeysWithValues: rules.enumerated().map { ($1.id, $0) })
-        let driver: [String: JSONValue] = [
+        let driver: [ExactName: JSONValue] = [
             "name": "fpctl",
             "version": .string(FPVersion.current),
             "semanticVersion": .string(FPVersion.current),
@@ -43,7 +43,7 @@ extension FindingsReport {
         ]
         let kept = located.prefix(limit)
         let results: [JSONValue] = kept.map { l in
-            var location: [String: JSONValue] = [
+            var location: [ExactName: JSONValue] = [
                 "physicalLocation": .object([
                     "artifactLocation": .object(["uri": .string(Self.uriEncoded(l.file))]),
                     "region": .object(
@@ -66,7 +66,7 @@ extension FindingsReport {
                 "partialFingerprints": .object(["fpctl/v1": .string(l.fingerprint)]),
             ])
         }
-        var invocation: [String: JSONValue] = ["executionSuccessful": .bool(targets.allSatisfy { $0.error == nil })]
+        var invocation: [ExactName: JSONValue] = ["executionSuccessful": .bool(targets.allSatisfy { $0.error == nil })]
         var notifications: [JSONValue] = []
         if located.count > kept.count {
             notifications.append(
@@ -85,7 +85,7 @@ extension FindingsReport {
             notifications.append(.object(["level": "error", "message": .object(["text": .string(error)])]))
         }
         if !notifications.isEmpty { invocation["toolExecutionNotifications"] = .array(notifications) }
-        let run: [String: JSONValue] = [
+        let run: [ExactName: JSONValue] = [
             "tool": .object(["driver": .object(driver)]),
             "columnKind": "unicodeCodePoints",
             "invocations": .array([.object(invocation)]),

@@ -92,5 +92,5 @@ public enum JSONOutput {
     }
 
     /// A document made of values already in hand.
-    public static func data(_ members: [String: JSONValue]) -> Data { JSONDocument.data(members) }
+    public static func data(_ members: [ExactName: JSONValue]) -> Data { JSONDocument.data(members) }
 }

@@ -262,7 +262,7 @@ extension Faults {
 /// `placement_keys`.
 struct ResolveBody {
     let userID: String
-    let attributes: [String: JSONValue]
+    let attributes: [ExactName: JSONValue]
     let placementKeys: [String]?
 
     /// fpctl's own parser: a resolve is on the hot path, and JSONDecoder costs
@@ -273,7 +273,7 @@ struct ResolveBody {
             return nil
         }
         var user: String?
-        var attributes: [String: JSONValue] = [:]
+        var attributes: [ExactName: JSONValue] = [:]
         var placementKeys: [String]?
         for (key, value) in members {
             switch key {

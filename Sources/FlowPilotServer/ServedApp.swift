@@ -102,7 +102,7 @@ final class ServedApp: Sendable {
 
     /// The flow for this identity: nil for no flow; throws nothing, unknown
     /// placements are the caller's to report.
-    func flowKey(for placement: String, userID: String, attributes: [String: JSONValue]) -> String? {
+    func flowKey(for placement: String, userID: String, attributes: [ExactName: JSONValue]) -> String? {
         guard let rules else { return placement }
         return rules.choose(placement: placement, userID: userID, attributes: attributes)
     }
@@ -113,11 +113,12 @@ final class ServedApp: Sendable {
         guard let flow = bundle.flows[key] else { return nil }
         let mediaPaths = bundle.media.mapValues(\.path)
         let fontPaths = bundle.fonts.mapValues(\.path)
-        var json = Self.rewrite(flow.document.json) { url in mediaPaths[url].map { "\(base)/\($0)" } }
+        var json = Self.rewrite(flow.document.json) { url in mediaPaths[ExactName(url)].map { "\(base)/\($0)" } }
         if case .object(var doc) = json, case .array(let fonts)? = doc["fonts"] {
             doc["fonts"] = .array(
                 fonts.map { font in
-                    guard case .object(var f) = font, let name = f["name"]?.stringValue, let path = fontPaths[name]
+                    guard case .object(var f) = font, let name = f["name"]?.stringValue,
+                        let path = fontPaths[ExactName(name)]
                     else { return font }
                     f["url"] = .string("\(base)/\(path)")
                     return .object(f)

@@ -34,7 +34,7 @@ struct TargetingRules: Sendable {
     }
 
     struct Candidate: Sendable {
-        let audience: [String: Condition]
+        let audience: [ExactName: Condition]
         let outcome: Outcome
     }
 
@@ -43,7 +43,7 @@ struct TargetingRules: Sendable {
     /// The placement key whose flow answers this identity, or nil for no flow
     /// (an explicit null, or no candidate matching). Placements without rules
     /// answer their own flow.
-    func choose(placement: String, userID: String, attributes: [String: JSONValue]) -> String? {
+    func choose(placement: String, userID: String, attributes: [ExactName: JSONValue]) -> String? {
         guard let candidates = placements[placement] else { return placement }
         for candidate in candidates where candidate.audience.allSatisfy({ $0.value.matches(attributes[$0.key]) }) {
             switch candidate.outcome {
@@ -86,7 +86,8 @@ extension TargetingRules {
         }
         var parser = RulesParser(path: path, flows: flows)
         var placements: [String: [Candidate]] = [:]
-        for (placement, list) in map {
+        for (name, list) in map {
+            let placement = name.string
             guard let items = list.arrayValue else {
                 parser.fail("/placements/\(placement)", "must be an array of candidates")
                 continue
@@ -122,8 +123,9 @@ private struct RulesParser {
         return TargetingRules.Candidate(audience: audience, outcome: .flow(flow))
     }
 
-    private mutating func audience(_ value: JSONValue?, at pointer: String) -> [String: TargetingRules.Condition] {
-        var audience: [String: TargetingRules.Condition] = [:]
+    /// Attribute name (its bytes, as an identity's attributes are keyed) -> condition.
+    private mutating func audience(_ value: JSONValue?, at pointer: String) -> [ExactName: TargetingRules.Condition] {
+        var audience: [ExactName: TargetingRules.Condition] = [:]
         // No audience matches everyone; one that is not an object must not quietly do the same.
         if let value, value.objectValue == nil {
             fail(pointer, "audience must be an object of attribute conditions")

@@ -23,6 +23,43 @@ final class SameBytesTests {
         return FlowDocument.validate(json, location: "test").0!
     }
 
+    @Test(
+        "a JSON object's keys are their bytes: both spellings are two members, written in byte order, and read back by position and as an identity"
+    )
+    func jsonKeysAsBytes() throws {
+        let (nfc, nfd) = (Self.nfc, Self.nfd)
+        let text = #"{"\#(nfd)":2,"\#(nfc)":1}"#
+        let parsed = try JSONValue.parse(Data(text.utf8))
+        let object = try #require(parsed.objectValue)
+        #expect(object.count == 2, "two members, not a duplicate key")
+        #expect(object[ExactName(nfc)] == .integer(1) && object[ExactName(nfd)] == .integer(2))
+        #expect(parsed[nfd] == .integer(2), "looked up by the bytes asked for")
+        // Canonical order is by bytes: "cafe" + U+0301 (65 cc 81) sorts before "caf" + U+00E9 (c3 a9).
+        #expect(Array(CanonicalJSON.data(parsed)) == Array(#"{"\#(nfd)":2,"\#(nfc)":1}"#.utf8))
+        let members = try Data(text.utf8).withUnsafeBytes { try JSONValue.parseMembers(bytes: $0) }
+        #expect(members.count == 2 && members[0].key.sameBytes(as: nfd) && members[1].key.sameBytes(as: nfc))
+        // The same bytes twice are still refused, by both readers.
+        let duplicate = Data(#"{"\#(nfc)":1,"\#(nfc)":2}"#.utf8)
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(duplicate) }
+        #expect(throws: JSONValue.ParseError.self) {
+            try duplicate.withUnsafeBytes { try JSONValue.parseMembers(bytes: $0) }
+        }
+        // A finding's position names the member of its own spelling.
+        let (value, positions) = try JSONValue.parse(Data("{\n\"\(nfc)\": 1,\n\"\(nfd)\": 2\n}".utf8), positions: true)
+        #expect(value.objectValue?.count == 2)
+        var lookup = JSONPositions.Lookup(try #require(positions))
+        #expect(
+            lookup.position(of: Substring("/\(nfc)")).line == 2 && lookup.position(of: Substring("/\(nfd)")).line == 3)
+        // An identity with both attributes is another identity than one with either, and keeps both.
+        let both = Identity(userID: "u", attributes: object)
+        let one = Identity(userID: "u", attributes: [ExactName(nfc): .integer(1)])
+        #expect(both.attributes.count == 2 && !both.fingerprint.sameBytes(as: one.fingerprint))
+        let line = try #require(
+            try IdentityLines.identity(
+                ArraySlice(#"{"user_id":"u","attributes":\#(text)}"#.utf8), name: "ids", lineNumber: 1))
+        #expect(line.fingerprint.sameBytes(as: both.fingerprint), "an identities file reads the same identity")
+    }
+
     @Test("the two spellings are equal to Swift's == and not the same bytes")
     func helper() {
         #expect(Self.nfc == Self.nfd, "the premise: String == is canonical equivalence")

@@ -272,7 +272,7 @@ struct WarmSpeedPartsTests {
                 userID: "\u{1F600}", attributes: ["z": .number(1e21), "a": .object(["y": .bool(true), "b": .null])]),
         ] {
             for keys in [nil, ["pay\\wall", "onboarding"]] {
-                var expected: [String: JSONValue] = [
+                var expected: [ExactName: JSONValue] = [
                     "user_id": .string(identity.userID), "attributes": .object(identity.attributes),
                 ]
                 if let keys { expected["placement_keys"] = .array(keys.map(JSONValue.string)) }

@@ -38,7 +38,7 @@ struct FlowListingTests {
     func batches(count: Int) throws {
         let entries = Self.entries(count)
         let rows: [JSONValue] = entries.map { e in
-            var row: [String: JSONValue] = [
+            var row: [ExactName: JSONValue] = [
                 "age_seconds": .integer(Int64(e.age(at: Self.now))), "fingerprint": .string(e.fingerprint),
                 "flow_id": .string(e.flowID), "fresh": .bool(e.isFresh(at: Self.now)),
                 "placement": .string(e.placement),

@@ -373,6 +373,47 @@ struct ExactValuesTests {
         #expect(Set(rows.map { $0.split(separator: ",")[2] }).count == 2, "two fingerprints")
     }
 
+    @Test(
+        "bundle build of a flow using two image urls and two fonts that differ only in their bytes: both in the manifest, each its own file, and validate agrees"
+    )
+    func bundleMediaAsBytes() throws {
+        let tmp = try TemporaryDirectory()
+        let source = tmp.file("src")
+        let travel = Paths.sample("travel")
+        try FileManager.default.createDirectory(atPath: source + "/flows", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: travel + "/assets", toPath: source + "/assets")
+        let (nfc, nfd) = (Self.nfc, Self.nfd)
+        let image = { (name: String) in "https://media.example.org/\(name).png" }
+        let font = { (name: String) in "https://media.example.org/fonts/\(name).ttf" }
+        let flow = """
+            {"schema_version": 1, "id": "f", "version": "v",
+             "fonts": [{"name": "\(nfc)", "url": "\(font(nfc))"}, {"name": "\(nfd)", "url": "\(font(nfd))"}],
+             "screens": [{"id": "a", "components": [
+               {"type": "image", "src": "\(image(nfc))"}, {"type": "image", "src": "\(image(nfd))"},
+               {"type": "text", "text": "t", "font": "\(nfc)"}, {"type": "text", "text": "t", "font": "\(nfd)"}]}]}
+            """
+        try flow.write(toFile: source + "/flows/p.json", atomically: true, encoding: .utf8)
+        let bundleJSON = """
+            {"app_id": "travel", "created_at": "2026-11-01T09:30:00Z", "placements": {"p": "flows/p.json"},
+             "assets": {"\(image(nfc))": "assets/map.png", "\(image(nfd))": "assets/plane.png",
+                        "\(font(nfc))": "assets/DejaVuSerif.ttf", "\(font(nfd))": "assets/DejaVuSerif.ttf"}}
+            """
+        try bundleJSON.write(toFile: source + "/bundle.json", atomically: true, encoding: .utf8)
+        let build = try fpctl("bundle", "build", source, "-o", tmp.file("b.fpbundle"))
+        #expect(build.status == 0, "\(build.stderr)")
+        let validate = try fpctl("bundle", "validate", tmp.file("b.fpbundle"))
+        #expect(validate.status == 0, "\(validate.stdout)\(validate.stderr)")
+        let extract = try fpctl("bundle", "extract", tmp.file("b.fpbundle"), "-o", tmp.file("out"))
+        #expect(extract.status == 0, "\(extract.stderr)")
+        let manifest = try JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: tmp.file("out/manifest.json"))))
+        let media = try #require(manifest["media"]?.objectValue)
+        let fonts = try #require(manifest["fonts"]?.objectValue)
+        #expect(media.count == 2 && fonts.count == 2, "\(media.keys) \(fonts.keys)")
+        let (pre, de) = (media[ExactName(image(nfc))]?.stringValue, media[ExactName(image(nfd))]?.stringValue)
+        #expect(pre != nil && de != nil && pre != de, "two images, two files: the map and the plane")
+        #expect(fonts[ExactName(nfc)] != nil && fonts[ExactName(nfd)] != nil)
+    }
+
     @Test("warm of a precomposed and a decomposed placement warms both: two outcomes an identity, not one")
     func twoPlacements() throws {
         let tmp = try TemporaryDirectory()

@@ -21,7 +21,7 @@ public func fuzzJSON(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     )
     if let members, let object = parsed?.objectValue {
         Fuzz.check(members.count == object.count, "parseMembers lost or added a member")
-        Fuzz.check(members.allSatisfy { object[$0.key] == $0.value }, "parseMembers changed a member")
+        Fuzz.check(members.allSatisfy { object[ExactName($0.key)] == $0.value }, "parseMembers changed a member")
     }
     let positioned = try? JSONValue.parse(data, positions: true)
     Fuzz.check((positioned != nil) == (parsed != nil), "parsing with positions accepts other texts")
@@ -75,7 +75,7 @@ func pointers(_ value: JSONValue, _ at: String = "") -> [(String, JSONValue)] {
         for (i, item) in items.enumerated() { out += pointers(item, "\(at)/\(i)") }
     case .object(let members):
         for (key, member) in members {
-            let token = key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+            let token = key.string.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
             out += pointers(member, "\(at)/\(token)")
         }
     default: break

@@ -15,7 +15,7 @@ public func fuzzRules(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let (rules, findings) = TargetingRules.parse(data, path: "rules.json", flows: flows)
     Fuzz.check((rules == nil) == findings.hasErrors, "rules refused without an error, or loaded with one")
     guard let rules else { return 0 }
-    let attributeSets: [[String: JSONValue]] = [
+    let attributeSets: [[ExactName: JSONValue]] = [
         [:], ["country": .string("DE")], ["plan": .string("pro"), "beta": .bool(true)], ["age": .number(42)],
     ]
     for placement in rules.placements.keys.sorted() + ["home", "unknown"] {

@@ -23,8 +23,10 @@ public struct BundleManifest: Sendable, Equatable {
     public var generator: String
     public var createdAt: Date
     public var placements: [String: Placement]
-    public var media: [String: String]
-    public var fonts: [String: String]
+    /// Image URL and font name -> archive path, keyed by their bytes (two
+    /// spellings of "café" are two fonts, as the SDK reads them).
+    public var media: [ExactName: String]
+    public var fonts: [ExactName: String]
     public var files: [String: FileInfo]
 
     public var json: JSONValue {
@@ -36,14 +38,16 @@ public struct BundleManifest: Sendable, Equatable {
             "created_at": .string(RFC3339.string(createdAt)),
             "placements": .object(
                 placements.mapValues {
-                    .object(["path": .string($0.path), "flow_id": .string($0.flowID), "version": .string($0.version)])
-                }),
+                    JSONValue.object([
+                        "path": .string($0.path), "flow_id": .string($0.flowID), "version": .string($0.version),
+                    ])
+                }.exactKeys),
             "media": .object(media.mapValues { .string($0) }),
             "fonts": .object(fonts.mapValues { .string($0) }),
             "files": .object(
                 files.mapValues {
-                    .object(["size": .number(Double($0.size)), "sha256": .string($0.sha256)])
-                }),
+                    JSONValue.object(["size": .number(Double($0.size)), "sha256": .string($0.sha256)])
+                }.exactKeys),
         ])
     }
 
@@ -127,12 +131,12 @@ private struct ManifestParser {
     }
 
     /// `media` or `fonts`: an object of string paths.
-    mutating func stringMap(_ key: String) -> [String: String] {
+    mutating func stringMap(_ key: String) -> [ExactName: String] {
         guard let object = json[key]?.objectValue else {
             problem("/\(key)", "\(key) must be an object")
             return [:]
         }
-        var out: [String: String] = [:]
+        var out: [ExactName: String] = [:]
         for (name, value) in object {
             if let path = value.stringValue {
                 out[name] = path
@@ -156,7 +160,7 @@ private struct ManifestParser {
                 problem("/placements/\(key)", "a placement needs path, flow_id and version strings")
                 continue
             }
-            placements[key] = .init(path: path, flowID: flowID, version: version)
+            placements[key.string] = .init(path: path, flowID: flowID, version: version)
         }
         return placements
     }
@@ -174,7 +178,7 @@ private struct ManifestParser {
                 problem("/files/\(path)", "a file needs an integer size and a sha256")
                 continue
             }
-            files[path] = .init(size: Int64(size), sha256: sha)
+            files[path.string] = .init(size: Int64(size), sha256: sha)
         }
         return files
     }

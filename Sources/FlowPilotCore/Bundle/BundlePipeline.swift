@@ -31,7 +31,7 @@ public enum BundlePipeline {
         let bundleJSON: JSONValue = .object([
             "app_id": .string(client.appID),
             "created_at": .string(writer.createdAt()),
-            "placements": .object(flows.keys.reduce(into: [:]) { $0[$1] = .string("flows/\($1).json") }),
+            "placements": .object(flows.keys.reduce(into: [:]) { $0[ExactName($1)] = .string("flows/\($1).json") }),
             "assets": .object(assets.mapValues { .string($0.name) }),
         ])
         try writer.write(BundleSource.fileName, CanonicalJSON.prettyData(bundleJSON))
@@ -66,9 +66,11 @@ public enum BundlePipeline {
     /// download deadline (30 s), not one per asset. Findings in URL order.
     private static func downloadAssets(
         of flows: [String: FlowDocument], client: ResolveClient, allowMissing: Bool, limit: Int64
-    ) async -> ([String: (name: String, data: Data)], [Finding]) {
-        let urls = Set(flows.values.flatMap { $0.allImages + $0.fonts.map(\.url) }).sorted()
-        var fetched: [String: MediaDownload.Fetched] = [:]
+    ) async -> ([ExactName: (name: String, data: Data)], [Finding]) {
+        // Each URL by its bytes: two spellings of one path are two assets, as the SDK asks for them.
+        let urls = Set(flows.values.flatMap { ($0.allImages + $0.fonts.map(\.url)).map { ExactName($0) } }).sorted()
+            .map(\.string)
+        var fetched: [ExactName: MediaDownload.Fetched] = [:]
         await withTaskGroup(of: (String, MediaDownload.Fetched).self) { group in
             var next = urls.makeIterator()
             func start() {
@@ -82,17 +84,17 @@ public enum BundlePipeline {
             }
             for _ in 0..<downloadsAtOnce { start() }
             for await (url, result) in group {
-                fetched[url] = result
+                fetched[ExactName(url)] = result
                 start()
             }
         }
-        var assets: [String: (name: String, data: Data)] = [:]
+        var assets: [ExactName: (name: String, data: Data)] = [:]
         var findings: [Finding] = []
         for url in urls {
-            switch fetched[url] {
+            switch fetched[ExactName(url)] {
             case .success(let bytes)?:
                 let ext = BundlePath.normalizedExtension(URL(string: url)?.lastPathComponent ?? "x.bin")
-                assets[url] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
+                assets[ExactName(url)] = ("assets/\(Digest.sha256Hex(bytes)).\(ext)", bytes)
             case .failure(let reason)?:
                 findings.append(allowMissing ? .warning("pull-media", url, reason) : .error("pull-media", url, reason))
             case nil:
@@ -179,9 +181,9 @@ public enum BundlePipeline {
                         placement: key, status: .failed, bundled: describe(b), backend: failure.description,
                         changedMedia: []))
             case (let b?, .flow(let doc, _)), (let b?, .unstored(let doc, _, _)):
-                let media = Set(b.allImages + b.fonts.map(\.url)).symmetricDifference(
-                    doc.allImages + doc.fonts.map(\.url)
-                ).sorted()
+                let media = Set((b.allImages + b.fonts.map(\.url)).map { ExactName($0) }).symmetricDifference(
+                    (doc.allImages + doc.fonts.map(\.url)).map { ExactName($0) }
+                ).sorted().map(\.string)
                 let same = describe(b) == describe(doc) && media.isEmpty
                 rows.append(
                     DiffRow(

@@ -33,12 +33,13 @@ struct BundlePlan {
     private var placements: [String: BundleManifest.Placement] = [:]
     /// Placement key -> its valid flow.
     private(set) var documents: [String: FlowDocument] = [:]
-    private var media: [String: String] = [:]
-    private var fonts: [String: String] = [:]
+    // URLs and font names by their bytes (`ExactName`), as the SDK looks them up in the manifest.
+    private var media: [ExactName: String] = [:]
+    private var fonts: [ExactName: String] = [:]
     /// Image URL -> the first flow that uses it, and the pointer of that `src`.
-    private var imageURLs: [String: (flow: String, pointer: String)] = [:]
+    private var imageURLs: [ExactName: (flow: String, pointer: String)] = [:]
     /// Font name -> its declaration.
-    private var fontUses: [String: FontUse] = [:]
+    private var fontUses: [ExactName: FontUse] = [:]
     /// Flows whose references are not all known (not a JSON object, or a src
     /// or font url that is no URL): no asset is called unused beside them,
     /// and a `rule-not-run` finding names them.
@@ -57,7 +58,8 @@ struct BundlePlan {
         var seen: Set<String> = []
         let flows = source.placements.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map(\.value)
         let assets = Set(
-            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
+            imageURLs.keys.compactMap { source.assets[$0] }
+                + fontUses.values.compactMap { source.assets[ExactName($0.url)] }
         )
         .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         return ([BundleSource.fileName] + flows + assets).filter { seen.insert($0).inserted }
@@ -132,16 +134,19 @@ struct BundlePlan {
             return
         }
         if !references.complete { unreadFlows.append(rel) }
-        for image in references.images where imageURLs[image.url] == nil { imageURLs[image.url] = (rel, image.pointer) }
+        for image in references.images where imageURLs[ExactName(image.url)] == nil {
+            imageURLs[ExactName(image.url)] = (rel, image.pointer)
+        }
         for (font, pointer) in references.fonts {
-            if let other = fontUses[font.name], other.url != font.url {
+            if let other = fontUses[ExactName(font.name)], !other.url.sameBytes(as: font.url) {
                 findings.append(
                     .error(
                         "source-font-conflict", "\(rel)#\(pointer)/url",
                         "font '\(font.name)' is \(font.url) here but \(other.url) in \(other.flow)"))
-            } else if fontUses[font.name] == nil {
-                let at = references.fontUses[font.name] ?? pointer
-                fontUses[font.name] = FontUse(url: font.url, sha256: font.sha256, flow: rel, at: "\(rel)#\(at)")
+            } else if fontUses[ExactName(font.name)] == nil {
+                let at = references.fontUses[ExactName(font.name)] ?? pointer
+                fontUses[ExactName(font.name)] = FontUse(
+                    url: font.url, sha256: font.sha256, flow: rel, at: "\(rel)#\(at)")
             }
         }
         guard let doc else { return }
@@ -155,22 +160,25 @@ struct BundlePlan {
     mutating func addAssets(stampTime: Date? = nil) {
         // Only files that pass the source rules are read at all (no symlink is ever followed).
         let referencedFiles = Set(
-            imageURLs.keys.compactMap { source.assets[$0] } + fontUses.values.compactMap { source.assets[$0.url] }
+            imageURLs.keys.compactMap { source.assets[$0] }
+                + fontUses.values.compactMap { source.assets[ExactName($0.url)] }
         ).filter { source.fileProblem($0) == nil }
         let digests = BundleBuilder.hashFiles(referencedFiles.map { source.url(for: $0) }, now: stampTime)
-        for (url, use) in imageURLs.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            if let file = addAsset(url: url, usedAt: "\(use.flow)#\(use.pointer)", folder: "media", digests: digests) {
+        for (url, use) in imageURLs.sorted(by: { $0.key < $1.key }) {
+            if let file = addAsset(
+                url: url.string, usedAt: "\(use.flow)#\(use.pointer)", folder: "media", digests: digests)
+            {
                 media[url] = file.archivePath
             }
         }
-        for (name, font) in fontUses.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        for (name, font) in fontUses.sorted(by: { $0.key < $1.key }) {
             guard let file = addAsset(url: font.url, usedAt: font.at, folder: "fonts", digests: digests) else {
                 continue
             }
             if let expected = font.sha256, expected != file.sha256 {
                 findings.append(
                     .error(
-                        "source-font-hash", source.assets[font.url] ?? font.url,
+                        "source-font-hash", source.assets[ExactName(font.url)] ?? font.url,
                         "font '\(name)' has sha256 \(file.sha256), the flow declares \(expected)"))
             }
             fonts[name] = file.archivePath
@@ -178,7 +186,7 @@ struct BundlePlan {
         // With a flow whose references are not all known, an asset only it
         // meant to use would be called unused: noise beside its errors. The
         // rule says so instead, once.
-        let referenced = Set(imageURLs.keys).union(fontUses.values.map(\.url))
+        let referenced = Set(imageURLs.keys).union(fontUses.values.map { ExactName($0.url) })
         if !unreadFlows.isEmpty, !source.assets.isEmpty {
             let flows = unreadFlows.count == 1 ? unreadFlows[0] : "\(unreadFlows[0]) and \(unreadFlows.count - 1) more"
             findings.append(
@@ -187,7 +195,7 @@ struct BundlePlan {
                     "source-unreferenced-asset was not checked: what \(flows) references is not known "
                         + "(its JSON, a src or a font url is wrong); fix its errors and it runs"))
         }
-        for (url, rel) in source.assets.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        for (url, rel) in source.assets.sorted(by: { $0.key < $1.key })
         where !referenced.contains(url) && unreadFlows.isEmpty {
             findings.append(
                 .warning("source-unreferenced-asset", rel, "\(url) is used by no flow; left out of the bundle"))
@@ -198,7 +206,7 @@ struct BundlePlan {
     private mutating func addAsset(
         url: String, usedAt location: String, folder: String, digests: [String: BundleBuilder.FileDigest]
     ) -> File? {
-        guard let rel = source.assets[url] else {
+        guard let rel = source.assets[ExactName(url)] else {
             findings.append(.error("source-missing-asset", location, "\(url) has no local copy in bundle.json#/assets"))
             return nil
         }

@@ -12,7 +12,8 @@ public struct BundleSource: Sendable {
     /// placement key -> flow file, relative to `directory`.
     public let placements: [String: String]
     /// absolute URL -> asset file, relative to `directory`.
-    public let assets: [String: String]
+    /// Image URL or font URL -> the file's path in the source, by the URL's bytes.
+    public let assets: [ExactName: String]
     /// Where each value of `bundle.json` is, for findings that name one.
     public let positions: JSONPositions?
 
@@ -58,14 +59,14 @@ public struct BundleSource: Sendable {
                     .error("source-field", "\(fileName)#/created_at", "created_at must be an RFC 3339 time"))
             }
         }
-        func relativeMap(_ key: String) -> [String: String] {
+        func relativeMap(_ key: String) -> [ExactName: String] {
             guard let object = json[key]?.objectValue else {
                 if json[key] != nil || key == "placements" {
                     findings.append(.error("source-field", "\(fileName)#/\(key)", "\(key) must be an object"))
                 }
                 return [:]
             }
-            var out: [String: String] = [:]
+            var out: [ExactName: String] = [:]
             for (k, v) in object {
                 guard let rel = v.stringValue, isContained(rel) else {
                     findings.append(
@@ -78,7 +79,8 @@ public struct BundleSource: Sendable {
             }
             return out
         }
-        let placements = relativeMap("placements")
+        // Placement keys are checked as paths (`flows/<key>.json`, lowercase ASCII), so their bytes are their text.
+        let placements = Dictionary(uniqueKeysWithValues: relativeMap("placements").map { ($0.key.string, $0.value) })
         if placements.isEmpty && !findings.hasErrors {
             findings.append(.error("source-field", "\(fileName)#/placements", "a bundle needs at least one placement"))
         }

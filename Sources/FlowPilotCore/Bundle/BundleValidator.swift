@@ -298,7 +298,7 @@ private struct ContentPass {
                 }
             }
             for url in doc.allImages {
-                guard let media = manifest.media[url], names.contains(media) else {
+                guard let media = manifest.media[ExactName(url)], names.contains(media) else {
                     result.findings.append(
                         .error("bundle-missing-media", path, "image \(url) is not carried by the bundle"))
                     continue
@@ -306,7 +306,7 @@ private struct ContentPass {
                 result.assets.append(media)
             }
             for font in doc.fonts {
-                guard let file = manifest.fonts[font.name], names.contains(file) else {
+                guard let file = manifest.fonts[ExactName(font.name)], names.contains(file) else {
                     result.findings.append(
                         .error("bundle-missing-font", path, "font '\(font.name)' is not carried by the bundle"))
                     continue

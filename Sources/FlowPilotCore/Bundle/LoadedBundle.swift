@@ -19,10 +19,10 @@ public struct LoadedBundle: Sendable {
     public let digest: String
     public let createdAt: Date
     public let flows: [String: Flow]
-    /// Image URL -> asset.
-    public let media: [String: Asset]
-    /// Font name -> asset.
-    public let fonts: [String: Asset]
+    /// Image URL -> asset, by the URL's bytes.
+    public let media: [ExactName: Asset]
+    /// Font name -> asset, by the name's bytes.
+    public let fonts: [ExactName: Asset]
     /// Every asset by its path inside the bundle.
     public let assetsByPath: [String: Asset]
 

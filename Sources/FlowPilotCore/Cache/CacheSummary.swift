@@ -114,7 +114,7 @@ extension CacheStore {
                 (ExactName($0.name), (entries: $0.entries, fresh: $0.fresh, bytes: $0.bytes))
             })
         // By directory name: a placement too long for a name has its hash there (docs/cache-format.md, "Names").
-        let aliased = Set(aliases.map(ExactName.init))
+        let aliased = Set(aliases.map { ExactName($0) })
         return CacheSummary(
             cacheDir: root, flows: flows, fresh: fresh, stale: flows - fresh,
             aliases: aliases.count, flowBytes: bytes, images: scan.images.count,

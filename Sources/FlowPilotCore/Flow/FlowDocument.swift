@@ -128,8 +128,8 @@ struct FlowReferences: Sendable {
     var complete = true
     var images: [(url: String, pointer: String)] = []
     var fonts: [(font: FlowDocument.FontReference, pointer: String)] = []
-    /// Font name -> the pointer of the first component's `font` naming it.
-    var fontUses: [String: String] = [:]
+    /// Font name (its bytes) -> the pointer of the first component's `font` naming it.
+    var fontUses: [ExactName: String] = [:]
 }
 
 /// Walks one flow document collecting findings, the rules in the order a
@@ -248,19 +248,19 @@ private struct FlowValidator {
             return
         }
         for name in CanonicalJSON.sortedKeys(zones.keys) {
-            components(zones[name], "/persistent_zones/\(name)", firstScreen: true)
+            components(zones[ExactName(name)], "/persistent_zones/\(name)", firstScreen: true)
         }
     }
 
     /// `{"id": …, "variant": …}`, both strings, when the backend put the user in an experiment.
     mutating func experiment(_ value: JSONValue?) {
         guard let value else { return }
-        guard case .object(let experiment) = value else {
+        guard case .object = value else {
             error("flow-field-type", "/experiment", "experiment must be an object, found \(value.typeName)")
             return
         }
         for key in ["id", "variant"] {
-            if let field = experiment[key], field.stringValue == nil {
+            if let field = value[key], field.stringValue == nil {
                 error("flow-field-type", "/experiment/\(key)", "\(key) must be a string, found \(field.typeName)")
             }
         }
@@ -349,7 +349,9 @@ private struct FlowValidator {
         if let font = comp["font"] {
             if let name = font.stringValue {
                 usedFonts.append((name, pointer + "/font"))
-                if references.fontUses[name] == nil { references.fontUses[name] = pointer + "/font" }
+                if references.fontUses[ExactName(name)] == nil {
+                    references.fontUses[ExactName(name)] = pointer + "/font"
+                }
             } else {
                 error("flow-font-undeclared", pointer + "/font", "font must be a string naming a declared font")
             }

@@ -1,15 +1,15 @@
 import Foundation
 
 /// Who a flow is resolved for: a user id plus targeting attributes
-/// (string keys; string, number or boolean values).
+/// (string keys, their bytes; string, number or boolean values).
 public struct Identity: Sendable, Hashable, Codable {
     public let userID: String
-    public let attributes: [String: JSONValue]
+    public let attributes: [ExactName: JSONValue]
     /// Lowercase hex SHA-256 of `{"attributes":{…},"user_id":"…"}` in canonical
     /// JSON. Computed once: a warm asks for it for every placement it touches.
     public let fingerprint: String
 
-    public init(userID: String, attributes: [String: JSONValue] = [:]) {
+    public init(userID: String, attributes: [ExactName: JSONValue] = [:]) {
         self.userID = userID
         self.attributes = attributes
         // `{"attributes":…,"user_id":…}` in canonical JSON, written member by member in key order.
@@ -32,13 +32,13 @@ public struct Identity: Sendable, Hashable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             userID: try container.decode(String.self, forKey: .userID),
-            attributes: try container.decodeIfPresent([String: JSONValue].self, forKey: .attributes) ?? [:])
+            attributes: try container.decodeIfPresent(JSONValue.self, forKey: .attributes)?.objectValue ?? [:])
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userID, forKey: .userID)
-        try container.encode(attributes, forKey: .attributes)
+        try container.encode(JSONValue.object(attributes), forKey: .attributes)
     }
 
     public static func == (a: Identity, b: Identity) -> Bool { a.fingerprint.sameBytes(as: b.fingerprint) }

@@ -98,10 +98,11 @@ public struct IdentityLines: AsyncSequence, Sendable {
     static func identity(_ line: ArraySlice<UInt8>, name: String, lineNumber: Int) throws -> Identity? {
         // An object's members as a list (no table of them made): a line is an object of one or two.
         if let members = try? line.withUnsafeBytes({ try JSONValue.parseMembers(bytes: $0) }),
-            let user = members.first(where: { $0.key == "user_id" })?.value.stringValue
+            let user = members.first(where: { $0.key.sameBytes(as: "user_id") })?.value.stringValue
         {
             return Identity(
-                userID: user, attributes: members.first { $0.key == "attributes" }?.value.objectValue ?? [:])
+                userID: user, attributes: members.first { $0.key.sameBytes(as: "attributes") }?.value.objectValue ?? [:]
+            )
         }
         // Anything else (blank, not JSON, not an object, no user id) is read as it always was, errors and all.
         guard let json = try JSONLines.value(of: line, name: name, lineNumber: lineNumber) else { return nil }

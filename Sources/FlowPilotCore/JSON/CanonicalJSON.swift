@@ -32,6 +32,11 @@ public enum CanonicalJSON {
         keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
+    /// A JSON object's keys (`JSONValue.object`'s) in canonical order.
+    public static func sortedKeys<S: Sequence>(_ keys: S) -> [String] where S.Element == ExactName {
+        keys.sorted().map(\.string)
+    }
+
     /// An object written member by member by a caller that knows its keys and
     /// adds them in canonical order (a cache entry's metadata): no dictionary,
     /// no sort, one buffer.
@@ -112,8 +117,8 @@ public enum CanonicalJSON {
     }
 
     /// An object's members in canonical key order.
-    static func sortedMembers(_ members: [String: JSONValue]) -> [(key: String, value: JSONValue)] {
-        members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    static func sortedMembers(_ members: [ExactName: JSONValue]) -> [(key: String, value: JSONValue)] {
+        members.sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }
     }
 
     private static func write(_ value: JSONValue, into out: inout [UInt8]) {

@@ -12,7 +12,7 @@ public enum JSONDocument {
     public static let schemaVersion = 1
 
     /// The whole document: `members` and `schema_version`, ending in a newline.
-    public static func data(_ members: [String: JSONValue]) -> Data {
+    public static func data(_ members: [ExactName: JSONValue]) -> Data {
         var members = members
         members["schema_version"] = .number(Double(schemaVersion))
         return foreign(.object(members))
@@ -91,10 +91,10 @@ public enum JSONDocument {
         }
 
         /// The end: the other members and `schema_version`, after the rows.
-        public func end(_ members: [String: JSONValue] = [:]) -> Data {
+        public func end(_ members: [ExactName: JSONValue] = [:]) -> Data {
             var members = members
             members["schema_version"] = .number(Double(JSONDocument.schemaVersion))
-            precondition(members.keys.allSatisfy { key.utf8.lexicographicallyPrecedes($0.utf8) })
+            precondition(members.keys.allSatisfy { key.utf8.lexicographicallyPrecedes($0.string.utf8) })
             var out = Data("\n]".utf8)
             for (key, value) in CanonicalJSON.sortedMembers(members) {
                 out.append(UInt8(ascii: ","))

@@ -102,11 +102,11 @@ struct JSONParser {
     }
 
     private mutating func object() throws -> JSONValue {
-        var members: [String: JSONValue] = [:]
+        var members: [ExactName: JSONValue] = [:]
         // Room for the common small object at once, not a regrowth at its second
         // and fourth members.
         members.reserveCapacity(4)
-        try self.members { key, value in members.updateValue(value, forKey: key) == nil }
+        try self.members { key, value in members.updateValue(value, forKey: ExactName(key)) == nil }
         return .object(members)
     }
 
@@ -122,13 +122,14 @@ struct JSONParser {
         var members: [(key: String, value: JSONValue)] = []
         // Keys are compared one by one while there are few; past that, a set
         // keeps a body of many keys from costing their square.
-        var keys: Set<String> = []
+        // Keys are their bytes (`ExactName`): two spellings of "café" are two keys.
+        var keys: Set<ExactName> = []
         try parser.members { key, value in
             if members.count < 16 {
-                if members.contains(where: { $0.key == key }) { return false }
+                if members.contains(where: { $0.key.sameBytes(as: key) }) { return false }
             } else {
-                if keys.isEmpty { keys = Set(members.map(\.key)) }
-                if !keys.insert(key).inserted { return false }
+                if keys.isEmpty { keys = Set(members.map { ExactName($0.key) }) }
+                if !keys.insert(ExactName(key)).inserted { return false }
             }
             members.append((key, value))
             return true
@@ -162,11 +163,11 @@ struct JSONParser {
         var object = JSONObjectRaw()
         try members(
             value: { parser, key in
-                if key == member {
+                if key.sameBytes(as: member) {
                     object.raw = try parser.knownValue() ?? parser.skipValue()
                     return .null
                 }
-                if let nested, key == nested, parser.i < parser.bytes.count,
+                if let nested, key.sameBytes(as: nested), parser.i < parser.bytes.count,
                     parser.bytes[parser.i] == UInt8(ascii: "[")
                 {
                     object.items = try parser.arrayKeepingRaw(member: member)
@@ -542,19 +543,20 @@ struct JSONObjectRaw {
 struct JSONMembers: Equatable {
     private var pairs: [(key: String, value: JSONValue)] = []
     /// The keys, once there are many: an object of many members costs their number, not its square.
-    private var keys: Set<String>?
+    /// Keys are their bytes, as everywhere (`ExactName`).
+    private var keys: Set<ExactName>?
 
-    subscript(key: String) -> JSONValue? { pairs.first { $0.key == key }?.value }
+    subscript(key: String) -> JSONValue? { pairs.first { $0.key.sameBytes(as: key) }?.value }
 
     var isEmpty: Bool { pairs.isEmpty }
     var count: Int { pairs.count }
 
     /// Adds a member; false when the object has one of that name already.
     mutating func add(_ key: String, _ value: JSONValue) -> Bool {
-        if keys == nil, pairs.count >= 16 { keys = Set(pairs.map(\.key)) }
+        if keys == nil, pairs.count >= 16 { keys = Set(pairs.map { ExactName($0.key) }) }
         if keys != nil {
-            guard keys?.insert(key).inserted == true else { return false }
-        } else if pairs.contains(where: { $0.key == key }) {
+            guard keys?.insert(ExactName(key)).inserted == true else { return false }
+        } else if pairs.contains(where: { $0.key.sameBytes(as: key) }) {
             return false
         }
         pairs.append((key, value))
@@ -562,8 +564,8 @@ struct JSONMembers: Equatable {
     }
 
     mutating func remove(_ key: String) {
-        pairs.removeAll { $0.key == key }
-        keys?.remove(key)
+        pairs.removeAll { $0.key.sameBytes(as: key) }
+        keys?.remove(ExactName(key))
     }
 
     /// The same members, whatever their order.

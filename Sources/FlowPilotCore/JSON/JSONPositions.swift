@@ -53,7 +53,8 @@ public struct JSONPositions: Sendable {
         /// Counted on the first lookup: a parse with no findings never counts lines.
         private var lines: TextLines?
         private var elements: [Int: [Int]] = [:]
-        private var members: [Int: [String: Int]] = [:]
+        /// An object's members by their keys' bytes, as `JSONValue.object` keys them.
+        private var members: [Int: [ExactName: Int]] = [:]
 
         public init(_ positions: JSONPositions) { self.positions = positions }
 
@@ -97,17 +98,19 @@ public struct JSONPositions: Sendable {
                 return list[index]
             }
             if members[node] == nil {
-                var map: [String: Int] = [:]
+                var map: [ExactName: Int] = [:]
                 var child = node + 1
                 positions.text.withUnsafeBytes { text in
                     while child < end {
-                        if let key = JSONParser.string(at: Int(recorded.key[child]), of: text) { map[key] = child }
+                        if let key = JSONParser.string(at: Int(recorded.key[child]), of: text) {
+                            map[ExactName(key)] = child
+                        }
                         child = Int(recorded.end[child])
                     }
                 }
                 members[node] = map
             }
-            return members[node]?[name]
+            return members[node]?[ExactName(name)]
         }
     }
 

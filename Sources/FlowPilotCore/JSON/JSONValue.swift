@@ -16,7 +16,10 @@ public enum JSONValue: Sendable {
     case integer(Int64)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    /// Members by their keys' bytes (`ExactName`): "café" precomposed and
+    /// decomposed are two keys, as every JSON parser but one keyed by Swift's
+    /// `String` (Unicode equivalence) reads them.
+    case object([ExactName: JSONValue])
 
     /// Parses UTF-8 JSON bytes (RFC 8259, duplicate keys refused). Throws
     /// `JSONValue.ParseError` naming what is wrong and the byte offset.
@@ -46,7 +49,7 @@ public enum JSONValue: Sendable {
     // MARK: Access
 
     public subscript(key: String) -> JSONValue? {
-        if case .object(let members) = self { return members[key] }
+        if case .object(let members) = self { return members[ExactName(key)] }
         return nil
     }
 
@@ -60,7 +63,7 @@ public enum JSONValue: Sendable {
         return nil
     }
 
-    public var objectValue: [String: JSONValue]? {
+    public var objectValue: [ExactName: JSONValue]? {
         if case .object(let o) = self { return o }
         return nil
     }
@@ -139,7 +142,9 @@ extension JSONValue: Codable {
         } else if let a = try? container.decode([JSONValue].self) {
             self = .array(a)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            // A dictionary, whose keys are data (a decoder's key strategy leaves them); `String`-keyed, as
+            // Codable's dictionaries are. fpctl's own parser (`parse`) keeps keys that differ only in their bytes.
+            self = .object(try container.decode(Dictionary<String, JSONValue>.self).exactKeys)
         }
     }
 
@@ -152,7 +157,12 @@ extension JSONValue: Codable {
         case .integer(let n): try container.encode(n)
         case .string(let s): try container.encode(s)
         case .array(let a): try container.encode(a)
-        case .object(let o): try container.encode(o)
+        case .object(let o):
+            // As a dictionary, as it is decoded: two keys equal under Unicode equivalence are one here (the
+            // first in byte order); `CanonicalJSON` and `JSONDocument`, which fpctl writes with, keep both.
+            try container.encode(
+                Dictionary(
+                    o.sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }, uniquingKeysWith: { a, _ in a }))
         }
     }
 }

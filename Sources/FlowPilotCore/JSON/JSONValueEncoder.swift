@@ -54,7 +54,8 @@ private final class Slot {
     var value: JSONValue {
         switch content {
         case .value(let v): v
-        case .object(let members): .object(members.mapValues(\.value))
+        case .object(let members):
+            .object(Dictionary(uniqueKeysWithValues: members.map { (ExactName($0.key), $0.value.value) }))
         case .array(let items): .array(items.map(\.value))
         case .empty: .object([:])
         }
@@ -83,9 +84,9 @@ private struct ValueEncoder: Encoder {
         case let data as Data: return .string(data.base64EncodedString())
         case let members as [String: any Encodable]:
             // A dictionary's keys are its data, not property names: kept as they are, as JSONEncoder keeps them.
-            var object: [String: JSONValue] = [:]
+            var object: [ExactName: JSONValue] = [:]
             for (key, member) in members {
-                object[key] = try ValueEncoder(codingPath: codingPath).box(member)
+                object[ExactName(key)] = try ValueEncoder(codingPath: codingPath).box(member)
             }
             return .object(object)
         default:

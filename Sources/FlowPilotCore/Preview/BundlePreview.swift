@@ -146,7 +146,7 @@ public struct BundlePreview: Sendable {
         let manifest = BundleManifest(
             appID: "fuzz", generator: "", createdAt: Date(timeIntervalSince1970: 0),
             placements: ["p": .init(path: "flows/p.json", flowID: "", version: "")],
-            media: paths(media, "media", "png"), fonts: paths(fonts, "fonts", "ttf"), files: [:])
+            media: paths(media, "media", "png").exactKeys, fonts: paths(fonts, "fonts", "ttf").exactKeys, files: [:])
         var builder = Builder(manifest: manifest, contents: contents)
         let placement = builder.placement(
             key: "p", manifest.placements["p"] ?? .init(path: "", flowID: "", version: ""))
@@ -234,7 +234,8 @@ private struct Builder {
     private mutating func fonts(_ json: JSONValue) -> [String: String] {
         var result: [String: String] = [:]
         for font in json["fonts"]?.arrayValue ?? [] {
-            guard let name = font["name"]?.stringValue, let path = manifest.fonts[name], asset(path) != nil else {
+            guard let name = font["name"]?.stringValue, let path = manifest.fonts[ExactName(name)], asset(path) != nil
+            else {
                 continue
             }
             result[name] = path
@@ -274,7 +275,7 @@ private struct Builder {
             let font = json["font"]?.stringValue
             return .text(json["text"]?.stringValue ?? "", font: font, fontAsset: font.flatMap { fonts[$0] })
         case "image":
-            let path = manifest.media[src].flatMap { asset($0) }?.path
+            let path = manifest.media[ExactName(src)].flatMap { asset($0) }?.path
             if let path { scope.images.insert(path) }
             return .image(src: src, asset: path)
         case "button":

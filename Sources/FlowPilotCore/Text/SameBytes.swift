@@ -72,6 +72,19 @@ public struct ExactName: Hashable, Sendable, Comparable, CustomStringConvertible
     public var description: String { string }
 }
 
+extension Dictionary where Key == String {
+    /// The same members keyed by their names' bytes (`JSONValue.object`'s
+    /// keys): keys that are distinct strings are distinct bytes, so none is lost.
+    public var exactKeys: [ExactName: Value] {
+        [ExactName: Value](uniqueKeysWithValues: map { (ExactName($0.key), $0.value) })
+    }
+}
+
+/// A literal key (`["id": …]`, `members["id"]`): a JSON object's, say.
+extension ExactName: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(value) }
+}
+
 extension StringProtocol {
     /// Whether `other`'s UTF-8 bytes occur in these (`String.contains` matches
     /// canonically equivalent text, as `==` does).

@@ -38,15 +38,15 @@ public struct TrustRoot: Sendable, Equatable {
             "type": .string(Self.type), "app_id": .string(appID), "version": .integer(Int64(version)),
             "expires": .string(RFC3339.string(expires)), "min_sequence": .integer(Int64(minSequence)),
             "threshold": .integer(Int64(threshold)),
-            "root_keys": .object(rootKeys.mapValues { .string($0.base64EncodedString()) }),
+            "root_keys": .object(rootKeys.mapValues { JSONValue.string($0.base64EncodedString()) }.exactKeys),
             "signing_keys": .object(
                 signingKeys.mapValues {
-                    .object([
+                    JSONValue.object([
                         "public_key": .string($0.publicKey.base64EncodedString()),
                         "not_before": .string(RFC3339.string($0.notBefore)),
                         "expires": .string(RFC3339.string($0.expires)),
                     ])
-                }),
+                }.exactKeys),
             "revoked": .array(CanonicalJSON.sortedKeys(revoked).map(JSONValue.string)),
         ])
     }
@@ -75,7 +75,8 @@ public struct TrustRoot: Sendable, Equatable {
             object["threshold"], 1, bad("threshold", "a whole number from 1 to 2^53 - 1, in digits"))
         guard let rootObject = object["root_keys"]?.objectValue else { throw bad("root_keys", "an object") }
         var roots: [String: Data] = [:]
-        for (id, value) in rootObject {
+        for (name, value) in rootObject {
+            let id = name.string
             roots[id] = try key(id, value, bad("root_keys.\(id)", "the base64 of a key whose id is \(id)"))
         }
         guard threshold <= roots.count else {
@@ -83,7 +84,8 @@ public struct TrustRoot: Sendable, Equatable {
         }
         guard let signingObject = object["signing_keys"]?.objectValue else { throw bad("signing_keys", "an object") }
         var signing: [String: Delegation] = [:]
-        for (id, value) in signingObject {
+        for (name, value) in signingObject {
+            let id = name.string
             let at = "signing_keys.\(id)"
             guard let d = value.objectValue, d.count == 3 else {
                 throw bad(at, "an object of public_key, not_before and expires")

@@ -98,7 +98,7 @@ public struct OutcomeSummary: Sendable {
             "stale_cache": number(row.warmed[.staleCache] ?? 0),
             "bundled_default": number(row.warmed[.bundledDefault] ?? 0),
             "no_flow": number(row.noFlow), "failed": number(row.failed),
-            "errors": .object(row.failures.mapValues { .number(Double($0)) }),
+            "errors": .object(row.failures.mapValues { JSONValue.number(Double($0)) }.exactKeys),
             "media_warmed_pct": row.mediaWarmedPercent.map { .number(($0 * 10).rounded() / 10) } ?? .null,
             "p50_ms": number(row.latency(atPercentile: 50)), "p95_ms": number(row.latency(atPercentile: 95)),
             "p99_ms": number(row.latency(atPercentile: 99)),

@@ -51,7 +51,7 @@ public struct WarmOutputFile: Sendable {
 
         /// The last line: the run and the summary (without rows, the whole document).
         public func finish(run: WarmRunInfo, summary: OutcomeSummary) -> Data {
-            let members: [String: JSONValue] = ["run": run.json, "summary": summary.json]
+            let members: [ExactName: JSONValue] = ["run": run.json, "summary": summary.json]
             return rows ? stream.end(members) : JSONDocument.data(members)
         }
     }

@@ -55,7 +55,7 @@ public struct WarmResume: Sendable {
                 if row.state == .failed { failed.insert(pair) } else { done.insert(pair) }
             }
             if let run = whole.run {
-                guard Set(run.placements.map(ExactName.init)) == Set(placements.map(ExactName.init)) else {
+                guard Set(run.placements.map { ExactName($0) }) == Set(placements.map { ExactName($0) }) else {
                     throw refused(
                         path,
                         "its run warmed \(run.placements.joined(separator: ", ")), not \(placements.joined(separator: ", "))"

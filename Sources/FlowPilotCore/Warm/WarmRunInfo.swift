@@ -36,7 +36,7 @@ public struct WarmRunInfo: Sendable, Equatable {
     }
 
     public var json: JSONValue {
-        var members: [String: JSONValue] = [
+        var members: [ExactName: JSONValue] = [
             "run_id": .string(runID), "shard": shard.map { .string($0.description) } ?? .null,
             "placements": .array(placements.map(JSONValue.string)),
             "started_at": .string(RFC3339.string(startedAt)), "ended_at": .string(RFC3339.string(endedAt)),

@@ -26,14 +26,14 @@ struct RemoteOptions: ParsableArguments {
     var proxy: String?
 
     func identity() throws -> Identity {
-        var attrs: [String: JSONValue] = [:]
+        var attrs: [ExactName: JSONValue] = [:]
         for pair in attributes {
             guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
                 throw FPError.usage("--attribute \(pair): use key=value")
             }
             let key = String(pair[..<eq])
             let raw = String(pair[pair.index(after: eq)...])
-            attrs[key] = Self.typed(raw)
+            attrs[ExactName(key)] = Self.typed(raw)
         }
         return Identity(userID: userID, attributes: attrs)
     }

@@ -208,7 +208,7 @@ struct Warm: AsyncParsableCommand {
         // Every limit of the run decided once, in the core; the open-files fit is said once, on stderr.
         let limits = WarmLimits(
             concurrency: concurrency, mediaConcurrency: mediaConcurrency, grace: grace.duration,
-            placements: Set(placements.map(ExactName.init)).count, batch: !backend.noBatch,
+            placements: Set(placements.map { ExactName($0) }).count, batch: !backend.noBatch,
             freeDescriptors: Platform.freeDescriptors(),
             openFileLimit: Platform.openFileLimit())
         if let lowered = limits.lowered { Console.warn(lowered.message) }

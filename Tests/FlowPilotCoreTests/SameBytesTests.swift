@@ -60,6 +60,20 @@ final class SameBytesTests {
         #expect(line.fingerprint.sameBytes(as: both.fingerprint), "an identities file reads the same identity")
     }
 
+    @Test("an image cached under each spelling of its url is served as its own bytes, from disk and from memory")
+    func imagesAsBytes() throws {
+        let store = try CacheStore(root: "\(scratch)/\(UUID().uuidString)", create: true)
+        let (nfc, nfd) = ("https://img.example/\(Self.nfc).png", "https://img.example/\(Self.nfd).png")
+        #expect(try store.storeImage(url: nfc, data: Data("precomposed".utf8)))
+        #expect(store.image(url: nfd) == nil, "not cached under the other spelling")
+        #expect(try store.storeImage(url: nfd, data: Data("decomposed".utf8)))
+        // Each read twice: the second comes from the memory layer, which must not take one url for the other.
+        for _ in 0..<2 {
+            #expect(store.image(url: nfc) == Data("precomposed".utf8))
+            #expect(store.image(url: nfd) == Data("decomposed".utf8))
+        }
+    }
+
     @Test("the two spellings are equal to Swift's == and not the same bytes")
     func helper() {
         #expect(Self.nfc == Self.nfd, "the premise: String == is canonical equivalence")

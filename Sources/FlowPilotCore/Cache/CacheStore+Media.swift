@@ -252,27 +252,30 @@ public final class ImageWriter: @unchecked Sendable {
     deinit { discard() }
 }
 
-/// The in-process image layer: an LRU of decoded bytes under its own budget.
+/// The in-process image layer: an LRU of decoded bytes under its own budget,
+/// each image by its URL's bytes, as `images/` names it (`urlHash`).
 final class ImageMemoryCache: Sendable {
-    private let state = Mutex<(order: [String], items: [String: Data], bytes: Int)>(([], [:], 0))
+    private let state = Mutex<(order: [ExactName], items: [ExactName: Data], bytes: Int)>(([], [:], 0))
 
     func get(_ url: String) -> Data? {
-        state.withLock { s in
-            guard let data = s.items[url] else { return nil }
-            if let i = s.order.firstIndex(of: url) { s.order.remove(at: i) }
-            s.order.append(url)
+        let key = ExactName(url)
+        return state.withLock { s in
+            guard let data = s.items[key] else { return nil }
+            if let i = s.order.firstIndex(of: key) { s.order.remove(at: i) }
+            s.order.append(key)
             return data
         }
     }
 
     func insert(_ url: String, _ data: Data, budget: Int) {
         guard data.count <= budget else { return }
+        let key = ExactName(url)
         state.withLock { s in
-            if let old = s.items.updateValue(data, forKey: url) {
+            if let old = s.items.updateValue(data, forKey: key) {
                 s.bytes -= old.count
-                if let i = s.order.firstIndex(of: url) { s.order.remove(at: i) }
+                if let i = s.order.firstIndex(of: key) { s.order.remove(at: i) }
             }
-            s.order.append(url)
+            s.order.append(key)
             s.bytes += data.count
             while s.bytes > budget, !s.order.isEmpty {
                 let victim = s.order.removeFirst()

@@ -12,15 +12,17 @@ final class MediaWarmer: Sendable {
     let log: RequestCounts
     let pacer: RequestPacer
     private let limiter: AsyncLimiter
-    private let downloads = Mutex<[String: Task<Bool, Never>]>([:])
+    // URLs by their bytes (`ExactName`): the cache names an image by its URL's bytes' hash, so two
+    // spellings of one path are two images to look for and download, as the SDK asks for them.
+    private let downloads = Mutex<[ExactName: Task<Bool, Never>]>([:])
     /// URLs known to be in the cache: found there or stored by this run. A run
     /// checks the disk once per image, not once per flow that shows it.
-    private let known = Mutex<Set<String>>([])
+    private let known = Mutex<Set<ExactName>>([])
     /// Font downloads, which do not hold up an outcome; the run waits for them at the end.
     private let pendingFonts = Mutex<[Task<Bool, Never>]>([])
     /// The fonts (URL and sha256) this run has looked for: each is looked for in
     /// the cache, and its download started, once, not once per flow that uses it.
-    private let fontsSeen = Mutex<Set<String>>([])
+    private let fontsSeen = Mutex<Set<ExactName>>([])
     /// The flows (by their one encoding, which FlowMemo shares among equal
     /// flows) whose fonts were looked at already, each kept so its identifier
     /// is never another's; up to `FlowMemo.limit`, past which flows are
@@ -51,7 +53,7 @@ final class MediaWarmer: Sendable {
         let tasks = urls.filter { !isCached($0) }.map { url in
             once(url) {
                 let stored = await self.downloadImage(url)
-                if stored { self.known.withLock { _ = $0.insert(url) } }
+                if stored { self.known.withLock { _ = $0.insert(ExactName(url)) } }
                 return stored
             }
         }
@@ -68,9 +70,9 @@ final class MediaWarmer: Sendable {
     }
 
     private func isCached(_ url: String) -> Bool {
-        if known.withLock({ $0.contains(url) }) { return true }
+        if known.withLock({ $0.contains(ExactName(url)) }) { return true }
         guard store.hasImage(url: url) else { return false }
-        known.withLock { _ = $0.insert(url) }
+        known.withLock { _ = $0.insert(ExactName(url)) }
         return true
     }
 
@@ -85,7 +87,7 @@ final class MediaWarmer: Sendable {
         }
         guard first else { return }
         for font in document.fonts {
-            guard fontsSeen.withLock({ $0.insert("\(font.url)\n\(font.sha256 ?? "")").inserted }),
+            guard fontsSeen.withLock({ $0.insert(ExactName("\(font.url)\n\(font.sha256 ?? "")")).inserted }),
                 !(font.sha256.map(store.hasFont) ?? false)
             else { continue }
             let ext = URL(string: font.url)?.pathExtension ?? "ttf"
@@ -112,11 +114,11 @@ final class MediaWarmer: Sendable {
     /// The run's one download of `url` (`work` fetches and stores it, and says whether it did).
     private func once(_ url: String, _ work: @escaping @Sendable () async -> Bool) -> Task<Bool, Never> {
         downloads.withLock { downloads in
-            if let running = downloads[url] { return running }
+            if let running = downloads[ExactName(url)] { return running }
             // Unstructured on purpose: one download per URL for every identity that needs it,
             // going on past a row's deadline until its own, so no identity's task may own it.
             let task = Task { await self.limiter.run { await work() } }
-            downloads[url] = task
+            downloads[ExactName(url)] = task
             return task
         }
     }

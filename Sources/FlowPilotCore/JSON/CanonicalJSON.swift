@@ -117,8 +117,8 @@ public enum CanonicalJSON {
     }
 
     /// An object's members in canonical key order.
-    static func sortedMembers(_ members: [ExactName: JSONValue]) -> [(key: String, value: JSONValue)] {
-        members.sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }
+    static func sortedMembers(_ members: [ExactName: JSONValue]) -> [(key: ExactName, value: JSONValue)] {
+        members.sorted { $0.key < $1.key }
     }
 
     private static func write(_ value: JSONValue, into out: inout [UInt8]) {
@@ -139,7 +139,7 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "{"))
             for (i, (key, value)) in sortedMembers(members).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(key, into: &out)
+                writeString(key.string, into: &out)
                 out.append(UInt8(ascii: ":"))
                 write(value, into: &out)
             }
@@ -165,7 +165,7 @@ public enum CanonicalJSON {
             for (i, (key, value)) in sortedMembers(members).enumerated() {
                 out.append(contentsOf: i == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
                 pad(indent + 2)
-                writeString(key, into: &out)
+                writeString(key.string, into: &out)
                 out.append(contentsOf: [UInt8(ascii: ":"), 0x20])
                 writePretty(value, indent: indent + 2, into: &out)
             }

@@ -40,7 +40,7 @@ public enum JSONDocument {
             out.append(UInt8(ascii: "{"))
             for (i, (key, value)) in CanonicalJSON.sortedMembers(members).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(CanonicalJSON.data(.string(key)))
+                out.append(CanonicalJSON.data(.string(key.string)))
                 out.append(UInt8(ascii: ":"))
                 if case .array(let items) = value, lines(items) { continue }
                 out.append(CanonicalJSON.data(value))
@@ -98,7 +98,7 @@ public enum JSONDocument {
             var out = Data("\n]".utf8)
             for (key, value) in CanonicalJSON.sortedMembers(members) {
                 out.append(UInt8(ascii: ","))
-                out.append(CanonicalJSON.data(.string(key)))
+                out.append(CanonicalJSON.data(.string(key.string)))
                 out.append(UInt8(ascii: ":"))
                 out.append(CanonicalJSON.data(value))
             }

@@ -17,8 +17,8 @@ public enum JSONValue: Sendable {
     case string(String)
     case array([JSONValue])
     /// Members by their keys' bytes (`ExactName`): "café" precomposed and
-    /// decomposed are two keys, as every JSON parser but one keyed by Swift's
-    /// `String` (Unicode equivalence) reads them.
+    /// decomposed are two keys, as JSON and a parser that compares code
+    /// units read them (a `String` key would merge them: Unicode equivalence).
     case object([ExactName: JSONValue])
 
     /// Parses UTF-8 JSON bytes (RFC 8259, duplicate keys refused). Throws

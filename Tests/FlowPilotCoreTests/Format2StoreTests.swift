@@ -107,6 +107,15 @@ final class Format2StoreTests {
         #expect(after.lookupFlow(placement: "paywall", identity: alice)?.1.id == "a")
         #expect(after.lookupFlow(placement: "onboarding", identity: alice)?.1.id == "o")
         #expect(after.lookupFlow(placement: "paywall", identity: bob) == nil)
+        // `info` at rest: format 2's summary, which the prune's compaction wrote, counts what a walk counts;
+        // format 1 keeps none.
+        let resting = after.readEntries.restingCounts(at: now + 2)
+        if format == 1 {
+            #expect(resting == nil)
+        } else {
+            #expect(resting?.counts.map(\.entries).reduce(0, +) == 2, "alice's two entries")
+            #expect(after.restingSummary(at: now + 2)?.flows == after.walkedSummary(at: now + 2).flows)
+        }
     }
 
     @Test(

@@ -49,20 +49,12 @@ extension CacheStore {
     /// `summary(at:)` from `LogSummary` alone, nil when there is none that
     /// still holds, or freshness at `now` needs the entries themselves.
     func restingSummary(at now: Date) -> CacheSummary? {
-        guard usesLog, let resting = LogSummary.current(log) else { return nil }
-        let nowMillis = Self.millis(now)
-        var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)] = []
-        for placement in resting.placements {
-            guard let fresh = placement.fresh(at: nowMillis) else { return nil }
-            counts.append((placement.placement, placement.entries, fresh, placement.bytes))
-        }
-        // Images and fonts by their listing, as always; the log's files are not read.
-        let scan = scan(log: true, survey: false)
-        let oldest = resting.placements.map(\.oldest).min().map(LogRecord.date(millis:))
-        let newest = resting.placements.map(\.newest).max().map(LogRecord.date(millis:))
+        guard let resting = readEntries.restingCounts(at: now) else { return nil }
+        // Images and fonts by their listing, as always; the entries' files are not read.
+        let scan = scan(log: usesLog, survey: false)
         return assemble(
-            scan: scan, now: now, counts: counts, aliases: resting.aliases.map(CacheNames.placement),
-            oldest: oldest, newest: newest)
+            scan: scan, now: now, counts: resting.counts, aliases: resting.aliases, oldest: resting.oldest,
+            newest: resting.newest)
     }
 
     /// `summary(at:)` by walking every entry.

@@ -45,6 +45,9 @@ struct FileEntries: FlowEntries {
         return nil
     }
 
+    /// Format 1 keeps no summary: `info` walks its entries.
+    func restingCounts(at now: Date) -> RestingCounts? { nil }
+
     /// Format 1's entries are files, each removed by `unlink`.
     func isRecord(_ path: String) -> Bool { false }
 

@@ -84,11 +84,27 @@ protocol FlowEntries {
     /// records (or a segment holding them): removed by `removeRecords`, not by `unlink`.
     func isRecord(_ path: String) -> Bool
 
+    /// What `cache info` counts of the entries, from a summary this format
+    /// keeps of them at rest (format 2's `log/summary.json`, `LogSummary`)
+    /// without reading them; nil when there is none that still holds, or
+    /// freshness at `now` needs the entries themselves.
+    func restingCounts(at now: Date) -> RestingCounts?
+
     /// Rewrites what holds this format's records without those `drops`
     /// names, nor any torn or corrupt bytes: the flows no record points at
     /// any more, and the paths of what could not be rewritten, with why.
     /// Nothing for a format whose entries are files.
     func removeRecords(dropping drops: (LogRecord, String) -> Bool) throws -> RemovedRecords
+}
+
+/// `FlowEntries.restingCounts`: each placement's entries, fresh ones and
+/// bytes, the placements with an alias (by directory name), and the
+/// oldest and newest `resolved_at`.
+struct RestingCounts {
+    var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)]
+    var aliases: [String]
+    var oldest: Date?
+    var newest: Date?
 }
 
 /// What `FlowEntries.removeRecords` did: the flows it left unreferenced

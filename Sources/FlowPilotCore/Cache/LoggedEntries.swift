@@ -151,6 +151,21 @@ struct LoggedEntries: FlowEntries {
         return store.cachedFlow(survivor.record, path: survivor.path)
     }
 
+    /// From `log/summary.json`, while `log/` holds exactly what it names (`LogSummary.current`).
+    func restingCounts(at now: Date) -> RestingCounts? {
+        guard let resting = LogSummary.current(store.log) else { return nil }
+        let nowMillis = CacheStore.millis(now)
+        var counts: [(name: String, entries: Int, fresh: Int, bytes: Int64)] = []
+        for placement in resting.placements {
+            guard let fresh = placement.fresh(at: nowMillis) else { return nil }
+            counts.append((placement.placement, placement.entries, fresh, placement.bytes))
+        }
+        return RestingCounts(
+            counts: counts, aliases: resting.aliases.map(CacheNames.placement),
+            oldest: resting.placements.map(\.oldest).min().map(LogRecord.date(millis:)),
+            newest: resting.placements.map(\.newest).max().map(LogRecord.date(millis:)))
+    }
+
     /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index.
     func isRecord(_ path: String) -> Bool { store.isLogged(path) }
 

@@ -45,6 +45,15 @@ struct FlowDocumentTests {
         let (_, navFindings) = validate(flow(screens: [pre, "b"], navigate: de))
         #expect(navFindings.map(\.rule) == ["flow-navigate"], "\(navFindings.map(\.line))")
         #expect(validate(flow(screens: [pre, "b"], navigate: pre)).1.isEmpty)
+        // The preview draws the same: that button leads nowhere, the other to the first screen.
+        for (target, index) in [(de, nil), (pre, 0)] as [(String, Int?)] {
+            let preview = BundlePreview.single(flow: Data(flow(screens: [pre, "b"], navigate: target).utf8))
+            let buttons = preview.placements.first?.screens.first?.components.compactMap { component in
+                if case .button(_, .navigate(_, let targetIndex)) = component { return targetIndex ?? -1 }
+                return nil
+            }
+            #expect(buttons == [index ?? -1], "navigate to \(Array(target.utf8))")
+        }
         // A font used by one spelling and declared by the other is undeclared.
         let (_, fontFindings) = validate(flow(screens: ["a"], declared: [pre], used: de))
         #expect(fontFindings.map(\.rule) == ["flow-font-undeclared"], "\(fontFindings.map(\.line))")

@@ -295,7 +295,7 @@ private struct Builder {
         case "restore": return .restore
         case "navigate":
             let screen = field("screen")
-            return .navigate(screen: screen, targetIndex: scope.screenIDs.firstIndex(of: screen))
+            return .navigate(screen: screen, targetIndex: scope.screenIDs.firstIndex { $0.sameBytes(as: screen) })
         case "dismiss": return .dismiss
         case "open_link": return .openLink(url: field("url"))
         case "call_delegate": return .callDelegate(message: field("message"))

@@ -116,7 +116,7 @@ lint() {
     Scripts/portability-lint.sh
     # A test waits for a condition, never for time to pass (CONTRIBUTING.md, "Tests that force").
     python3 Scripts/sleep-lint.py Tests
-    python3 Scripts/bytes-lint.py Sources
+    python3 Scripts/bytes-lint.py Sources Fuzz/Sources
     # The core's folders depend on each other without a cycle (CONTRIBUTING.md, "Layout").
     python3 Scripts/folder-cycles.py Sources/FlowPilotCore
 }

@@ -64,6 +64,8 @@ func checkLine(_ line: ArraySlice<UInt8>) {
     Fuzz.check((read != nil) == (user != nil), "a line with a string user_id is an identity, and only such a line")
     if let read, let value, let user {
         let expected = Identity(userID: user, attributes: value["attributes"]?.objectValue ?? [:])
-        Fuzz.check(read.userID == user && read.fingerprint == expected.fingerprint, "another identity than the line's")
+        Fuzz.check(
+            read.userID.sameBytes(as: user) && read.fingerprint.sameBytes(as: expected.fingerprint),
+            "another identity than the line's")
     }
 }

@@ -22,9 +22,11 @@ public func fuzzRules(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         for (i, attributes) in attributeSets.enumerated() {
             let user = "user-\(count)-\(i)"
             let chosen = rules.choose(placement: placement, userID: user, attributes: attributes)
-            if let chosen { Fuzz.check(flows.contains(chosen) || chosen == placement, "chose unknown flow \(chosen)") }
+            if let chosen {
+                Fuzz.check(flows.contains(chosen) || chosen.sameBytes(as: placement), "chose unknown flow \(chosen)")
+            }
             Fuzz.check(
-                rules.choose(placement: placement, userID: user, attributes: attributes) == chosen,
+                rules.choose(placement: placement, userID: user, attributes: attributes).sameBytes(as: chosen),
                 "choice is not deterministic")
         }
     }

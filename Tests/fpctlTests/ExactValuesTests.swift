@@ -414,6 +414,24 @@ struct ExactValuesTests {
         #expect(fonts[ExactName(nfc)] != nil && fonts[ExactName(nfd)] != nil)
     }
 
+    @Test("bundle.json with a placement key in both spellings: refused with a finding for each, no crash, no bundle")
+    func placementKeysAsBytes() throws {
+        let tmp = try TemporaryDirectory()
+        let source = tmp.file("src")
+        try FileManager.default.createDirectory(atPath: source + "/flows", withIntermediateDirectories: true)
+        let flow = #"{"schema_version":1,"id":"f","version":"v","screens":[{"id":"a","components":[]}]}"#
+        try flow.write(toFile: source + "/flows/a.json", atomically: true, encoding: .utf8)
+        let bundleJSON = """
+            {"app_id": "demo", "created_at": "2026-11-01T09:30:00Z",
+             "placements": {"\(Self.nfc)": "flows/a.json", "\(Self.nfd)": "flows/a.json"}}
+            """
+        try bundleJSON.write(toFile: source + "/bundle.json", atomically: true, encoding: .utf8)
+        let build = try fpctl("bundle", "build", source, "-o", tmp.file("b.fpbundle"))
+        #expect(build.status != 0 && build.status < 128, "refused, not crashed: \(build.status) \(build.stderr)")
+        #expect(build.stderr.components(separatedBy: "source-placement-key").count - 1 == 2, "\(build.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: tmp.file("b.fpbundle")))
+    }
+
     @Test("warm of a precomposed and a decomposed placement warms both: two outcomes an identity, not one")
     func twoPlacements() throws {
         let tmp = try TemporaryDirectory()

@@ -160,6 +160,12 @@ private struct ManifestParser {
                 problem("/placements/\(key)", "a placement needs path, flow_id and version strings")
                 continue
             }
+            // Keys are paths' names (lowercase ASCII): two that differ only in their bytes are two
+            // spellings of one name, which a `String` key would merge without a word.
+            guard placements[key.string] == nil else {
+                problem("/placements/\(key)", "another placement key is the same text in other bytes")
+                continue
+            }
             placements[key.string] = .init(path: path, flowID: flowID, version: version)
         }
         return placements
@@ -176,6 +182,10 @@ private struct ManifestParser {
                 let sha = value["sha256"]?.stringValue
             else {
                 problem("/files/\(path)", "a file needs an integer size and a sha256")
+                continue
+            }
+            guard files[path.string] == nil else {
+                problem("/files/\(path)", "another file path is the same text in other bytes")
                 continue
             }
             files[path.string] = .init(size: Int64(size), sha256: sha)

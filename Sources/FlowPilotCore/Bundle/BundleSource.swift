@@ -79,8 +79,19 @@ public struct BundleSource: Sendable {
             }
             return out
         }
-        // Placement keys are checked as paths (`flows/<key>.json`, lowercase ASCII), so their bytes are their text.
-        let placements = Dictionary(uniqueKeysWithValues: relativeMap("placements").map { ($0.key.string, $0.value) })
+        // Placement keys are checked as paths (`flows/<key>.json`, lowercase ASCII): two that differ only
+        // in their bytes are refused here, not merged by a `String` key.
+        var placements: [String: String] = [:]
+        for (key, rel) in relativeMap("placements").sorted(by: { $0.key < $1.key }) {
+            guard placements[key.string] == nil else {
+                findings.append(
+                    .error(
+                        "source-placement-key", "\(fileName)#/placements/\(key)",
+                        "placement key must be lowercase letters, digits, '.', '_' or '-'"))
+                continue
+            }
+            placements[key.string] = rel
+        }
         if placements.isEmpty && !findings.hasErrors {
             findings.append(.error("source-field", "\(fileName)#/placements", "a bundle needs at least one placement"))
         }

@@ -86,8 +86,13 @@ extension TargetingRules {
         }
         var parser = RulesParser(path: path, flows: flows)
         var placements: [String: [Candidate]] = [:]
-        for (name, list) in map {
+        for (name, list) in map.sorted(by: { $0.key < $1.key }) {
             let placement = name.string
+            // Placements are looked up by `String`: two keys of one text in other bytes would be merged.
+            guard placements[placement] == nil else {
+                parser.fail("/placements/\(placement)", "another placement key is the same text in other bytes")
+                continue
+            }
             guard let items = list.arrayValue else {
                 parser.fail("/placements/\(placement)", "must be an array of candidates")
                 continue

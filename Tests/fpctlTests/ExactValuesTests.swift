@@ -432,6 +432,20 @@ struct ExactValuesTests {
         #expect(!FileManager.default.fileExists(atPath: tmp.file("b.fpbundle")))
     }
 
+    @Test("rules.json with a placement in both spellings: serve refuses to start (65), naming the second in byte order")
+    func rulesPlacementsAsBytes() throws {
+        let tmp = try TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: Paths.sample("travel"), toPath: tmp.file("travel"))
+        let rules = #"{"placements":{"\#(Self.nfc)":[{"flow":"trip-upsell"}],"\#(Self.nfd)":[{"flow":"welcome"}]}}"#
+        try rules.write(toFile: tmp.file("travel/rules.json"), atomically: true, encoding: .utf8)
+        let refused = try fpctl("serve", tmp.file("travel"), "--port", "0")
+        #expect(refused.status == 65, "\(refused.stderr)")
+        // "cafe" + U+0301 (65 cc 81) sorts before "caf" + U+00E9 (c3 a9): the precomposed one is named.
+        #expect(
+            refused.stderr.contains("rules-invalid: \(tmp.file("travel/rules.json"))#/placements/\(Self.nfc): "),
+            "\(refused.stderr)")
+    }
+
     @Test("warm of a precomposed and a decomposed placement warms both: two outcomes an identity, not one")
     func twoPlacements() throws {
         let tmp = try TemporaryDirectory()

@@ -187,15 +187,6 @@ extension CacheStore {
         return Platform.processRunning(pid, startedAt: started)
     }
 
-    /// A record's path (`<cache>/log/<segment>#<offset>`) or a segment's or
-    /// its index's: what a compaction repairs, not an unlink.
-    func isLogged(_ path: String) -> Bool {
-        // As bytes: a prune asks this of each of millions of removals.
-        path.startsWithBytes(log.logDir + "/")
-            && (path.utf8.contains(UInt8(ascii: "#")) || path.endsWithBytes(LogSegment.suffix)
-                || path.endsWithBytes(LogSegment.suffix + LogSegment.indexSuffix))
-    }
-
     func relative(_ path: String) -> String {
         let prefix = root.utf8.count + 1
         return path.startsWithBytes(root + "/") ? String(decoding: path.utf8.dropFirst(prefix), as: UTF8.self) : path

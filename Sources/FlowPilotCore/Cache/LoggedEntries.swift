@@ -166,8 +166,14 @@ struct LoggedEntries: FlowEntries {
             newest: resting.placements.map(\.newest).max().map(LogRecord.date(millis:)))
     }
 
-    /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index.
-    func isRecord(_ path: String) -> Bool { store.isLogged(path) }
+    /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index:
+    /// what a compaction repairs, not an unlink.
+    func isRecord(_ path: String) -> Bool {
+        // As bytes: a prune asks this of each of millions of removals.
+        path.startsWithBytes(store.log.logDir + "/")
+            && (path.utf8.contains(UInt8(ascii: "#")) || path.endsWithBytes(LogSegment.suffix)
+                || path.endsWithBytes(LogSegment.suffix + LogSegment.indexSuffix))
+    }
 
     /// One compaction of the whole log (`FlowLog.compact`).
     func removeRecords(dropping drops: (LogRecord, String) -> Bool) throws -> RemovedRecords {

@@ -254,7 +254,10 @@ struct WarmTests {
 
     @Test("concurrent prefetches of one (placement, identity) share one request")
     func coalescing() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "300"])
+        // The flow lives a day: a caller that a starved machine starts only after the shared
+        // request landed must find it fresh. With the default 300 s TTL one CI run's third caller,
+        // started minutes late, found it stale and rightly asked again.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "300", "--ttl", "86400"])
         let store = try CacheStore(root: cache, create: true)
         var config = WarmConfiguration()
         config.media = .none

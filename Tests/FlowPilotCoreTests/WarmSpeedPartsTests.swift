@@ -324,4 +324,21 @@ struct WarmSpeedPartsTests {
         #expect(a == b && a.fingerprint == b.fingerprint && a.fingerprint.count == 64)
         #expect(a != Identity(userID: "u", attributes: ["plan": .string("free")]))
     }
+
+    @Test("recent entry keys spread over all the memo's slots: a warm hashes a key once, not again for its record")
+    func recentKeysSpread() {
+        // SHA-256 fingerprints, as warm makes them: their first hex digits are uniform, letters as much as digits.
+        let fingerprints = (0..<LogKey.Recent.size).map { Digest.sha256Hex(Data("user-\($0)".utf8)) }
+        for placement in ["paywall", "onboarding"] {
+            let used = Set(fingerprints.map { LogKey.Recent.slot(placement, $0) })
+            // As many keys as slots fill about 1 - 1/e of them (63%) when spread at random; reading
+            // only each digit's low bits ('a' and '1' alike) left 10 values a digit, under 1,000 slots.
+            #expect(used.count > LogKey.Recent.size * 6 / 10, "\(placement): \(used.count) slots used")
+            #expect(used.allSatisfy { (0..<LogKey.Recent.size).contains($0) })
+        }
+        // A key made again while its slot holds it is the same key (prefix and all).
+        let key = LogKey.entry(placement: "paywall", fingerprint: fingerprints[7])
+        #expect(LogKey.entry(placement: "paywall", fingerprint: fingerprints[7]) == key)
+        #expect(LogKey.entry(placement: "onboarding", fingerprint: fingerprints[7]).prefix != key.prefix)
+    }
 }

@@ -13,8 +13,8 @@ import Synchronization
 /// whose flow reads back whole.
 public final class FlowLog: Sendable {
     public let root: String
-    var logDir: String { "\(root)/log" }
-    var objectsDir: String { "\(root)/objects" }
+    let logDir: String
+    let objectsDir: String
 
     /// What this process knows of `log/` between lookups.
     let view: LogView
@@ -24,10 +24,13 @@ public final class FlowLog: Sendable {
 
     /// The objects this process knows are durable under their names, by
     /// name and inode (one pruned and stored again is another inode).
-    private let durableObjects = Mutex<[String: UInt64]>([:])
+    /// Asked for every flow a warm writes, from every blocking-I/O thread at
+    /// once; learned once an object: read-mostly.
+    private let durableObjects = ReadMostly<[String: UInt64]>([:])
 
     init(root: String, rollBytes: Int = LogSegment.rollBytes) {
         self.root = root
+        (logDir, objectsDir) = ("\(root)/log", "\(root)/objects")
         self.rollBytes = rollBytes
         view = LogView(logDir: "\(root)/log")
     }
@@ -367,7 +370,7 @@ public final class FlowLog: Sendable {
         let path = objectPath(sha256)
         var info = stat()
         if stat(path, &info) == 0 {
-            if durableObjects.withLock({ $0[sha256] == UInt64(info.st_ino) }) { return }
+            if durableObjects.read({ $0[sha256] == UInt64(info.st_ino) }) { return }
             try AtomicFile.syncDirectory(objectsDir)
         } else {
             do {
@@ -378,7 +381,7 @@ public final class FlowLog: Sendable {
             }
             guard stat(path, &info) == 0 else { return }
         }
-        durableObjects.withLock { $0[sha256] = UInt64(info.st_ino) }
+        durableObjects.write { $0[sha256] = UInt64(info.st_ino) }
     }
 
     // MARK: Writing

@@ -282,7 +282,8 @@ struct WarmTests {
         arguments: ["warm", "warm with images", "resolve"]
     )
     func coalescingAfterLanding(_ caller: String) async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        // A day's TTL: the second caller, however late a starved machine resumes it, finds the flow fresh.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "86400"])
         let store = try CacheStore(root: cache, create: true)
         var config = WarmConfiguration()
         config.media = caller == "warm with images" ? .firstScreen : .none
@@ -322,7 +323,8 @@ struct WarmTests {
         // Every answer 2 s late: far past the hasty warmer's 500 ms even when a loaded machine is slow to
         // connect (at 400 ms and 100 ms, a connect slower than the timeout once made the row unreachable),
         // and long enough that a second prefetch always finds the first one's request still in flight.
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "2000"])
+        // Flows live a day: a step a starved machine resumes minutes late still finds its entry fresh.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "2000", "--ttl", "86400"])
         let store = try CacheStore(root: cache, create: true)
         func warmer(timeout: Duration, store: CacheStore = store) -> Warmer {
             var config = WarmConfiguration()
@@ -384,7 +386,8 @@ struct WarmTests {
         "resolve and readiness of a fresh cache hit with a configuration that warms images: Tier 0, nothing downloaded"
     )
     func resolveFreshHitWithMediaConfigured() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        // A day's TTL: the hit must stay fresh however late a starved machine resumes the test.
+        let server = try ServeProcess([Paths.sample("demo"), "-q", "--ttl", "86400"])
         let store = try CacheStore(root: cache, create: true)
         func warmer(_ media: MediaStrategy) -> Warmer {
             var config = WarmConfiguration()

@@ -123,4 +123,19 @@ struct UnitsAndPathsTests {
         }
         #expect(names.withLock { $0.count } == 40_000)
     }
+
+    @Test("a whole number's digits as Swift prints them, after what the bytes held: zero, signs, both ends of Int64")
+    func decimalDigits() {
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_234_567_890, .max, .min, .max - 1, .min + 1]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            values.append(Int64.random(in: .min ... .max, using: &generator) >> Int64.random(in: 0..<63))
+        }
+        for value in values {
+            var bytes: [UInt8] = Array("x,".utf8)
+            DecimalText.append(value, to: &bytes)
+            #expect(bytes == Array("x,\(value)".utf8), "\(value)")
+        }
+        #expect(String(Int64.min).utf8.count == DecimalText.maxLength)
+    }
 }

@@ -138,7 +138,9 @@ def compare(work, n, args, top):
 
 def warm(fpctl, url, identities, cache, media):
     return [fpctl, "warm", "onboarding", "paywall", "--api-url", url, "--app-id", "demo", "--identities", identities,
-            "--cache-dir", cache, "--media", media, "--concurrency", CONCURRENCY, "--format", "csv"]
+            "--cache-dir", cache, "--media", media, "--concurrency", CONCURRENCY, "--format", "csv",
+            # Under callgrind warm runs 50 times slower: no identity may time out (a timeout is other work).
+            "--timeout", "300s"]
 
 
 def main():

@@ -69,10 +69,14 @@ public final class OutcomeReport {
             ]
             out.write(line(cells))
         case .csv:
-            // The same cells as text's, written as bytes into one buffer reused for every row.
-            var row = CSVRow(into: rowBytes)
+            // The same cells as text's, written as bytes into one buffer reused for every row: taken
+            // out of `rowBytes` first, so the row holds the only reference and appends in place.
+            var buffer: [UInt8] = []
+            swap(&buffer, &rowBytes)
+            var row = CSVRow(into: buffer)
             // A fingerprint is hex: its first 8 characters are its first 8 bytes.
-            row.cell(user, UInt8(ascii: " "), identity.fingerprint.utf8.prefix(8))
+            var fingerprint = identity.fingerprint
+            fingerprint.withUTF8 { row.cell(user, UInt8(ascii: " "), UnsafeBufferPointer(rebasing: $0.prefix(8))) }
             row.cell(o.placement)
             row.cell(o.state.rawValue)
             row.cell(o.state == .warmed ? (o.fromCache ? "true" : "false") : "")

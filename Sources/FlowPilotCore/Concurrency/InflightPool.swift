@@ -77,6 +77,7 @@ final class InflightPool<Key: Hashable & Sendable, Value: Sendable, Tag: Sendabl
             var values: [Running?] = []
             values.reserveCapacity(keys.count)
             var claims: [Claim] = []
+            claims.reserveCapacity(keys.count)
             let recheck =
                 since.map { since in
                     releases.load(ordering: .relaxed) > since

@@ -559,6 +559,8 @@ struct JSONMembers: Equatable {
         } else if pairs.contains(where: { $0.key.sameBytes(as: key) }) {
             return false
         }
+        // A resolve answer's objects have a few members: room for four at once, not grown one by one.
+        if pairs.capacity == 0 { pairs.reserveCapacity(4) }
         pairs.append((key, value))
         return true
     }

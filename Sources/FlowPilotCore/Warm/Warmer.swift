@@ -111,7 +111,9 @@ public final class Warmer: Sendable {
         var cached = [Resolution?](repeating: nil, count: keys.count)
         var cachedWithImages: [(Int, TierChain.Served, TierChain.Step)] = []
         var needLive: [Int] = []
+        needLive.reserveCapacity(keys.count)
         var cacheSteps: [TierChain.Step] = []
+        if forResolve { cacheSteps.reserveCapacity(keys.count) }
         // Read before the lookups: a request for one of these keys that lands after them is not made again.
         var epoch = live.epoch
         for (index, found) in store.lookupFlows(keys, identity: identity).enumerated() {

@@ -66,6 +66,35 @@ final class SharedCacheTests {
         exclusive.release()
     }
 
+    @Test(
+        "an object known durable is taken as present only in the shared lock's tenure it was seen in: one removed between two is stored again"
+    )
+    func objectsKnownWithinATenure() throws {
+        let store = try CacheStore(root: tempDir(), create: true, newFormat: 2)
+        let bytes = Data(#"{"id":"f","schema_version":1,"screens":[],"version":"1"}"#.utf8)
+        let sha = Digest.sha256Hex(bytes)
+        let path = store.log.objectPath(sha)
+        let first = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        let joined = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        #expect(first.tenure != nil && first.tenure == joined.tenure, "holds sharing a descriptor share its tenure")
+        try store.log.storeObject(bytes, sha256: sha, tenure: first.tenure)
+        try store.log.storeObject(bytes, sha256: sha, tenure: joined.tenure)
+        #expect(FileManager.default.fileExists(atPath: path))
+        first.release()
+        joined.release()
+        // Between two tenures a prune or clear (another process's, holding the lock exclusively) may remove it.
+        try store.withLock(exclusive: true) { #expect(unlink(path) == 0) }
+        let next = try CacheStore.Lock(path: store.lockPath, exclusive: false)
+        #expect(next.tenure != nil && next.tenure != first.tenure, "a new descriptor, a new tenure")
+        try store.log.storeObject(bytes, sha256: sha, tenure: next.tenure)
+        #expect(FileManager.default.contents(atPath: path) == bytes, "looked at again in a new tenure, stored again")
+        next.release()
+        // Exclusive holds have none: nothing is taken as present under them.
+        let exclusive = try CacheStore.Lock(path: store.lockPath, exclusive: true, checked: false)
+        #expect(exclusive.tenure == nil)
+        exclusive.release()
+    }
+
     @Test("a writer that finishes after a newer entry of its key leaves the newer one: the later entry wins")
     func laterEntryWins() throws {
         let store = try CacheStore(root: tempDir(), create: true, newFormat: 1)

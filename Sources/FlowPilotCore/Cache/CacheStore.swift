@@ -325,9 +325,18 @@ public final class CacheStore: Sendable {
         private let descriptor: Int32
         /// The lock file, for a shared hold (released by counting down).
         private let sharedPath: String?
+        /// A shared hold's tenure: the number of the descriptor it shares, the
+        /// same for every hold from the `flock` that took it to the `close`
+        /// that dropped it, and never given again in this process. While one
+        /// tenure lasts no process can have held the lock exclusively, so
+        /// nothing was removed: what a holder knew present early in it is
+        /// present still (`FlowLog.storeObject`). nil for any other lock.
+        let tenure: UInt64?
 
-        /// Each lock file held shared by this process: its descriptor and how many holds share it.
-        private static let sharedHolds = Mutex<[String: (descriptor: Int32, holds: Int)]>([:])
+        /// Each lock file held shared by this process: its descriptor, how many holds share it, and its tenure.
+        private static let sharedHolds = Mutex<[String: (descriptor: Int32, holds: Int, tenure: UInt64)]>([:])
+        /// Tenures given so far.
+        private static let tenures = Atomic<UInt64>(0)
 
         /// How many holds share `path`'s descriptor now (tests).
         static func sharedHoldCount(_ path: String) -> Int { sharedHolds.withLock { $0[path]?.holds ?? 0 } }
@@ -335,11 +344,11 @@ public final class CacheStore: Sendable {
         /// `waiting: false` fails at once (`FPError.unavailable`) when another process holds a conflicting lock.
         init(path: String, exclusive: Bool, checked: Bool = true, waiting: Bool = true) throws {
             if !exclusive && waiting {
-                descriptor = try Self.holdShared(path)
+                (descriptor, tenure) = try Self.holdShared(path)
                 sharedPath = path
                 return
             }
-            sharedPath = nil
+            (sharedPath, tenure) = (nil, nil)
             // Read-only is enough for flock(2), so any uid that can read the
             // file can lock it; made with the umask's mode when missing.
             descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o666)
@@ -400,13 +409,13 @@ public final class CacheStore: Sendable {
         /// One more shared hold of `path`: joins the descriptor held already,
         /// or opens and locks one (waiting outside the count's lock, so a
         /// release never waits for an exclusive holder elsewhere).
-        private static func holdShared(_ path: String) throws -> Int32 {
-            func join() -> Int32? {
+        private static func holdShared(_ path: String) throws -> (descriptor: Int32, tenure: UInt64) {
+            func join() -> (Int32, UInt64)? {
                 sharedHolds.withLock { holds in
                     guard var held = holds[path] else { return nil }
                     held.holds += 1
                     holds[path] = held
-                    return held.descriptor
+                    return (held.descriptor, held.tenure)
                 }
             }
             if let held = join() { return held }
@@ -422,14 +431,15 @@ public final class CacheStore: Sendable {
                 }
             }
             // Another thread may have taken it meanwhile: one descriptor stays, the other goes.
-            let (kept, spare) = sharedHolds.withLock { holds -> (Int32, Int32?) in
+            let (kept, spare) = sharedHolds.withLock { holds -> ((Int32, UInt64), Int32?) in
                 if var held = holds[path] {
                     held.holds += 1
                     holds[path] = held
-                    return (held.descriptor, descriptor)
+                    return ((held.descriptor, held.tenure), descriptor)
                 }
-                holds[path] = (descriptor, 1)
-                return (descriptor, nil)
+                let tenure = tenures.add(1, ordering: .relaxed).newValue
+                holds[path] = (descriptor, 1, tenure)
+                return ((descriptor, tenure), nil)
             }
             if let spare { close(spare) }
             return kept

@@ -25,8 +25,9 @@ public final class FlowLog: Sendable {
     /// The objects this process knows are durable under their names, by
     /// name and inode (one pruned and stored again is another inode).
     /// Asked for every flow a warm writes, from every blocking-I/O thread at
-    /// once; learned once an object: read-mostly.
-    private let durableObjects = ReadMostly<[String: UInt64]>([:])
+    /// once; learned once an object: read-mostly. With each, the shared
+    /// lock's tenure in which it was last seen (`CacheStore.Lock.tenure`).
+    private let durableObjects = ReadMostly<[String: (inode: UInt64, tenure: UInt64?)]>([:])
 
     init(root: String, rollBytes: Int = LogSegment.rollBytes) {
         self.root = root
@@ -366,11 +367,20 @@ public final class FlowLog: Sendable {
     /// the publish) may not be durable yet: its writer may still be syncing
     /// `objects/`. So before a record may name it, `objects/` is synced here
     /// too, once a process for each object it did not publish itself.
-    func storeObject(_ data: Data, sha256: String) throws {
+    ///
+    /// `tenure`, the caller's shared hold of the cache's lock: an object known
+    /// durable in the same tenure is taken as present with no `stat`, since
+    /// no prune, compaction or clear can have run since (each holds the lock
+    /// exclusively); in any other, it is looked at again.
+    func storeObject(_ data: Data, sha256: String, tenure: UInt64? = nil) throws {
+        if let tenure, durableObjects.read({ $0[sha256]?.tenure == tenure }) { return }
         let path = objectPath(sha256)
         var info = stat()
         if stat(path, &info) == 0 {
-            if durableObjects.read({ $0[sha256] == UInt64(info.st_ino) }) { return }
+            if durableObjects.read({ $0[sha256]?.inode == UInt64(info.st_ino) }) {
+                if let tenure { durableObjects.write { $0[sha256]?.tenure = tenure } }
+                return
+            }
             try AtomicFile.syncDirectory(objectsDir)
         } else {
             do {
@@ -381,7 +391,7 @@ public final class FlowLog: Sendable {
             }
             guard stat(path, &info) == 0 else { return }
         }
-        durableObjects.write { $0[sha256] = UInt64(info.st_ino) }
+        durableObjects.write { $0[sha256] = (UInt64(info.st_ino), tenure) }
     }
 
     // MARK: Writing

@@ -38,7 +38,8 @@ struct LoggedEntries: FlowEntries {
     {
         let logged = entry(flow, identity: identity, tier: tier, resolvedAt: resolvedAt)
         try store.withLock(exclusive: false) {
-            try storeObjects([logged])
+            // One write a hold: its tenure would tell nothing a `stat` does not.
+            try storeObjects([logged], tenure: nil)
             var records = [logged.record]
             if pointAlias { records.append(store.aliasRecord(to: logged.record)) }
             try store.logWriter.append(records)
@@ -53,7 +54,7 @@ struct LoggedEntries: FlowEntries {
         // The writer's own group commit makes records durable: `commit` is format 1's.
         let logged = entry(flow, identity: identity, tier: tier, resolvedAt: resolvedAt)
         let lock = try CacheStore.Lock(path: store.lockPath, exclusive: false)
-        do { try storeObjects([logged]) } catch {
+        do { try storeObjects([logged], tenure: lock.tenure) } catch {
             lock.release()
             throw error
         }
@@ -198,7 +199,7 @@ struct LoggedEntries: FlowEntries {
             for index in entries.indices { staged.finish(index, error, lock: nil) }
             return
         }
-        do { try storeObjects(entries) } catch {
+        do { try storeObjects(entries, tenure: lock.tenure) } catch {
             for index in entries.indices { staged.finish(index, error, lock: lock) }
             return
         }
@@ -207,17 +208,18 @@ struct LoggedEntries: FlowEntries {
         }
     }
 
-    /// Stores the flows' bytes that are not there (an `access` per distinct
-    /// flow of the batch: a `prune` or `clear` between two batches may have
-    /// removed one this process stored, so nothing is remembered). The caller
-    /// holds the shared lock until the records pointing at them are durable,
-    /// so no compaction removes an object between the two.
-    private func storeObjects(_ entries: [Entry]) throws {
+    /// Stores the flows' bytes that are not there: a `stat` per distinct flow
+    /// of the batch, unless this process knew it durable in the same tenure
+    /// of the shared lock (`CacheStore.Lock.tenure`): a `prune` or `clear`
+    /// between two tenures may have removed one this process stored. The
+    /// caller holds the shared lock until the records pointing at them are
+    /// durable, so no compaction removes an object between the two.
+    private func storeObjects(_ entries: [Entry], tenure: UInt64?) throws {
         // An identity's few flows: an object named before in the batch is found by looking back.
         for index in entries.indices {
             let sha256 = entries[index].record.flowSHA256
             if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
-            try store.log.storeObject(entries[index].object, sha256: sha256)
+            try store.log.storeObject(entries[index].object, sha256: sha256, tenure: tenure)
         }
     }
 }

@@ -369,7 +369,8 @@ public struct LogRecord: Sendable, Equatable {
     }
 
     static func append(_ value: UInt64, _ width: Int, to out: inout [UInt8]) {
-        for index in 0..<width { out.append(UInt8(truncatingIfNeeded: value >> (8 * index))) }
+        // The low `width` bytes of its little-endian form, appended in one piece.
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0.prefix(width)) }
     }
 
     static func store(_ value: UInt64, _ width: Int, at offset: Int, in out: inout [UInt8]) {

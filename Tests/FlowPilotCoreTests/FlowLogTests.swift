@@ -29,6 +29,48 @@ final class FlowLogTests {
             flowID: "flow_paywall", version: version)
     }
 
+    @Test("hex digits read eight at a time agree with one at a time: every byte value at every place, and at random")
+    func hexEightAtOnce() {
+        func scalar(_ word: UInt64) -> UInt32? {
+            var value: UInt32 = 0
+            for n in 0..<8 {
+                guard let nibble = LogRecord.nibble(UInt8(truncatingIfNeeded: word >> (8 * n))) else { return nil }
+                // Digit 2i is byte i's high half, digit 2i + 1 its low half.
+                value |= UInt32(nibble) << (n % 2 == 0 ? 8 * (n / 2) + 4 : 8 * (n / 2))
+            }
+            return value
+        }
+        let digits = Array("0123456789abcdef".utf8)
+        var generator = SystemRandomNumberGenerator()
+        func randomDigits() -> UInt64 {
+            (0..<8).reduce(UInt64(0)) { $0 | UInt64(digits.randomElement(using: &generator)!) << (8 * $1) }
+        }
+        var mismatches: [UInt64] = []
+        for _ in 0..<64 {
+            let base = randomDigits()
+            for place in 0..<8 {
+                for byte in 0...255 {
+                    let word = base & ~(UInt64(0xFF) << (8 * place)) | UInt64(byte) << (8 * place)
+                    if LogRecord.hex8(word) != scalar(word) { mismatches.append(word) }
+                }
+            }
+        }
+        for _ in 0..<100_000 {
+            for word in [randomDigits(), UInt64.random(in: 0 ... .max, using: &generator)]
+            where LogRecord.hex8(word) != scalar(word) {
+                mismatches.append(word)
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5).map { String($0, radix: 16) })")
+        // Whole digests: 64 digits to their 32 bytes, and back.
+        for n in 0..<200 {
+            let digest = Digest.sha256Hex(Data("\(n)".utf8))
+            #expect(LogRecord.rawHex(Substring(digest)).map(Digest.hex) == digest)
+            #expect(LogRecord.rawHex(Substring(digest.uppercased())) == nil, "lowercase only")
+        }
+        #expect(LogRecord.rawHex(Substring(String(repeating: "0", count: 63) + "g")) == nil)
+    }
+
     @Test("a record reads back as written, fields of any length whole")
     func roundTrip() throws {
         let long = String(repeating: "ü", count: 5000)

@@ -41,6 +41,23 @@ struct WarmSpeedPartsTests {
         writer.flush()
         #expect(store.lookupAlias(placement: "p")?.0.userID == "third", "flush points at the newest")
         #expect(try store.verify(repair: false, now: start).findings.isEmpty)
+        // Many placements (past those looked through in turn, into the writer's table), two
+        // spellings of one text among them: each its own, each gets its first alias, then its newest.
+        let names = (0..<20).map { "p\($0)" } + ["caf\u{E9}", "cafe\u{301}"]
+        func many(_ user: String, _ offset: TimeInterval) throws {
+            for name in names {
+                writer.stored(
+                    try store.storeFlow(
+                        placement: name, identity: Identity(userID: user), document: doc, ttlSeconds: 60,
+                        tier: .network, resolvedAt: start.addingTimeInterval(offset), pointAlias: false))
+            }
+        }
+        try many("one", 10)
+        writer.settle()
+        #expect(names.allSatisfy { store.lookupAlias(placement: $0)?.0.userID == "one" })
+        try many("two", 11)
+        writer.flush()
+        #expect(names.allSatisfy { store.lookupAlias(placement: $0)?.0.userID == "two" })
     }
 
     @Test("an alias is written on the alias writer's queue, never on the thread that stored its entry (the commit's)")

@@ -562,13 +562,10 @@ public struct LogKey: Sendable, Hashable {
 
         /// The fingerprint's first four hex digits' values (uniform: a SHA-256's), mixed with the placement's length.
         static func slot(_ placement: String, _ fingerprint: String) -> Int {
-            var digits = 0
-            var count = 0
-            for byte in fingerprint.utf8 {
+            var fingerprint = fingerprint
+            let digits = fingerprint.withUTF8 { utf8 in
                 // A lowercase hex digit's value: '0'-'9' are 0x30-0x39, 'a'-'f' 0x61-0x66 (9 more than their low bits).
-                digits = digits << 4 | Int((byte &+ (byte >> 6) &* 9) & 0x0F)
-                count += 1
-                if count == 4 { break }
+                utf8.prefix(4).reduce(0) { $0 << 4 | Int(($1 &+ ($1 >> 6) &* 9) & 0x0F) }
             }
             return (digits ^ (placement.utf8.count &* 0x9E5)) & (size - 1)
         }

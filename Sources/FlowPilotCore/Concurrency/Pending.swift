@@ -9,7 +9,15 @@ import Synchronization
 /// whoever takes its waiter out of the state under the lock (the value, the
 /// limit or the cancellation), so the unchecked kind is used: no canary
 /// object made and freed for every wait.
-final class Pending<Value: Sendable>: Sendable {
+///
+/// The state sits beside a `Mutex<Void>`, not inside a `Mutex<State>`, and
+/// holds the value as an array of at most one: every field's layout is then
+/// the same whatever `Value` is, so the deinit (which Swift never
+/// specializes) frees them with no type metadata looked up at run time. In
+/// a `Mutex<State>` it looked up three each time, about 3,400 instructions
+/// of a warm's identity (`docs/performance.md`). Unchecked `Sendable`: the
+/// state is read and written only under `lock`.
+final class Pending<Value: Sendable>: @unchecked Sendable {
     private struct Waiter {
         let continuation: UnsafeContinuation<Value?, Never>
         let timeout: TimeoutClock.Token?
@@ -18,7 +26,9 @@ final class Pending<Value: Sendable>: Sendable {
     /// Waiters are few (one or two callers of a key, a line's reader), so
     /// they sit in arrays searched in order: no hashing, no hash table to make.
     private struct State {
-        var value: Value?
+        /// The value once given: empty, or the one.
+        var given: [Value] = []
+        var value: Value? { given.first }
         var waiters: [(id: UInt64, waiter: Waiter)] = []
         var nextID: UInt64 = 0
         /// Waiters given an id and not yet in `waiters`.
@@ -34,7 +44,13 @@ final class Pending<Value: Sendable>: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let lock = Mutex(())
+    @exclusivity(unchecked) private var state = State()
+
+    /// `body` with the state, under `lock`.
+    private func withState<T>(_ body: (inout State) -> T) -> T {
+        lock.withLock { _ in body(&state) }
+    }
 
     /// What a new waiter finds once it is registered.
     private enum Now {
@@ -48,9 +64,9 @@ final class Pending<Value: Sendable>: Sendable {
     /// Gives the value to every waiter, and to every later one at once. Only the
     /// first call counts.
     func fulfil(_ value: Value) {
-        let (waiters, callbacks) = state.withLock { state -> ([Waiter], [@Sendable (Value) -> Void]) in
-            guard state.value == nil else { return ([], []) }
-            state.value = value
+        let (waiters, callbacks) = withState { state -> ([Waiter], [@Sendable (Value) -> Void]) in
+            guard state.given.isEmpty else { return ([], []) }
+            state.given = [value]
             defer { (state.waiters, state.callbacks) = ([], []) }
             return (state.waiters.map(\.waiter), state.callbacks)
         }
@@ -65,7 +81,7 @@ final class Pending<Value: Sendable>: Sendable {
     /// been: no task waits. `body` runs on the thread that gives the value,
     /// so it should only hand work on.
     func whenFulfilled(_ body: @escaping @Sendable (Value) -> Void) {
-        let value = state.withLock { state -> Value? in
+        let value = withState { state -> Value? in
             if state.value == nil { state.callbacks.append(body) }
             return state.value
         }
@@ -73,7 +89,7 @@ final class Pending<Value: Sendable>: Sendable {
     }
 
     /// The value if it has been given, without waiting.
-    var valueIfFulfilled: Value? { state.withLock { $0.value } }
+    var valueIfFulfilled: Value? { withState { $0.value } }
 
     /// The value, however long it takes, even in a cancelled task.
     var value: Value {
@@ -95,9 +111,9 @@ final class Pending<Value: Sendable>: Sendable {
     }
 
     private func wait(limit: Duration?, cancellable: Bool) async -> Value? {
-        if let value = state.withLock({ $0.value }) { return value }
+        if let value = withState({ $0.value }) { return value }
         if cancellable && Task.isCancelled { return nil }
-        let id = state.withLock { state in
+        let id = withState { state in
             state.nextID += 1
             state.registering.append(state.nextID)
             return state.nextID
@@ -116,7 +132,7 @@ final class Pending<Value: Sendable>: Sendable {
             let timeout = limit.map { limit in
                 TimeoutClock.shared.schedule(after: limit) { [self] in self.expire(id) }
             }
-            let now = state.withLock { state -> Now in
+            let now = withState { state -> Now in
                 state.registering.removeAll { $0 == id }
                 if let index = state.expired.firstIndex(of: id) {
                     state.expired.remove(at: index)
@@ -140,7 +156,7 @@ final class Pending<Value: Sendable>: Sendable {
 
     /// A waiter's limit passed, or its task was cancelled: it gets nil, unless the value came first.
     private func expire(_ id: UInt64) {
-        let waiter = state.withLock { state -> Waiter? in
+        let waiter = withState { state -> Waiter? in
             guard let waiter = state.removeWaiter(id) else {
                 // Not registered yet: it finds this when it is. (Already
                 // answered, by its value or the other of limit and cancellation: nothing to do.)

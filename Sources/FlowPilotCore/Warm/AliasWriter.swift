@@ -22,7 +22,32 @@ final class AliasWriter: Sendable {
     }
 
     let interval: Duration
-    private let state = Mutex<[ExactName: Placement]>([:])
+    private let state = Mutex(Placements())
+
+    /// Each placement's state, found by its name's bytes: a warm's few
+    /// placements by looking through them (a hash of the name cost more), a
+    /// table once there are many.
+    private struct Placements {
+        var names: [String] = []
+        var states: [Placement] = []
+        var numbered: [ExactName: Int] = [:]
+        static let looked = 8
+
+        func position(of name: String) -> Int? {
+            if names.count <= Self.looked { return names.firstIndex { $0.sameBytes(as: name) } }
+            return numbered[ExactName(name)]
+        }
+
+        mutating func add(_ name: String, _ placement: Placement) {
+            names.append(name)
+            states.append(placement)
+            if names.count == Self.looked + 1 {
+                for (n, known) in names.enumerated() { numbered[ExactName(known)] = n }
+            } else if names.count > Self.looked + 1 {
+                numbered[ExactName(name)] = names.count - 1
+            }
+        }
+    }
     /// Where an alias is written: the store's `pointAliasIfPresent` (tests watch it).
     private let write: @Sendable (CachedFlow) -> Void
     /// The alias writes handed on by `stored`, one at a time, in order.
@@ -45,24 +70,29 @@ final class AliasWriter: Sendable {
     func stored(_ entry: CachedFlow) {
         let now = ContinuousClock.now
         // The placement's state changed where it is: one lookup.
-        func update(_ placement: inout Placement?) -> Bool {
-            if let current = placement, now - current.lastWrite < interval {
-                if current.pending.map({ $0.resolvedAt <= entry.resolvedAt }) ?? true { placement?.pending = entry }
+        let writeNow = state.withLock { placements -> Bool in
+            guard let at = placements.position(of: entry.placement) else {
+                placements.add(entry.placement, Placement(lastWrite: now, pending: nil))
+                return true
+            }
+            guard now - placements.states[at].lastWrite >= interval else {
+                if placements.states[at].pending.map({ $0.resolvedAt <= entry.resolvedAt }) ?? true {
+                    placements.states[at].pending = entry
+                }
                 return false
             }
-            placement = Placement(lastWrite: now, pending: nil)
+            placements.states[at] = Placement(lastWrite: now, pending: nil)
             return true
         }
-        let writeNow = state.withLock { update(&$0[ExactName(entry.placement)]) }
         if writeNow { queue.async { [write] in write(entry) } }
     }
 
     /// Writes every alias still pending, after those already handed to `queue`.
     func flush() {
         settle()
-        let pending = state.withLock { state -> [CachedFlow] in
-            let entries = state.values.compactMap(\.pending)
-            for key in state.keys { state[key]?.pending = nil }
+        let pending = state.withLock { placements -> [CachedFlow] in
+            let entries = placements.states.compactMap(\.pending)
+            for at in placements.states.indices { placements.states[at].pending = nil }
             return entries
         }
         for entry in pending { write(entry) }

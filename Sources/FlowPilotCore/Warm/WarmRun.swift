@@ -142,6 +142,23 @@ public struct WarmRun: Sendable {
         let low: UInt64
 
         init(_ fingerprint: String) {
+            // A fingerprint's first 32 digits, eight at a time (`LogRecord.hex8`); the loop below only
+            // for text that is not lowercase hex (a resumed file's), which no fingerprint made here is.
+            var text = fingerprint
+            let words = text.withUTF8 { utf8 -> (UInt64, UInt64)? in
+                guard utf8.count >= 32 else { return nil }
+                let raw = UnsafeRawBufferPointer(utf8)
+                func four(_ at: Int) -> UInt64? {
+                    LogRecord.hex8(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)))
+                        .map(UInt64.init)
+                }
+                guard let a = four(0), let b = four(8), let c = four(16), let d = four(24) else { return nil }
+                return (a << 32 | b, c << 32 | d)
+            }
+            if let words {
+                (high, low) = words
+                return
+            }
             let utf8 = Array(fingerprint.utf8.prefix(32))
             func word(_ bytes: ArraySlice<UInt8>) -> UInt64 {
                 bytes.reduce(0) { value, byte in

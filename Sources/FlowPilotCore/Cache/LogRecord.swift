@@ -114,8 +114,9 @@ public struct LogRecord: Sendable, Equatable {
                 let form = out.count
                 out.append(1)
                 out.append(contentsOf: repeatElement(0, count: 32))
-                if !contentHash.hasPrefix("sha256:")
-                    || !Self.decodeHex(contentHash.dropFirst(7), into: &out, at: form + 1)
+                // By bytes: `dropFirst` of the string itself walks characters.
+                if !contentHash.utf8.starts(with: "sha256:".utf8)
+                    || !Self.decodeHex(Substring(contentHash.utf8.dropFirst(7)), into: &out, at: form + 1)
                 {
                     out.removeSubrange(form...)
                     out.append(2)
@@ -370,7 +371,9 @@ public struct LogRecord: Sendable, Equatable {
 
     static func append(_ value: UInt64, _ width: Int, to out: inout [UInt8]) {
         // The low `width` bytes of its little-endian form, appended in one piece.
-        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0.prefix(width)) }
+        withUnsafeBytes(of: value.littleEndian) { bytes in
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<width]))
+        }
     }
 
     static func store(_ value: UInt64, _ width: Int, at offset: Int, in out: inout [UInt8]) {

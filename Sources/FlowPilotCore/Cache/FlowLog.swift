@@ -33,7 +33,7 @@ public final class FlowLog: Sendable {
         self.root = root
         (logDir, objectsDir) = ("\(root)/log", "\(root)/objects")
         self.rollBytes = rollBytes
-        view = LogView(logDir: "\(root)/log")
+        view = LogView(logDir: logDir)
     }
 
     // MARK: Segments

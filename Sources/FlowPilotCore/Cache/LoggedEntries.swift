@@ -170,8 +170,9 @@ struct LoggedEntries: FlowEntries {
     /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index:
     /// what a compaction repairs, not an unlink.
     func isRecord(_ path: String) -> Bool {
-        // As bytes: a prune asks this of each of millions of removals.
-        path.startsWithBytes(store.log.logDir + "/")
+        // As bytes, no string made: a prune asks this of each of millions of removals.
+        let logDir = store.log.logDir
+        return path.startsWithBytes(logDir) && path.utf8.dropFirst(logDir.utf8.count).first == UInt8(ascii: "/")
             && (path.utf8.contains(UInt8(ascii: "#")) || path.endsWithBytes(LogSegment.suffix)
                 || path.endsWithBytes(LogSegment.suffix + LogSegment.indexSuffix))
     }
@@ -218,7 +219,7 @@ struct LoggedEntries: FlowEntries {
         // An identity's few flows: an object named before in the batch is found by looking back.
         for index in entries.indices {
             let sha256 = entries[index].record.flowSHA256
-            if entries[..<index].contains(where: { $0.record.flowSHA256 == sha256 }) { continue }
+            if entries[..<index].contains(where: { $0.record.flowSHA256.sameBytes(as: sha256) }) { continue }
             try store.log.storeObject(entries[index].object, sha256: sha256, tenure: tenure)
         }
     }

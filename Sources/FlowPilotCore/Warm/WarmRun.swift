@@ -161,15 +161,8 @@ public struct WarmRun: Sendable {
             }
             let utf8 = Array(fingerprint.utf8.prefix(32))
             func word(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-                bytes.reduce(0) { value, byte in
-                    let digit: UInt8 =
-                        switch byte {
-                        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-                        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-                        default: 0
-                        }
-                    return value << 4 | UInt64(digit)
-                }
+                // Anything but a lowercase hex digit counts as 0.
+                bytes.reduce(0) { $0 << 4 | UInt64(LogRecord.nibble($1) ?? 0) }
             }
             high = word(utf8.prefix(16))
             low = word(utf8.dropFirst(16))

@@ -6,7 +6,7 @@
 # Foundation has only on Linux) is for a build on a Mac.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pattern='Glibc\.|__sigaction_handler|__rlimit_resource|"/proc|O_TMPFILE|syncfs\(|posix_fadvise|posix_fallocate|sched_getaffinity|st_mtim\b|st_atim\b|st_ctim\b|statx\(|memfd_create|copy_file_range|renameat2|SOCK_CLOEXEC|accept4|pipe2\(|epoll_|inotify_|prctl\(|malloc_trim|mallinfo'
+pattern='Glibc\.|__sigaction_handler|__rlimit_resource|"/proc|O_TMPFILE|syncfs\(|posix_fadvise|posix_fallocate|sched_getaffinity|st_mtim\b|st_atim\b|st_ctim\b|statx\(|memfd_create|copy_file_range|renameat2|SOCK_CLOEXEC|accept4|pipe2\(|epoll_|inotify_|prctl\(|malloc_trim|mallinfo|mallopt'
 found=$(grep -rnE "$pattern" Sources --include='*.swift' | grep -v '^Sources/FlowPilotCore/Files/Platform.swift:' |
     grep -vE '^[^:]+:[0-9]+:\s*//' || true)
 if [ -n "$found" ]; then

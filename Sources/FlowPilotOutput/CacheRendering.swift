@@ -48,6 +48,8 @@ public struct FlowListing {
     public let now: Date
     private let stream = JSONDocument.Stream()
     private var table = AlignedRows(columns: FlowListing.columns)
+    /// Where each slice of a batch's JSON or CSV rows is rendered, kept from batch to batch.
+    private let slices = SliceBuffers()
 
     static let columns = ["placement", "user_id", "fingerprint", "flow_id", "version", "age", "ttl", "state", "size"]
 
@@ -77,55 +79,67 @@ public struct FlowListing {
     /// and joined in order, `Parallel.mapRanges`), or kept for the aligned
     /// table (text: in a scratch file past a few thousand rows, `AlignedRows`).
     public mutating func rows(_ entries: [CachedFlow]) throws -> [UInt8] {
-        try rows(entries.count) { entries[$0] }
+        var out: [UInt8] = []
+        try rows(entries.count, write: { out.append(contentsOf: $0) }, { entries[$0] })
+        return out
     }
 
     /// A listing's batch of entries, in order, as `rows(_: [CachedFlow])`
     /// renders them: each entry's strings are made where its row is rendered.
     public mutating func rows(_ batch: ListedBatch) throws -> [UInt8] {
-        try rows(batch.count, fields: batch) { batch.entry($0) }
+        var out: [UInt8] = []
+        try rows(batch, write: { out.append(contentsOf: $0) })
+        return out
+    }
+
+    /// `rows(_: ListedBatch)`'s bytes handed to `write` a slice at a time,
+    /// from buffers the listing keeps from batch to batch (`SliceBuffers`):
+    /// a listing of millions makes no array a batch.
+    public mutating func rows(_ batch: ListedBatch, write: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try rows(batch.count, fields: batch, write: write, { batch.entry($0) })
     }
 
     /// `fields`: a batch whose format-2 entries' JSON rows are written from
     /// their records' bytes (`jsonRow`, the same bytes as from the
     /// entry), with no `CachedFlow` or string made.
     private mutating func rows(
-        _ count: Int, fields: ListedBatch? = nil, _ entry: @Sendable (Int) -> CachedFlow?
-    ) throws -> [UInt8] {
-        guard count > 0 else { return [] }
+        _ count: Int, fields: ListedBatch? = nil, write: (UnsafeRawBufferPointer) throws -> Void,
+        _ entry: @Sendable (Int) -> CachedFlow?
+    ) throws {
+        guard count > 0 else { return }
         switch format {
         case .json, .csv:
-            let (format, now) = (self.format, self.now)
-            let pieces = Parallel.mapRanges(count, minimumPerSlice: 256) { range in
-                var out: [UInt8] = []
-                out.reserveCapacity(range.count * 400)
-                for index in range {
-                    if format == .json,
-                        fields?.withFields(index, { Self.jsonRow($0, now: now, into: &out) }) != nil
-                    {
-                        continue
-                    }
-                    guard let e = entry(index) else { continue }
-                    if format == .json {
-                        Self.jsonRow(e, now: now, into: &out)
-                    } else {
-                        Table.csvLine(Self.cells(e, now: now), into: &out)
+            let (format, now, slices) = (self.format, self.now, self.slices)
+            let pieces = Parallel.forEachRange(count, minimumPerSlice: 256) { slice, range in
+                slices.withEmptied(slice) { out in
+                    out.reserveCapacity(range.count * 400)
+                    for index in range {
+                        if format == .json,
+                            fields?.withFields(index, { Self.jsonRow($0, now: now, into: &out) }) != nil
+                        {
+                            continue
+                        }
+                        guard let e = entry(index) else { continue }
+                        if format == .json {
+                            Self.jsonRow(e, now: now, into: &out)
+                        } else {
+                            Table.csvLine(Self.cells(e, now: now), into: &out)
+                        }
                     }
                 }
-                return out
             }
-            var out: [UInt8] = []
-            out.reserveCapacity(pieces.reduce(0) { $0 + $1.count })
-            for piece in pieces { out += piece }
-            // Each JSON row comes after ",\n"; the listing's first after "\n" alone.
-            if format == .json && !started && !out.isEmpty { out.removeFirst() }
-            started = started || !out.isEmpty
-            return out
+            for slice in 0..<pieces {
+                try slices.withBytes(slice) { bytes in
+                    guard !bytes.isEmpty else { return }
+                    // Each JSON row comes after ",\n"; the listing's first after "\n" alone.
+                    try write(format == .json && !started ? UnsafeRawBufferPointer(rebasing: bytes.dropFirst()) : bytes)
+                    started = true
+                }
+            }
         case .text:
             for index in 0..<count {
                 if let e = entry(index) { try table.add(Self.cells(e, now: now)) }
             }
-            return []
         }
     }
 

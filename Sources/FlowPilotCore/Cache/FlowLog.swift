@@ -222,21 +222,28 @@ public final class FlowLog: Sendable {
     ) -> [(path: String, message: String, torn: Bool)] {
         var problems: [(path: String, message: String, torn: Bool)] = []
         let parts = survey?.parts ?? segments().map { LogSurvey.Part(segment: $0, length: .max, superseded: []) }
+        // One segment's bytes and one index's at a time, each in memory reused from segment to segment.
+        let (segmentBytes, indexBytes) = (WholeFileBuffer(), WholeFileBuffer())
+        var offsets: [Int] = []
         for part in parts {
             let segment = part.segment
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
-            guard var bytes = Self.read(fd, from: 0) else { continue }
-            // No further than the survey saw: what a writer appended since was not weighed.
-            if bytes.count > part.length { bytes.removeLast(bytes.count - part.length) }
             // The index's record offsets, when it checks out: what the damage cost.
             var indexed: (covered: Int, offsets: [Int])?
-            if let index = segment.index, let bytes = FileManager.default.contents(atPath: index) {
-                indexed = SegmentIndex.entries(of: Array(bytes))
-                if indexed == nil { problems.append((index, "index damaged (lookups scan its segment)", false)) }
+            if let index = segment.index {
+                let indexFD = open(index, O_RDONLY | O_CLOEXEC)
+                if indexFD >= 0 {
+                    defer { close(indexFD) }
+                    let covered = indexBytes.withBytes(of: indexFD) { SegmentIndex.entries(of: $0, offsets: &offsets) }
+                    if let covered = covered ?? nil { indexed = (covered, offsets) }
+                    if indexed == nil { problems.append((index, "index damaged (lookups scan its segment)", false)) }
+                }
             }
-            bytes.withUnsafeBytes { raw in
+            _ = segmentBytes.withBytes(of: fd) { whole in
+                // No further than the survey saw: what a writer appended since was not weighed.
+                let raw = UnsafeRawBufferPointer(rebasing: whole.prefix(part.length))
                 guard LogSegment.hasMagic(raw) else {
                     // A segment whose header never reached the disk (a power cut right after it was made).
                     problems.append((segment.path, "not a segment (no header)", raw.allSatisfy { $0 == 0 }))

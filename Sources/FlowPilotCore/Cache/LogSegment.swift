@@ -229,25 +229,31 @@ enum SegmentIndex {
     /// Whether an index file's bytes are whole and agree with their CRC
     /// (`cache verify`); the length of the segment they cover.
     static func check(_ bytes: [UInt8]) -> UInt64? {
-        guard bytes.count >= headerSize + fanoutSize + 4, Array(bytes.prefix(8)) == magic else { return nil }
-        return bytes.withUnsafeBytes { raw -> UInt64? in
-            let count = Int(LogRecord.load(raw, 16, 4))
-            guard bytes.count == headerSize + fanoutSize + count * entrySize + 4,
-                LogRecord.crc(UnsafeRawBufferPointer(rebasing: raw[..<(bytes.count - 4)]))
-                    == UInt32(LogRecord.load(raw, bytes.count - 4, 4))
-            else { return nil }
-            return LogRecord.load(raw, 8, 8)
-        }
+        bytes.withUnsafeBytes { check($0) }
     }
 
-    /// A whole index's covered length and record offsets, when its CRC holds (`cache verify`).
-    static func entries(of bytes: [UInt8]) -> (covered: Int, offsets: [Int])? {
-        guard let covered = check(bytes) else { return nil }
-        return bytes.withUnsafeBytes { raw in
-            let count = Int(LogRecord.load(raw, 16, 4))
-            let base = headerSize + fanoutSize
-            return (Int(covered), (0..<count).map { Int(LogRecord.load(raw, base + $0 * entrySize + 8, 4)) })
-        }
+    /// `check` of an index's bytes read in place.
+    static func check(_ raw: UnsafeRawBufferPointer) -> UInt64? {
+        guard raw.count >= headerSize + fanoutSize + 4, raw.prefix(8).elementsEqual(magic) else { return nil }
+        let count = Int(LogRecord.load(raw, 16, 4))
+        guard raw.count == headerSize + fanoutSize + count * entrySize + 4,
+            LogRecord.crc(UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)]))
+                == UInt32(LogRecord.load(raw, raw.count - 4, 4))
+        else { return nil }
+        return LogRecord.load(raw, 8, 8)
+    }
+
+    /// A whole index's covered length, when its CRC holds, with its record
+    /// offsets put in `offsets` (emptied first, its capacity kept from
+    /// segment to segment): what `cache verify` says damage cost.
+    static func entries(of raw: UnsafeRawBufferPointer, offsets: inout [Int]) -> Int? {
+        offsets.removeAll(keepingCapacity: true)
+        guard let covered = check(raw) else { return nil }
+        let count = Int(LogRecord.load(raw, 16, 4))
+        let base = headerSize + fanoutSize
+        offsets.reserveCapacity(count)
+        for n in 0..<count { offsets.append(Int(LogRecord.load(raw, base + n * entrySize + 8, 4))) }
+        return Int(covered)
     }
 
     static func readFully(_ fd: Int32, _ buffer: inout [UInt8], at offset: Int) -> Bool {

@@ -192,6 +192,7 @@ struct LogSurvey {
     private mutating func markSuperseded(_ log: FlowLog, _ sources: [KeySource]) {
         var first = 0
         var slots: [Slot] = []
+        var repeated = PrefixCounts(capacity: 0)
         var repeatedTotal = 0
         while first < 256 {
             // As many first bytes as fit in one range (at least one).
@@ -215,7 +216,7 @@ struct LogSurvey {
             }
             // The slots of prefixes met more than once, marked where their records are: found by counting
             // each prefix in a table (no sort; which of a key's records wins is the second pass's).
-            var repeated = PrefixCounts(capacity: slots.count)
+            repeated.reset(capacity: slots.count)
             for slot in slots { repeated.add(slot.prefix) }
             for slot in slots where repeated.isRepeated(slot.prefix) {
                 parts[Int(slot.part)].markRepeated(Int(slot.offset))
@@ -227,12 +228,16 @@ struct LogSurvey {
         var servable = FlowLog.Servable(log)
         var buckets = WeighedBuckets(
             records: repeatedTotal, bucketBytes: bucketBytes, bufferBytes: bufferBytes, directory: spillDirectory)
-        for number in parts.indices where parts[number].repeatedCount > 0 {
-            weigh(number, into: &buckets, servable: &servable)
+        do {
+            // Freed before the buckets are read back.
+            let segmentBytes = WholeFileBuffer()
+            for number in parts.indices where parts[number].repeatedCount > 0 {
+                weigh(number, into: &buckets, servable: &servable, reading: segmentBytes)
+            }
         }
         let now = LogRecord.nowMillis
         buckets.forEachBucket { bytes, records in
-            for loser in Self.losers(bytes, records, now: now) {
+            Self.forEachLoser(bytes, records, now: now) { loser in
                 parts[Int(loser.part)].markSuperseded(Int(loser.offset))
             }
         }
@@ -244,7 +249,10 @@ struct LogSurvey {
     /// dense read whole once and walked, one where they are sparse record by
     /// record. Each is read in place (`LogRecord.View`), no string made. One
     /// that does not read whole is left out (the walk does not read it either).
-    private func weigh(_ number: Int, into buckets: inout WeighedBuckets, servable: inout FlowLog.Servable) {
+    private func weigh(
+        _ number: Int, into buckets: inout WeighedBuckets, servable: inout FlowLog.Servable,
+        reading segmentBytes: WholeFileBuffer
+    ) {
         let part = parts[number]
         let fd = open(part.segment.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
@@ -260,9 +268,8 @@ struct LogSurvey {
             }
             return
         }
-        guard var bytes = FlowLog.read(fd, from: 0) else { return }
-        if bytes.count > part.length { bytes.removeLast(bytes.count - part.length) }
-        bytes.withUnsafeBytes { raw in
+        _ = segmentBytes.withBytes(of: fd) { whole in
+            let raw = UnsafeRawBufferPointer(rebasing: whole.prefix(part.length))
             guard LogSegment.hasMagic(raw) else { return }
             _ = LogSegment.walk(raw) { offset, view in
                 if part.isRepeated(offset) { add(offset, view) }
@@ -274,14 +281,14 @@ struct LogSurvey {
     /// whole key (kind, placement and fingerprint compared as bytes) that
     /// are not their key's survivor: the one a lookup serves (the newest
     /// whose flow reads back whole; the newest of all when none does).
-    private static func losers(
-        _ bytes: UnsafeRawBufferPointer, _ records: [WeighedBuckets.Record], now: Int64
-    ) -> [WeighedBuckets.Record] {
+    private static func forEachLoser(
+        _ bytes: UnsafeRawBufferPointer, _ records: [WeighedBuckets.Record], now: Int64,
+        _ body: (WeighedBuckets.Record) -> Void
+    ) {
         // Sorted by the fingerprint's first 8 bytes, then each run of equal ones by the whole key: the runs are
         // a key's records and its other placements', a few, where one sort by the whole key compared every record.
         var keyed = records.indices.map { (records[$0].fingerprint.0, UInt32($0)) }
         keyed.sort { $0.0 < $1.0 }
-        var losers: [WeighedBuckets.Record] = []
         var start = 0
         while start < keyed.count {
             var end = start + 1
@@ -300,14 +307,13 @@ struct LogSurvey {
                     let wins =
                         item.serves != best.serves
                         ? item.serves : LogRecord.wins(item.stamp, over: best.stamp, now: now)
-                    losers.append(wins ? best : item)
+                    body(wins ? best : item)
                     if wins { best = item }
                     last += 1
                 }
                 at = last
             }
         }
-        return losers
     }
 
     /// How often each key prefix of one range occurs, once or more than
@@ -318,17 +324,32 @@ struct LogSurvey {
         private var prefixes: [UInt64]
         /// 0 an empty place, 1 a prefix met once, 2 one met more than once.
         private var counts: [UInt8]
-        private let mask: Int
+        private var mask: Int
 
         /// What a place takes: a prefix and its count.
         static let placeBytes = MemoryLayout<UInt64>.stride + MemoryLayout<UInt8>.stride
 
         /// A table for `capacity` prefixes at most, twice as many places.
         init(capacity: Int) {
+            (prefixes, counts, mask) = ([], [], 0)
+            reset(capacity: capacity)
+        }
+
+        /// Emptied for the next range's `capacity` prefixes: the same table,
+        /// zeroed, when it has as many places (the usual case: each range
+        /// holds up to `rangeSlots`), so a survey allocates it once, not
+        /// once a range (2 MiB, mapped and faulted in anew each time).
+        mutating func reset(capacity: Int) {
             var places = 16
             while places < capacity * 2 { places *= 2 }
-            prefixes = [UInt64](repeating: 0, count: places)
-            counts = [UInt8](repeating: 0, count: places)
+            if places == prefixes.count {
+                counts.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+            } else {
+                prefixes = []
+                prefixes = [UInt64](repeating: 0, count: places)
+                counts = []
+                counts = [UInt8](repeating: 0, count: places)
+            }
             mask = places - 1
         }
 

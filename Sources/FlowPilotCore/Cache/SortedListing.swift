@@ -18,6 +18,8 @@ struct SortedListing {
     private var spill: Int32 = -1
     private var written = 0
     private var runs: [Range<Int>] = []
+    /// What a run is written through, 1 MiB at a time, kept from run to run.
+    private var runBuffer: [UInt8] = []
 
     /// What sorts an entry before its strings are compared: its placement's
     /// rank in the batch, its time, the first 8 hex digits of its
@@ -160,12 +162,13 @@ struct SortedListing {
             spill = -1
         }
         let segments = self.segments
-        var batch = ListedBatch(segments: segments)
+        var batch = ListedBatch(segments: segments, entries: size)
         func hand(_ encoded: UnsafeRawBufferPointer) throws {
             batch.append(encoded)
             guard batch.count >= size else { return }
+            let room = batch.byteCount + batch.byteCount / 8
             try body(batch)
-            batch = ListedBatch(segments: segments)
+            batch = ListedBatch(segments: segments, capacity: room, entries: size)
         }
         guard spill >= 0 else {
             sortBatch()
@@ -223,7 +226,9 @@ struct SortedListing {
         guard !keys.isEmpty else { return }
         if spill < 0 { spill = try ScratchFile.open(in: directory) }
         sortBatch()
-        var out: [UInt8] = []
+        var out = runBuffer
+        runBuffer = []
+        defer { runBuffer = out }
         out.reserveCapacity(1 << 20)
         let start = written
         for key in keys {
@@ -421,12 +426,19 @@ public struct ListedBatch: Sendable {
     /// The segments the records name, by number.
     private let segments: [String]
 
-    init(segments: [String]) {
+    /// `capacity`: the bytes to hold room for (the last batch's, a listing's
+    /// batches being alike), so a batch is one allocation, not a run of
+    /// doublings whose leftovers glibc keeps.
+    init(segments: [String], capacity: Int = 1 << 20, entries: Int = 0) {
         self.segments = segments
-        bytes.reserveCapacity(1 << 20)
+        bytes.reserveCapacity(capacity)
+        ends.reserveCapacity(entries)
     }
 
     public var count: Int { ends.count }
+
+    /// The bytes its entries take.
+    var byteCount: Int { bytes.count }
 
     mutating func append(_ encoded: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: encoded)

@@ -324,6 +324,35 @@ public enum Platform {
         #endif
     }
 
+    /// Large buffers a command frees go back to the system at once, for a
+    /// command that reads a whole cache (`cache info`, `list`, `verify`,
+    /// `prune`, `clear`, `migrate`) in flat memory. glibc serves a buffer of
+    /// 128 KiB or more by `mmap` until the first such buffer is freed, then
+    /// raises that threshold to the freed size (up to 32 MiB): a segment's
+    /// 4 MiB read, a listing's sorted run and its merge buffers then came
+    /// from the heap, where what they left behind stayed resident, and `cache
+    /// list` of 100,000 entries peaked 14 to 17 MiB above the same at 1,000
+    /// (more under load). The threshold is held at `mmapThreshold` instead.
+    /// The walk's large buffers are each allocated once and reused
+    /// (`WholeFileBuffer`, the survey's prefix table, a listing's slice
+    /// buffers), so mapping them costs its page faults once, not once a
+    /// segment. Not for `warm`, whose memory is not a walk of the cache and
+    /// whose system time counts (#63). Does nothing off glibc.
+    public static func returnLargeBuffersToSystem() {
+        #if os(Linux)
+            // glibc's mallopt (malloc.h, which Swift's Glibc module leaves out); M_MMAP_THRESHOLD is -3.
+            // Setting it turns the sliding threshold off (mallopt(3)).
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
+            _ = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)(-3, Int32(mmapThreshold))
+        #endif
+    }
+
+    /// The size from which a whole-cache command's buffers are mapped, and
+    /// unmapped when freed: above a listing's batch of rows (about 830 KiB,
+    /// one a batch, which the heap reuses), below the buffers a walk
+    /// allocates once (a segment, 4 MiB; the survey's table, 2 MiB).
+    public static let mmapThreshold = 1 << 20
+
     /// Puts a file's data and metadata on stable storage: `fsync` on Linux;
     /// on Darwin `F_FULLFSYNC`, since its `fsync` stops at the drive's cache
     /// (falling back to `fsync` where a filesystem refuses it). False with errno set.

@@ -29,7 +29,7 @@ struct CacheClear: ParsableCommand {
     }
 
     func run() throws {
-        let store = try cache.open()
+        let store = try cache.openWhole()
         let scope: CacheStore.ClearScope = flows ? .flows : images ? .images : .all
         if !force {
             guard isatty(STDIN_FILENO) != 0 else {

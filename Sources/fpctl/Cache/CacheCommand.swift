@@ -33,6 +33,15 @@ struct CacheDirOption: ParsableArguments {
         try CacheStore(root: try path(), create: create)
     }
 
+    /// Opens the cache for a command that reads it whole (info, list,
+    /// verify, prune, clear, migrate), whose large buffers are returned to
+    /// the system once freed (`Platform.returnLargeBuffersToSystem`), so its
+    /// peak memory stays flat at any size (#62).
+    func openWhole() throws -> CacheStore {
+        Platform.returnLargeBuffersToSystem()
+        return try open()
+    }
+
     /// Opens the cache for a writer of many entries (`warm`, `cache put`):
     /// unless `FPCTL_CACHE_FORMAT=1`, a format-1
     /// cache is migrated first (docs/cache-format.md, "Migrating from format

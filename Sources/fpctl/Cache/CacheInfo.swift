@@ -19,6 +19,6 @@ struct CacheInfo: ParsableCommand {
     @OptionGroup var output: FormatOption<CacheInfoReport>
 
     func run() throws {
-        try output.print(CacheInfoReport(try cache.open().summary(at: try Now.date())))
+        try output.print(CacheInfoReport(try cache.openWhole().summary(at: try Now.date())))
     }
 }

@@ -27,7 +27,7 @@ struct CacheList: ParsableCommand {
     }
 
     func run() throws {
-        let store = try cache.open()
+        let store = try cache.openWhole()
         let scan = store.scan()
         let now = try Now.date()
         if images {
@@ -69,7 +69,7 @@ private final class ListingSink: @unchecked Sendable {
         out.write(listing.start)
     }
 
-    func rows(_ batch: ListedBatch) throws { out.write(bytes: try listing.rows(batch)) }
+    func rows(_ batch: ListedBatch) throws { try listing.rows(batch) { out.write(raw: $0) } }
 
     func end() throws {
         try listing.end { out.write(bytes: $0) }

@@ -23,7 +23,7 @@ struct CacheMigrate: ParsableCommand {
     @OptionGroup var cache: CacheDirOption
 
     func run() throws {
-        let store = try cache.open()
+        let store = try cache.openWhole()
         guard store.needsMigration else {
             return Console.note("\(store.root) is cache format \(store.version) already; nothing to do")
         }

@@ -38,7 +38,7 @@ struct CachePrune: ParsableCommand {
     }
 
     func run() throws {
-        let store = try cache.open()
+        let store = try cache.openWhole()
         var o = CacheStore.PruneOptions()
         o.expired = expired
         o.olderThan = olderThan?.seconds

@@ -30,7 +30,7 @@ struct CacheVerify: ParsableCommand {
             }
             mended = try CacheStore.mendMarker(root: root).map { [$0] } ?? []
         }
-        let store = try cache.open()
+        let store = try cache.openWhole()
         var verification = try store.verify(repair: repair, now: try Now.pinned())
         verification = .init(findings: mended + verification.findings, notRemoved: verification.notRemoved)
         let report = VerifyReport(verification, repaired: repair)

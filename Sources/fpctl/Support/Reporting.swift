@@ -126,11 +126,14 @@ final class BufferedOutput: OutputSink {
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    func write(bytes: [UInt8]) {
+    func write(bytes: [UInt8]) { bytes.withUnsafeBytes { write(raw: $0) } }
+
+    /// Bytes the caller holds, written before the call returns.
+    func write(raw bytes: UnsafeRawBufferPointer) {
         // A piece as large as the buffer goes out as it is, not copied in (the buffer would keep its size).
         if bytes.count >= 1 << 16 {
             flush()
-            bytes.withUnsafeBytes { drain($0) }
+            drain(bytes)
             return
         }
         buffer.append(contentsOf: bytes)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import FlowPilotCore
@@ -369,6 +370,45 @@ final class Format2StoreTests {
         #expect(bytes < 10_000 * 210, "\(bytes) bytes for 10,000 entries")
         #expect(store.scan().flows.count == 10_000)
         #expect(store.lookupFlow(placement: "onboarding", identity: stages[4321])?.1.id == "paywall")
+    }
+
+    @Test(
+        "identities staged while a batch is written are written together: one hold of the lock, one group, each told its own result"
+    )
+    func stagedInBatches() async throws {
+        let store = try store()
+        let document = Self.flow("paywall")
+        let other = Self.flow("onboarding")
+        // A prune's exclusive lock holds the first batch at its shared lock: the drain has taken it.
+        let prune = try CacheStore.Lock(path: store.lockPath, exclusive: true)
+        let results = Mutex<[String: [Result<CachedFlow, any Error>]]>([:])
+        func stage(_ user: String) {
+            store.stage(
+                [("paywall", document, 300), ("onboarding", other, 300)], identity: Identity(userID: user),
+                tier: .network, resolvedAt: Date(), commit: .shared
+            ) { outcome in results.withLock { $0[user] = outcome } }
+        }
+        stage("first")
+        let started = ContinuousClock.now
+        while store.stageQueue.drained.withLock({ $0.batches }) == 0, ContinuousClock.now - started < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(store.stageQueue.drained.withLock { $0.batches } == 1, "the first identity's batch is being written")
+        let users = (0..<40).map { "user-\($0)" }
+        for user in users { stage(user) }
+        #expect(results.withLock { $0.isEmpty }, "nothing written while the prune holds the lock")
+        prune.release()
+        while results.withLock({ $0.count }) < 41, ContinuousClock.now - started < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let drained = store.stageQueue.drained.withLock { $0 }
+        #expect(drained.batches == 2 && drained.items == 41, "the 40 queued meanwhile in one batch: \(drained)")
+        for user in ["first"] + users {
+            let outcome = try #require(results.withLock { $0[user] }, "\(user) told")
+            #expect(try outcome.map { try $0.get().placement } == ["paywall", "onboarding"], "\(user)")
+            #expect(store.lookupFlow(placement: "onboarding", identity: Identity(userID: user))?.1.id == "onboarding")
+        }
+        #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 0, "every batch's hold released")
     }
 
     @Test("clear --flows empties log/ and objects/; the marker stays")

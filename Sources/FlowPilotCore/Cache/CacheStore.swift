@@ -33,6 +33,8 @@ public final class CacheStore: Sendable {
     /// Format 2's flows, and this process's writing of them.
     let log: FlowLog
     let logWriter: FlowLog.Writer
+    /// Format 2's identities waiting for `stage`'s writes, drained a batch at a time.
+    let stageQueue = LoggedEntries.StageQueue()
     /// Flow objects read and validated (`objectDocument`).
     let objectDocuments = Mutex<[String: FlowDocument]>([:])
     /// Opened as format 1, and found since to be format 2 (`currentVersion`): a migration ran.

@@ -64,7 +64,10 @@ struct FileEntries: FlowEntries {
                 placement: $0.placement, identity: identity, document: $0.document, ttlSeconds: $0.ttlSeconds,
                 tier: tier, resolvedAt: resolvedAt)
         }
-        return (prepared.map(\.entry), { [self] in write(prepared, to: $0, commit: commit) })
+        return (
+            prepared.map(\.entry),
+            { [self] staged in BlockingIO.submit { write(prepared, to: staged, commit: commit) } }
+        )
     }
 
     func store(_ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, pointAlias: Bool) throws

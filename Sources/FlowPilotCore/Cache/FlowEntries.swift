@@ -17,9 +17,11 @@ public typealias FlowToStore = (placement: String, document: FlowDocument, ttlSe
 /// forward to them.
 protocol FlowEntries {
     /// A batch of one identity's flows: the entries they become, and the
-    /// write, run on a blocking-I/O thread, that stages them for `commit`
-    /// under the shared lock and tells `StagedFlows` each one's result once
-    /// it is durable or failed.
+    /// write that stages them for `commit` under the shared lock and tells
+    /// `StagedFlows` each one's result once it is durable or failed. The
+    /// write is called on the caller's thread and does not block: it hands
+    /// its work to a blocking-I/O thread (format 1: one trip an identity;
+    /// format 2: a queue drained a batch of identities at a time).
     func staging(_ flows: [FlowToStore], identity: Identity, tier: Tier, resolvedAt: Date, commit: GroupCommit)
         -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
 
@@ -195,8 +197,8 @@ extension CacheStore {
         }
     }
 
-    /// Several flows of one identity written in one trip to the blocking-I/O
-    /// threads and queued for `commit`, with no wait at all: `then` gets
+    /// Several flows of one identity written on the blocking-I/O threads
+    /// (`FlowEntries.staging` says how) and queued for `commit`, with no wait at all: `then` gets
     /// every flow's result, in order, once every one is durable or failed,
     /// on the thread that made it so (the group commit's). A warm's resolve
     /// hands its answers on this way and ends, with no task waiting for the
@@ -208,8 +210,7 @@ extension CacheStore {
         guard !flows.isEmpty else { return then([]) }
         let (entries, write) = writeEntries.staging(
             flows, identity: identity, tier: tier, resolvedAt: resolvedAt, commit: commit)
-        let staged = StagedFlows(entries, then: then)
-        BlockingIO.submit { write(staged) }
+        write(StagedFlows(entries, then: then))
     }
 
     /// Points the placement's last-known-good alias at `entry` (a name that sorts
@@ -260,6 +261,16 @@ final class StagedFlows: Sendable {
     init(_ entries: [CachedFlow], then: @escaping @Sendable ([Result<CachedFlow, any Error>]) -> Void) {
         self.then = then
         state = Mutex((entries.count, entries.map { .success($0) }))
+    }
+
+    /// Every flow durable (nil) or failed with `error`: the results given.
+    func finishAll(_ error: (any Error)?) {
+        let finished = state.withLock { state -> [Result<CachedFlow, any Error>] in
+            if let error { state.results = state.results.map { _ in .failure(error) } }
+            state.left = 0
+            return state.results
+        }
+        then(finished)
     }
 
     /// Flow `index` is durable (nil) or failed; the last one releases the

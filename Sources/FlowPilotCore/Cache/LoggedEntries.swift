@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Format 2's flow entries (`FlowLog`; docs/cache-format.md, "Format 2"): a
 /// record an entry or alias appended to this process's segment in `log/`,
@@ -30,7 +31,7 @@ struct LoggedEntries: FlowEntries {
         -> (entries: [CachedFlow], write: @Sendable (StagedFlows) -> Void)
     {
         let logged = flows.map { entry($0, identity: identity, tier: tier, resolvedAt: resolvedAt) }
-        return (logged.map(\.entry), { [self] in stage(logged, to: $0) })
+        return (logged.map(\.entry), { [self] in store.stageQueue.add(logged, staged: $0, for: self) })
     }
 
     func store(_ flow: FlowToStore, identity: Identity, tier: Tier, resolvedAt: Date, pointAlias: Bool) throws
@@ -191,22 +192,85 @@ struct LoggedEntries: FlowEntries {
         store.scanObjects(into: &scan)
     }
 
-    /// `stage`'s writes, on a blocking-I/O thread: the objects stored and the
-    /// records queued for the writer's group commit, the shared lock held
-    /// until it is done.
-    private func stage(_ entries: [Entry], to staged: StagedFlows) {
+    /// Identities' flows staged (`stage`) and not yet written: the first
+    /// one queued while none is being written starts a drain on a
+    /// blocking-I/O thread, which takes everything queued, writes it as one
+    /// batch (`write`), and goes on while more was queued meanwhile. Under
+    /// load, a batch is every identity whose answer landed while the last
+    /// batch was written: one trip to the blocking-I/O threads, one hold of
+    /// the shared lock and one group commit a batch, where each identity
+    /// took a trip and a hold of its own and its records were handed to a
+    /// second thread to commit (two threads woken and a `flock` an identity;
+    /// groups of three entries on a tmpfs).
+    final class StageQueue: Sendable {
+        struct Item: Sendable {
+            let entries: [Entry]
+            let staged: StagedFlows
+        }
+
+        private let state = Mutex<(waiting: [Item], draining: Bool)>(([], false))
+        /// Batches drained so far, and their identities (tests read them).
+        let drained = Mutex<(batches: Int, items: Int)>((0, 0))
+
+        func add(_ entries: [Entry], staged: StagedFlows, for writer: LoggedEntries) {
+            let start = state.withLock { state -> Bool in
+                state.waiting.append(Item(entries: entries, staged: staged))
+                defer { state.draining = true }
+                return !state.draining
+            }
+            if start { BlockingIO.submit { self.drain(writer) } }
+        }
+
+        private func drain(_ writer: LoggedEntries) {
+            while true {
+                let batch = state.withLock { state -> [Item] in
+                    defer { state.waiting.removeAll(keepingCapacity: true) }
+                    if state.waiting.isEmpty { state.draining = false }
+                    return state.waiting
+                }
+                if batch.isEmpty { return }
+                drained.withLock {
+                    $0.batches += 1
+                    $0.items += batch.count
+                }
+                writer.write(batch)
+            }
+        }
+    }
+
+    /// `stage`'s writes for a batch of identities, on the drain's
+    /// blocking-I/O thread: under one hold of the shared lock (held until
+    /// their records are durable), each identity's objects stored, then
+    /// every record of those whose objects were stored appended in one
+    /// `pwrite` and made durable by one `fdatasync` (the writer's group
+    /// commit, `FlowLog.Writer.append`). An identity whose object could not
+    /// be stored fails alone.
+    private func write(_ batch: [StageQueue.Item]) {
         let lock: CacheStore.Lock
         do { lock = try CacheStore.Lock(path: store.lockPath, exclusive: false) } catch {
-            for index in entries.indices { staged.finish(index, error, lock: nil) }
+            for item in batch { item.staged.finishAll(error) }
             return
         }
-        do { try storeObjects(entries, tenure: lock.tenure) } catch {
-            for index in entries.indices { staged.finish(index, error, lock: lock) }
-            return
+        var stored: [StageQueue.Item] = []
+        stored.reserveCapacity(batch.count)
+        var records: [LogRecord] = []
+        for item in batch {
+            do { try storeObjects(item.entries, tenure: lock.tenure) } catch {
+                item.staged.finishAll(error)
+                continue
+            }
+            stored.append(item)
+            records += item.entries.lazy.map(\.record)
         }
-        store.logWriter.enqueue(entries.map(\.record)) { error in
-            for index in entries.indices { staged.finish(index, error, lock: lock) }
+        var failure: (any Error)?
+        if !records.isEmpty {
+            // Written and synced here, on the drain's thread: the batch is the group commit's group, and
+            // whoever queues meanwhile is the next one (no second thread woken to commit it).
+            do { try store.logWriter.append(records) } catch { failure = error }
         }
+        // Released before anyone is told, as a batch of one identity was.
+        lock.release()
+        for item in stored { item.staged.finishAll(failure) }
     }
 
     /// Stores the flows' bytes that are not there: a `stat` per distinct flow

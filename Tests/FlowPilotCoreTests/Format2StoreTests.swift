@@ -382,11 +382,18 @@ final class Format2StoreTests {
         // A prune's exclusive lock holds the first batch at its shared lock: the drain has taken it.
         let prune = try CacheStore.Lock(path: store.lockPath, exclusive: true)
         let results = Mutex<[String: [Result<CachedFlow, any Error>]]>([:])
+        // The holds of the lock when the first identity is told: its batch's released, the next batch's taken.
+        let holdsWhenFirstTold = Mutex<Int?>(nil)
         func stage(_ user: String) {
             store.stage(
                 [("paywall", document, 300), ("onboarding", other, 300)], identity: Identity(userID: user),
                 tier: .network, resolvedAt: Date(), commit: .shared
-            ) { outcome in results.withLock { $0[user] = outcome } }
+            ) { outcome in
+                if user == "first" {
+                    holdsWhenFirstTold.withLock { $0 = CacheStore.Lock.sharedHoldCount(store.lockPath) }
+                }
+                results.withLock { $0[user] = outcome }
+            }
         }
         stage("first")
         let started = ContinuousClock.now
@@ -409,6 +416,9 @@ final class Format2StoreTests {
             #expect(store.lookupFlow(placement: "onboarding", identity: Identity(userID: user))?.1.id == "onboarding")
         }
         #expect(CacheStore.Lock.sharedHoldCount(store.lockPath) == 0, "every batch's hold released")
+        // The next batch's hold was taken before the first's was released, so the lock stayed held (one `flock`,
+        // one tenure in which the objects the first batch stored are known durable without a `stat`).
+        #expect(holdsWhenFirstTold.withLock { $0 } == 1, "the first batch's hold released, the second's taken")
     }
 
     @Test("clear --flows empties log/ and objects/; the marker stays")

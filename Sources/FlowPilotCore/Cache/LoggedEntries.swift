@@ -222,55 +222,90 @@ struct LoggedEntries: FlowEntries {
         }
 
         private func drain(_ writer: LoggedEntries) {
-            while true {
-                let batch = state.withLock { state -> [Item] in
-                    defer { state.waiting.removeAll(keepingCapacity: true) }
-                    if state.waiting.isEmpty { state.draining = false }
-                    return state.waiting
-                }
-                if batch.isEmpty { return }
+            var batch = take()
+            var lock = batch.isEmpty ? nil : writer.holdShared()
+            while !batch.isEmpty {
+                let written = writer.write(batch, holding: lock)
+                // The next batch's hold is taken before this one's is released: under load the holds
+                // overlap, so the lock's descriptor is locked once and its tenure lasts (no `flock`, and no
+                // `stat` of a known object, a batch). Released before anyone is told, as a batch of one
+                // identity was.
+                let next = take()
+                let nextLock = next.isEmpty ? nil : writer.holdShared()
+                if case .success(let held) = lock { held.release() }
+                written.tell()
+                (batch, lock) = (next, nextLock)
+            }
+        }
+
+        /// Everything queued, or nothing (and the drain ends: the next `add` starts another).
+        private func take() -> [Item] {
+            let batch = state.withLock { state -> [Item] in
+                defer { state.waiting.removeAll(keepingCapacity: true) }
+                if state.waiting.isEmpty { state.draining = false }
+                return state.waiting
+            }
+            if !batch.isEmpty {
                 drained.withLock {
                     $0.batches += 1
                     $0.items += batch.count
                 }
-                writer.write(batch)
             }
+            return batch
+        }
+    }
+
+    /// A hold of the shared lock for a batch of `stage`'s writes.
+    fileprivate func holdShared() -> Result<CacheStore.Lock, any Error> {
+        Result { try CacheStore.Lock(path: store.lockPath, exclusive: false) }
+    }
+
+    /// What a batch's write leaves to tell: the identities whose records it
+    /// appended, and the append's error (nil once they are durable).
+    fileprivate struct Written {
+        var items: [StageQueue.Item] = []
+        var failure: (any Error)?
+        /// Identities whose objects could not be stored, each with its error.
+        var failed: [(item: StageQueue.Item, error: any Error)] = []
+
+        func tell() {
+            for (item, error) in failed { item.staged.finishAll(error) }
+            for item in items { item.staged.finishAll(failure) }
         }
     }
 
     /// `stage`'s writes for a batch of identities, on the drain's
-    /// blocking-I/O thread: under one hold of the shared lock (held until
-    /// their records are durable), each identity's objects stored, then
-    /// every record of those whose objects were stored appended in one
-    /// `pwrite` and made durable by one `fdatasync` (the writer's group
-    /// commit, `FlowLog.Writer.append`). An identity whose object could not
-    /// be stored fails alone.
-    private func write(_ batch: [StageQueue.Item]) {
-        let lock: CacheStore.Lock
-        do { lock = try CacheStore.Lock(path: store.lockPath, exclusive: false) } catch {
-            for item in batch { item.staged.finishAll(error) }
-            return
-        }
-        var stored: [StageQueue.Item] = []
-        stored.reserveCapacity(batch.count)
-        var records: [LogRecord] = []
-        for item in batch {
-            do { try storeObjects(item.entries, tenure: lock.tenure) } catch {
-                item.staged.finishAll(error)
-                continue
+    /// blocking-I/O thread, under `lock` (the shared lock, held until their
+    /// records are durable): each identity's objects stored, then every
+    /// record of those whose objects were stored appended in one `pwrite`
+    /// and made durable by one `fdatasync` (the writer's group commit,
+    /// `FlowLog.Writer.append`), here: the batch is the group, and whoever
+    /// queues meanwhile is the next one, with no second thread woken to
+    /// commit it. An identity whose object could not be stored fails alone.
+    /// The caller tells them all, once it has released the lock.
+    fileprivate func write(_ batch: [StageQueue.Item], holding lock: Result<CacheStore.Lock, any Error>?) -> Written {
+        var written = Written()
+        switch lock {
+        case .success(let held):
+            var records: [LogRecord] = []
+            written.items.reserveCapacity(batch.count)
+            for item in batch {
+                do { try storeObjects(item.entries, tenure: held.tenure) } catch {
+                    written.failed.append((item, error))
+                    continue
+                }
+                written.items.append(item)
+                records += item.entries.lazy.map(\.record)
             }
-            stored.append(item)
-            records += item.entries.lazy.map(\.record)
+            if !records.isEmpty {
+                do { try store.logWriter.append(records) } catch { written.failure = error }
+            }
+        case .failure(let error):
+            (written.items, written.failure) = (batch, error)
+        case nil:
+            break
         }
-        var failure: (any Error)?
-        if !records.isEmpty {
-            // Written and synced here, on the drain's thread: the batch is the group commit's group, and
-            // whoever queues meanwhile is the next one (no second thread woken to commit it).
-            do { try store.logWriter.append(records) } catch { failure = error }
-        }
-        // Released before anyone is told, as a batch of one identity was.
-        lock.release()
-        for item in stored { item.staged.finishAll(failure) }
+        return written
     }
 
     /// Stores the flows' bytes that are not there: a `stat` per distinct flow

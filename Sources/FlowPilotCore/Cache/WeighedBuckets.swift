@@ -98,28 +98,38 @@ struct WeighedBuckets {
             if spill >= 0 { close(spill) }
             spill = -2
         }
+        // One bucket's bytes and records at a time, in memory kept from bucket to bucket (at their largest,
+        // about 2 MiB each: made anew a bucket, each was mapped and faulted in again, hundreds of times at
+        // ten million entries).
+        var bytes: [UInt8] = []
+        var records: [Record] = []
         for bucket in 0..<buckets {
-            // Read into one array of the bucket's size: a bucket's bytes and its records are what a survey holds most.
-            let size = pieces[bucket].reduce(0) { $0 + $1.length } + held[bucket].count + buffers[bucket].count
-            var bytes = [UInt8](unsafeUninitializedCapacity: size) { out, count in
-                count = 0
-                guard let base = out.baseAddress else { return }
+            let fromFile = pieces[bucket].reduce(0) { $0 + $1.length }
+            bytes.removeAll(keepingCapacity: true)
+            bytes.reserveCapacity(fromFile + held[bucket].count + buffers[bucket].count)
+            bytes.append(contentsOf: repeatElement(0, count: fromFile))
+            var count = 0
+            bytes.withUnsafeMutableBytes { out in
                 for piece in pieces[bucket] {
-                    let into = UnsafeMutableRawBufferPointer(start: base + count, count: piece.length)
+                    let into = UnsafeMutableRawBufferPointer(rebasing: out[count..<(count + piece.length)])
                     guard SegmentIndex.readUpTo(spill, into, at: piece.offset) == piece.length else { continue }
                     count += piece.length
                 }
             }
+            bytes.removeLast(fromFile - count)
             bytes += held[bucket]
             bytes += buffers[bucket]
             (held[bucket], buffers[bucket], pieces[bucket]) = ([], [], [])
-            bytes.withUnsafeBytes { raw in body(raw, Self.records(raw)) }
+            bytes.withUnsafeBytes { raw in
+                Self.records(raw, into: &records)
+                body(raw, records)
+            }
         }
     }
 
-    /// A bucket's bytes as records (a piece cut short is where they end).
-    private static func records(_ raw: UnsafeRawBufferPointer) -> [Record] {
-        var records: [Record] = []
+    /// A bucket's bytes as records (a piece cut short is where they end), in `records` (emptied first).
+    private static func records(_ raw: UnsafeRawBufferPointer, into records: inout [Record]) {
+        records.removeAll(keepingCapacity: true)
         records.reserveCapacity(raw.count / recordHeader)
         var at = 0
         while raw.count - at >= recordHeader {
@@ -137,7 +147,6 @@ struct WeighedBuckets {
                     placementStart: UInt32(at + recordHeader), placementCount: UInt32(length)))
             at += recordHeader + length
         }
-        return records
     }
 
     /// A full buffer to the scratch file, or kept in memory when there is none.

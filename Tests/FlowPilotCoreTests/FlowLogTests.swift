@@ -203,6 +203,20 @@ final class FlowLogTests {
         // Each record of a key is found once: none is indexed twice (by the hand-off and by a read).
         #expect(log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("u5"))).count == 2)
         #expect(log.records(of: .entry(placement: "paywall", fingerprint: Self.fingerprint("u7"))).count == 1)
+        // This process's lookups take what its writer appended from the writer, not from the file (no `fstat` of
+        // the segment at a lookup): a record put in the file behind the writer's back is seen by the other
+        // process's view, which reads the file, and not by this one.
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: "\(root)/log").first {
+                $0.hasPrefix(mine.writerID) && $0.hasSuffix(LogSegment.suffix)
+            })
+        let (bytes, _) = FlowLog.Writer.encode([Self.entry("behind")])
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(root)/log/\(segment)"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(bytes))
+        try handle.close()
+        #expect(otherLog.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("behind")) != nil)
+        #expect(log.newestEntry(placement: "paywall", fingerprint: Self.fingerprint("behind")) == nil)
     }
 
     @Test("a lookup reads sealed segments through their indexes and unsealed ones whole, finding every key")

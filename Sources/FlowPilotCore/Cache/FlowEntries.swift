@@ -46,7 +46,7 @@ protocol FlowEntries {
 
     /// `lookup` of each placement of one identity, in order: where a format
     /// can, from one look at what it keeps (format 2: one `stat` of `log/`
-    /// and one `fstat` of each segment for all of them).
+    /// and one `fstat` of each segment it does not write or know sealed, for all of them).
     func lookup(placements: [String], identity: Identity) -> [(CachedFlow, FlowDocument)?]
 
     /// The entry the placement's alias points at, read as `lookup` reads it.

@@ -169,15 +169,12 @@ public final class FlowLog: Sendable {
         return fstat(fd, &info) == 0 ? Int(info.st_size) : 0
     }
 
-    /// The bytes of `fd` from `offset` to its end (empty at the end), nil
-    /// when it cannot be read.
-    static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
-        let size = Int(info.st_size)
-        guard size > offset else { return [] }
+    /// The bytes of `fd` from `offset` up to `end` (a length its caller
+    /// took from `fstat` already), fewer where the file ends sooner.
+    static func read(_ fd: Int32, from offset: Int, to end: Int) -> [UInt8]? {
+        guard end > offset else { return [] }
         // Read straight into the array's storage: no zeroing, no second copy.
-        return [UInt8](unsafeUninitializedCapacity: size - offset) { bytes, count in
+        return [UInt8](unsafeUninitializedCapacity: end - offset) { bytes, count in
             count = 0
             guard let base = bytes.baseAddress else { return }
             while count < bytes.count {
@@ -187,6 +184,14 @@ public final class FlowLog: Sendable {
                 count += n
             }
         }
+    }
+
+    /// The bytes of `fd` from `offset` to its end (empty at the end), nil
+    /// when it cannot be read.
+    static func read(_ fd: Int32, from offset: Int) -> [UInt8]? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        return read(fd, from: offset, to: Int(info.st_size))
     }
 
     /// The newest record of an entry's key whose flow reads back whole and

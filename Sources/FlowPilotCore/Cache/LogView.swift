@@ -54,6 +54,9 @@ final class LogView: Sendable {
         /// only by growing, so at the same length there is nothing new (a
         /// torn or damaged tail is not read again at every lookup).
         var seenLength = -1
+        /// This process's writer appends to it and tells the view each time
+        /// (`appended`), which keeps `tail` at its end: no `fstat` at a lookup.
+        var writtenHere = false
 
         init(name: String, fd: Int32) { (self.name, self.fd) = (name, fd) }
 
@@ -80,11 +83,20 @@ final class LogView: Sendable {
         /// Indexes the records appended since the last look. A torn record
         /// (a writer appending right now) is read again next time; after a
         /// corrupt one, nothing is.
+        ///
+        /// Two kinds of segment are not looked at again: one this process
+        /// writes (`writtenHere`: its writer tells the view what it appended),
+        /// and a sealed one whose tail past its index was read once (a writer
+        /// seals a segment when it has appended its last record; a compaction
+        /// or merge writes a segment whole, then seals it).
         func catchUp() {
+            if writtenHere || (index != nil && seenLength >= 0) { return }
             let length = FlowLog.length(fd)
             guard length != seenLength else { return }
             seenLength = length
-            guard let bytes = FlowLog.read(fd, from: readTo), !bytes.isEmpty else { return }
+            guard length > readTo, let bytes = FlowLog.read(fd, from: readTo, to: length), !bytes.isEmpty else {
+                return
+            }
             bytes.withUnsafeBytes { raw in
                 let (keys, end) = LogRecord.keyPrefixes(raw, from: 0)
                 for (offset, prefix) in keys { tail[prefix, default: []].append(readTo + offset) }
@@ -132,7 +144,7 @@ final class LogView: Sendable {
         state.withLock { state in
             guard let segment = state.segments[name], segment.index == nil, segment.readTo == start else { return }
             for key in keys { segment.tail[key.prefix, default: []].append(start + key.relativeOffset) }
-            segment.readTo = end
+            (segment.readTo, segment.seenLength, segment.writtenHere) = (end, end, true)
         }
     }
 

@@ -110,7 +110,7 @@ public struct FlowListing {
         switch format {
         case .json, .csv:
             let (format, now, slices) = (self.format, self.now, self.slices)
-            let pieces = Parallel.forEachRange(count, minimumPerSlice: 256) { slice, range in
+            let pieces = Parallel.forEachRange(count, minimumPerSlice: 256, atMost: slices.count) { slice, range in
                 slices.withEmptied(slice) { out in
                     out.reserveCapacity(range.count * 400)
                     for index in range {

@@ -59,6 +59,12 @@ struct ReusedBuffersTests {
             let ordered = (0..<pieces).compactMap { ranges[$0] }
             #expect(ordered.flatMap { Array($0) } == Array(0..<count), "count \(count)")
         }
+        // No more slices than the caller has places for.
+        let seen = Mutex<Set<Int>>([])
+        let pieces = Parallel.forEachRange(10_000, minimumPerSlice: 1, atMost: 3) { slice, _ in
+            _ = seen.withLock { $0.insert(slice) }
+        }
+        #expect(pieces == min(3, Parallel.maximumSlices) && seen.withLock { $0 } == Set(0..<pieces))
     }
 
     @Test("a slice's buffer is emptied for each run and keeps its capacity")

@@ -32,10 +32,12 @@ public enum Parallel {
     /// its slice's number (0 up, in order), for a caller that keeps what a
     /// slice makes in a place of its own (`SliceBuffers`) instead of
     /// returning it. How many slices there were.
+    /// At most `atMost` slices (the places the caller keeps: `SliceBuffers.count`).
     public static func forEachRange(
-        _ count: Int, minimumPerSlice: Int = 512, _ body: @Sendable (_ slice: Int, Range<Int>) -> Void
+        _ count: Int, minimumPerSlice: Int = 512, atMost: Int = maximumSlices,
+        _ body: @Sendable (_ slice: Int, Range<Int>) -> Void
     ) -> Int {
-        let pieces = slices(count, minimumPerSlice: minimumPerSlice)
+        let pieces = max(1, min(atMost, slices(count, minimumPerSlice: minimumPerSlice)))
         if pieces == 1 {
             body(0, 0..<count)
         } else {

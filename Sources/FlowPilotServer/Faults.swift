@@ -24,6 +24,10 @@ public struct Faults: Codable, Sendable, Equatable {
     public var invalidFlow: Bool?
     /// Media and font routes answer 404 (broken image URLs).
     public var failMedia: Bool?
+    /// Resolves are held, in flight, until the fault set is replaced
+    /// (`POST` or `DELETE /_admin/faults`): a test sees a request in flight
+    /// for as long as it needs, not for a latency it must look within.
+    public var hold: Bool?
     /// When set, the faults above apply to these placements only.
     public var placements: [String]?
 
@@ -42,6 +46,7 @@ public struct Faults: Codable, Sendable, Equatable {
         case noFlow = "no_flow"
         case invalidFlow = "invalid_flow"
         case failMedia = "fail_media"
+        case hold
         case placements
     }
 
@@ -50,6 +55,7 @@ public struct Faults: Codable, Sendable, Equatable {
     var isEmpty: Bool {
         (latencyMilliseconds ?? []).allSatisfy { $0 == 0 } && (failRate ?? 0) == 0 && truncateBody != true
             && invalidJSON != true && closeConnection != true && (noFlow ?? []).isEmpty && invalidFlow != true
+            && hold != true
     }
 
     func applies(to placement: String) -> Bool {

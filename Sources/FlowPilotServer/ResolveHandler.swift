@@ -56,6 +56,8 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var routerOwes = 0
     /// A resolve answer waiting out a latency fault.
     private var delayed: Scheduled<Void>?
+    /// Which hold `delayed` is, when a `hold` fault holds it (counted per connection).
+    private var holdNumber = 0
     /// Request parts that came while an answer was owed, taken up in order after it.
     private var held = CircularBuffer<HTTPServerRequestPart>()
     /// The connection closes after an answer: nothing more is read or answered.
@@ -224,11 +226,46 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let reply = server.resolve(
             request.route, authorization: request.authorization, authority: request.host, body: body,
             faults: server.currentFaults)
-        guard reply.delayMilliseconds > 0 else {
+        guard reply.delayMilliseconds > 0 || reply.held else {
             deliver(reply, to: request, context: context)
             return
         }
-        delayed = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(reply.delayMilliseconds))) {
+        // A held answer waits for the fault set to be replaced; a day bounds it as a latency would.
+        let wait: TimeAmount = reply.held ? .hours(24) : .milliseconds(Int64(reply.delayMilliseconds))
+        delayed = context.eventLoop.assumeIsolated().scheduleTask(in: wait) {
+            self.delayed = nil
+            self.deliver(reply, to: request, context: context)
+            self.takeUpHeld(context: context)
+        }
+        guard reply.held else { return }
+        // Let go early, on this connection's loop, when the faults change: answered as the timer would
+        // (after the latency the request drew, if any), unless the connection went first.
+        holdNumber += 1
+        let bound = NIOLoopBound((self, context, holdNumber, request), eventLoop: context.eventLoop)
+        let delay = reply.delayMilliseconds
+        server.holds.withLock {
+            $0.append {
+                bound.eventLoop.execute {
+                    let (handler, context, number, request) = bound.value
+                    guard let current = handler.delayed, handler.holdNumber == number else { return }
+                    current.cancel()
+                    handler.delayed = nil
+                    handler.answer(reply, to: request, after: delay, context: context)
+                }
+            }
+        }
+    }
+
+    /// `reply` written after `milliseconds` (at once for none), then what was held behind it taken up.
+    private func answer(
+        _ reply: ResolveReply, to request: Pending, after milliseconds: Int, context: ChannelHandlerContext
+    ) {
+        guard milliseconds > 0 else {
+            deliver(reply, to: request, context: context)
+            takeUpHeld(context: context)
+            return
+        }
+        delayed = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) {
             self.delayed = nil
             self.deliver(reply, to: request, context: context)
             self.takeUpHeld(context: context)

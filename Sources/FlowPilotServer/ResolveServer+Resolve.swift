@@ -82,6 +82,8 @@ struct ResolveReply {
     var delayMilliseconds = 0
     /// Send half the body, then close the connection (`close_connection`).
     var closeMidBody = false
+    /// Held until the fault set is replaced (`hold`).
+    var held = false
 
     init(_ status: HTTPResponse.Status = .ok, body: ByteBuffer) {
         self.status = status
@@ -216,6 +218,7 @@ extension ResolveServer {
             "fault injected by fpctl serve")
         reply.retryAfter = faults.retryAfter
         reply.delayMilliseconds = faults.delayMilliseconds()
+        reply.held = faults.hold == true
         return reply
     }
 
@@ -253,6 +256,7 @@ extension Faults {
         guard applies(to: placement) else { return reply }
         var reply = reply
         reply.delayMilliseconds = delayMilliseconds()
+        reply.held = hold == true
         reply.closeMidBody = closeConnection == true && reply.status == .ok
         return reply
     }

@@ -32,6 +32,8 @@ public final class ResolveServer: Sendable {
     let options: Options
     let stats = ServeStats()
     let faults: Mutex<Faults>
+    /// What lets each answer a `hold` fault holds go, run once the fault set is replaced.
+    let holds = Mutex<[@Sendable () -> Void]>([])
     /// `Bearer KEY` as bytes, what a resolve's Authorization header must be; nil when open.
     let expectedAuthorization: [UInt8]?
 
@@ -77,7 +79,7 @@ public final class ResolveServer: Sendable {
         router.get("_admin/faults") { _, _ in try Self.json(self.currentFaults) }
         router.post("_admin/faults") { request, context in try await self.setFaults(request, context) }
         router.delete("_admin/faults") { _, _ in
-            self.faults.withLock { $0 = self.options.faults }
+            self.replaceFaults(self.options.faults)
             return Response(status: .noContent)
         }
         var logger = Logger(label: "fpctl.serve", factory: { StreamLogHandler.standardError(label: $0) })
@@ -135,8 +137,18 @@ public final class ResolveServer: Sendable {
             return Self.error(.badRequest, "invalid_request", "body must be a faults object (docs/serve.md)")
         }
         if let problem = new.validationError() { return Self.error(.badRequest, "invalid_request", problem) }
-        faults.withLock { $0 = new }
+        replaceFaults(new)
         return try Self.json(new)
+    }
+
+    /// The fault set replaced, and every answer a `hold` held let go (on its connection's event loop).
+    private func replaceFaults(_ new: Faults) {
+        faults.withLock { $0 = new }
+        let releases = holds.withLock { holds in
+            defer { holds = [] }
+            return holds
+        }
+        for release in releases { release() }
     }
 
     // MARK: Helpers

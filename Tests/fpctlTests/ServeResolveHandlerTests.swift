@@ -181,26 +181,38 @@ struct ServeResolveHandlerTests {
         }
     }
 
-    @Test("a resolve held by a latency fault keeps pipelined answers in order and counts as in flight")
+    @Test(
+        "a resolve held by a hold fault is in flight until the faults change, and the answers pipelined behind it come in order, each after its latency"
+    )
     func latencyInOrder() async throws {
-        let server = try ServeProcess([Paths.sample("demo"), "-q", "--latency", "600"])
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let faults = "\(server.url)/_admin/faults"
+        let hold = try await http(.POST, faults, body: Data(#"{"hold":true,"latency_ms":[300]}"#.utf8))
+        #expect(hold.status == 200)
         let c = try RawHTTPConnection(server.url)
         var burst = c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user)
         burst += c.request("GET", "/_admin/stats")
         burst += c.request("POST", "/apps/demo/placements/onboarding/resolve", body: Self.user)
-        let sent = ContinuousClock.now
         try c.send(burst)
-        // While an answer waits, another connection sees it in flight: asked until it
-        // does, through the 1.2 s the two resolves are held (a starved machine may first
-        // look during the second), with a bound far past that only so a broken server ends the test.
+        // Held until the faults change: another connection sees it in flight however late it looks (the
+        // bound only ends a broken server's run).
         let watcher = try RawHTTPConnection(server.url)
         var seen: Int?
-        while seen != 1, ContinuousClock.now - sent < .seconds(60) {
+        let started = ContinuousClock.now
+        while seen != 1, ContinuousClock.now - started < .seconds(300) {
             try watcher.send(watcher.request("GET", "/_admin/stats"))
             seen = try watcher.readResponse().json?["in_flight"] as? Int
         }
-        #expect(seen == 1, "in flight while the latency fault holds the first resolve")
+        #expect(seen == 1, "in flight while the hold fault holds the first resolve")
+        try watcher.send(watcher.request("GET", "/_admin/stats"))
+        #expect(
+            (try watcher.readResponse().json?["routes"] as? [String: Int])?["resolve"] == 1,
+            "the second resolve is not read while the first is owed")
 
+        // Replacing the faults lets the first go, after the 300 ms it drew; the second waits its own.
+        let released = ContinuousClock.now
+        let latency = try await http(.POST, faults, body: Data(#"{"latency_ms":[300]}"#.utf8))
+        #expect(latency.status == 200)
         let paywall = try c.readResponse()
         #expect(paywall.json?["placement_key"] as? String == "paywall")
         let stats = try c.readResponse()
@@ -208,11 +220,41 @@ struct ServeResolveHandlerTests {
         #expect((stats.json?["routes"] as? [String: Int])?["resolve"] == 1, "\(stats.text)")
         let onboarding = try c.readResponse()
         #expect(onboarding.json?["placement_key"] as? String == "onboarding")
-        // The second resolve waited its own 600 ms after the first was answered.
-        #expect(ContinuousClock.now - sent >= .milliseconds(1190))
+        #expect(ContinuousClock.now - released >= .milliseconds(590), "each resolve waited its 300 ms")
         let after = try await http(.GET, "\(server.url)/_admin/stats")
         #expect(after.json?["in_flight"] as? Int == 0)
         #expect(after.json?["peak_in_flight"] as? Int == 1)
+    }
+
+    @Test(
+        "a held resolve whose connection closes is no longer in flight, and replacing the faults after it is harmless"
+    )
+    func holdThenClose() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        let faults = "\(server.url)/_admin/faults"
+        #expect(try await http(.POST, faults, body: Data(#"{"hold":true}"#.utf8)).status == 200)
+        let watcher = try RawHTTPConnection(server.url)
+        func inFlight() throws -> Int? {
+            try watcher.send(watcher.request("GET", "/_admin/stats"))
+            return try watcher.readResponse().json?["in_flight"] as? Int
+        }
+        do {
+            // Closed when it goes out of scope here.
+            let c = try RawHTTPConnection(server.url)
+            try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+            var seen: Int?
+            let started = ContinuousClock.now
+            while seen != 1, ContinuousClock.now - started < .seconds(300) { seen = try inFlight() }
+            #expect(seen == 1)
+        }
+        var now: Int?
+        let started = ContinuousClock.now
+        while now != 0, ContinuousClock.now - started < .seconds(300) { now = try inFlight() }
+        #expect(now == 0, "the closed connection's held resolve ended with it")
+        #expect(try await http(.DELETE, faults).status == 204)
+        let fresh = try await http(
+            .POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data(Self.user.utf8))
+        #expect(fresh.status == 200, "answered at once once the hold is gone")
     }
 
     @Test("HTTP/1.0 gets its answer and the connection closes; with keep-alive it stays open")

@@ -193,6 +193,8 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent, pending != nil || delayed != nil {
             quiescing = true
+            // A stop waits for owed answers: those a `hold` fault holds are let go, not waited a day for.
+            server.releaseHolds()
             return
         }
         context.fireUserInboundEventTriggered(event)

@@ -141,9 +141,15 @@ public final class ResolveServer: Sendable {
         return try Self.json(new)
     }
 
-    /// The fault set replaced, and every answer a `hold` held let go (on its connection's event loop).
+    /// The fault set replaced, and every answer a `hold` held let go.
     private func replaceFaults(_ new: Faults) {
         faults.withLock { $0 = new }
+        releaseHolds()
+    }
+
+    /// Every answer a `hold` holds let go, each on its connection's event loop
+    /// (the fault set replaced, or a graceful stop, which waits for owed answers).
+    func releaseHolds() {
         let releases = holds.withLock { holds in
             defer { holds = [] }
             return holds

@@ -257,6 +257,27 @@ struct ServeResolveHandlerTests {
         #expect(fresh.status == 200, "answered at once once the hold is gone")
     }
 
+    @Test("a graceful stop lets a held resolve go: its client gets the answer, and the server exits")
+    func holdThenStop() async throws {
+        let server = try ServeProcess([Paths.sample("demo"), "-q"])
+        #expect(try await http(.POST, "\(server.url)/_admin/faults", body: Data(#"{"hold":true}"#.utf8)).status == 200)
+        let c = try RawHTTPConnection(server.url)
+        try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
+        let watcher = try RawHTTPConnection(server.url)
+        var seen: Int?
+        let started = ContinuousClock.now
+        while seen != 1, ContinuousClock.now - started < .seconds(300) {
+            try watcher.send(watcher.request("GET", "/_admin/stats"))
+            seen = try watcher.readResponse().json?["in_flight"] as? Int
+        }
+        #expect(seen == 1)
+        let stopped = Task.detached { server.stop(signal: SIGTERM) }
+        let answer = try c.readResponse()
+        #expect(answer.status == 200 && answer.json?["placement_key"] as? String == "paywall")
+        #expect(answer.head.contains("Connection: close"), "\(answer.head)")
+        #expect(await stopped.value == 0)
+    }
+
     @Test("HTTP/1.0 gets its answer and the connection closes; with keep-alive it stays open")
     func http10() throws {
         let server = try ServeProcess([Paths.sample("demo"), "-q"])

@@ -225,6 +225,8 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func answer(_ request: Pending, context: ChannelHandlerContext) {
         server.stats.began()
         let body = request.tooLarge ? nil : request.body ?? context.channel.allocator.buffer(capacity: 0)
+        // Read before the faults, so a hold drawn from a set replaced meanwhile is let go at once.
+        let generation = server.holdGeneration
         let reply = server.resolve(
             request.route, authorization: request.authorization, authority: request.host, body: body,
             faults: server.currentFaults)
@@ -233,27 +235,20 @@ final class ResolveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         // A held answer waits for the fault set to be replaced; a day bounds it as a latency would.
-        let wait: TimeAmount = reply.held ? .hours(24) : .milliseconds(Int64(reply.delayMilliseconds))
-        delayed = context.eventLoop.assumeIsolated().scheduleTask(in: wait) {
-            self.delayed = nil
-            self.deliver(reply, to: request, context: context)
-            self.takeUpHeld(context: context)
-        }
+        answer(reply, to: request, after: reply.held ? 86_400_000 : reply.delayMilliseconds, context: context)
         guard reply.held else { return }
         // Let go early, on this connection's loop, when the faults change: answered as the timer would
         // (after the latency the request drew, if any), unless the connection went first.
         holdNumber += 1
         let bound = NIOLoopBound((self, context, holdNumber, request), eventLoop: context.eventLoop)
         let delay = reply.delayMilliseconds
-        server.holds.withLock {
-            $0.append {
-                bound.eventLoop.execute {
-                    let (handler, context, number, request) = bound.value
-                    guard let current = handler.delayed, handler.holdNumber == number else { return }
-                    current.cancel()
-                    handler.delayed = nil
-                    handler.answer(reply, to: request, after: delay, context: context)
-                }
+        server.hold(since: generation) {
+            bound.eventLoop.execute {
+                let (handler, context, number, request) = bound.value
+                guard let current = handler.delayed, handler.holdNumber == number else { return }
+                current.cancel()
+                handler.delayed = nil
+                handler.answer(reply, to: request, after: delay, context: context)
             }
         }
     }

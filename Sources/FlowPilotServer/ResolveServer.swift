@@ -32,8 +32,9 @@ public final class ResolveServer: Sendable {
     let options: Options
     let stats = ServeStats()
     let faults: Mutex<Faults>
-    /// What lets each answer a `hold` fault holds go, run once the fault set is replaced.
-    let holds = Mutex<[@Sendable () -> Void]>([])
+    /// What lets each answer a `hold` fault holds go, run once the fault set
+    /// is replaced; and how many times holds were let go (`hold(since:_:)`).
+    private let holds = Mutex<(generation: Int, releases: [@Sendable () -> Void])>((0, []))
     /// `Bearer KEY` as bytes, what a resolve's Authorization header must be; nil when open.
     let expectedAuthorization: [UInt8]?
 
@@ -151,10 +152,26 @@ public final class ResolveServer: Sendable {
     /// (the fault set replaced, or a graceful stop, which waits for owed answers).
     func releaseHolds() {
         let releases = holds.withLock { holds in
-            defer { holds = [] }
-            return holds
+            defer { (holds.generation, holds.releases) = (holds.generation + 1, []) }
+            return holds.releases
         }
         for release in releases { release() }
+    }
+
+    /// How many times holds were let go so far: read before the fault set a
+    /// held answer was drawn from.
+    var holdGeneration: Int { holds.withLock { $0.generation } }
+
+    /// Keeps `release` for the next time holds are let go, or runs it now if
+    /// they were let go since `generation` (the faults replaced, or a stop,
+    /// while the answer was being held): no hold outlives the set it came from.
+    func hold(since generation: Int, _ release: @escaping @Sendable () -> Void) {
+        let now = holds.withLock { holds -> Bool in
+            guard holds.generation == generation else { return true }
+            holds.releases.append(release)
+            return false
+        }
+        if now { release() }
     }
 
     // MARK: Helpers

@@ -181,6 +181,19 @@ struct ServeResolveHandlerTests {
         }
     }
 
+    /// The server's `in_flight` once it is `count`, asked over `watcher`
+    /// until it is (a hold keeps it there; the bound only ends a broken
+    /// server's run), or the last answer.
+    static func inFlight(_ count: Int, watching watcher: RawHTTPConnection) throws -> Int? {
+        var seen: Int?
+        let started = ContinuousClock.now
+        while seen != count, ContinuousClock.now - started < .seconds(300) {
+            try watcher.send(watcher.request("GET", "/_admin/stats"))
+            seen = try watcher.readResponse().json?["in_flight"] as? Int
+        }
+        return seen
+    }
+
     @Test(
         "a resolve held by a hold fault is in flight until the faults change, and the answers pipelined behind it come in order, each after its latency"
     )
@@ -197,12 +210,7 @@ struct ServeResolveHandlerTests {
         // Held until the faults change: another connection sees it in flight however late it looks (the
         // bound only ends a broken server's run).
         let watcher = try RawHTTPConnection(server.url)
-        var seen: Int?
-        let started = ContinuousClock.now
-        while seen != 1, ContinuousClock.now - started < .seconds(300) {
-            try watcher.send(watcher.request("GET", "/_admin/stats"))
-            seen = try watcher.readResponse().json?["in_flight"] as? Int
-        }
+        let seen = try Self.inFlight(1, watching: watcher)
         #expect(seen == 1, "in flight while the hold fault holds the first resolve")
         try watcher.send(watcher.request("GET", "/_admin/stats"))
         #expect(
@@ -234,23 +242,13 @@ struct ServeResolveHandlerTests {
         let faults = "\(server.url)/_admin/faults"
         #expect(try await http(.POST, faults, body: Data(#"{"hold":true}"#.utf8)).status == 200)
         let watcher = try RawHTTPConnection(server.url)
-        func inFlight() throws -> Int? {
-            try watcher.send(watcher.request("GET", "/_admin/stats"))
-            return try watcher.readResponse().json?["in_flight"] as? Int
-        }
         do {
             // Closed when it goes out of scope here.
             let c = try RawHTTPConnection(server.url)
             try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
-            var seen: Int?
-            let started = ContinuousClock.now
-            while seen != 1, ContinuousClock.now - started < .seconds(300) { seen = try inFlight() }
-            #expect(seen == 1)
+            #expect(try Self.inFlight(1, watching: watcher) == 1)
         }
-        var now: Int?
-        let started = ContinuousClock.now
-        while now != 0, ContinuousClock.now - started < .seconds(300) { now = try inFlight() }
-        #expect(now == 0, "the closed connection's held resolve ended with it")
+        #expect(try Self.inFlight(0, watching: watcher) == 0, "the closed connection's held resolve ended with it")
         #expect(try await http(.DELETE, faults).status == 204)
         let fresh = try await http(
             .POST, "\(server.url)/apps/demo/placements/paywall/resolve", body: Data(Self.user.utf8))
@@ -264,18 +262,16 @@ struct ServeResolveHandlerTests {
         let c = try RawHTTPConnection(server.url)
         try c.send(c.request("POST", "/apps/demo/placements/paywall/resolve", body: Self.user))
         let watcher = try RawHTTPConnection(server.url)
-        var seen: Int?
-        let started = ContinuousClock.now
-        while seen != 1, ContinuousClock.now - started < .seconds(300) {
-            try watcher.send(watcher.request("GET", "/_admin/stats"))
-            seen = try watcher.readResponse().json?["in_flight"] as? Int
-        }
+        let seen = try Self.inFlight(1, watching: watcher)
         #expect(seen == 1)
-        let stopped = Task.detached { server.stop(signal: SIGTERM) }
+        // Signalled here, then read: no second task, which a pool of blocked test threads could keep from running.
+        kill(server.process.processIdentifier, SIGTERM)
         let answer = try c.readResponse()
         #expect(answer.status == 200 && answer.json?["placement_key"] as? String == "paywall")
         #expect(answer.head.contains("Connection: close"), "\(answer.head)")
-        #expect(await stopped.value == 0)
+        // Waited for, not signalled again: a second signal ends serve at once.
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
     }
 
     @Test("HTTP/1.0 gets its answer and the connection closes; with keep-alive it stays open")

@@ -175,14 +175,7 @@ public final class FlowLog: Sendable {
         guard end > offset else { return [] }
         // Read straight into the array's storage: no zeroing, no second copy.
         return [UInt8](unsafeUninitializedCapacity: end - offset) { bytes, count in
-            count = 0
-            guard let base = bytes.baseAddress else { return }
-            while count < bytes.count {
-                let n = pread(fd, base + count, bytes.count - count, off_t(offset + count))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { break }
-                count += n
-            }
+            count = SegmentIndex.readUpTo(fd, UnsafeMutableRawBufferPointer(bytes), at: offset)
         }
     }
 

@@ -37,13 +37,7 @@ final class WholeFileBuffer {
             storage = .allocate(
                 byteCount: want <= Self.initialCapacity ? Self.initialCapacity : want + want / 4, alignment: 16)
         }
-        var count = 0
-        while count < want, let base = storage.baseAddress {
-            let n = pread(fd, base + count, want - count, off_t(offset + count))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            count += n
-        }
+        let count = SegmentIndex.readUpTo(fd, UnsafeMutableRawBufferPointer(rebasing: storage[0..<want]), at: offset)
         return try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 }

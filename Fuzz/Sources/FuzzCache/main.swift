@@ -42,7 +42,8 @@ public func fuzzCache(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 
 /// The same bytes as a format-2 segment's records: reading them never traps,
 /// each whole record read in place (`LogRecord.View`) is the record it
-/// encodes back to; the key scan never traps either. The body as a log summary: one that parses reads back the same from its JSON.
+/// encodes back to; the key scan never traps either; the records' facts read back
+/// as written, and any bytes as a facts file are checked without a trap. The body as a log summary: one that parses reads back the same from its JSON.
 func checkLog(_ data: Data, body: Data) {
     let segment = LogSegment.magic + Array(data)
     segment.withUnsafeBytes { raw in
@@ -57,7 +58,29 @@ func checkLog(_ data: Data, body: Data) {
             Fuzz.check(back == record, "a record read does not encode back to itself: \(record)")
         }
         _ = LogRecord.keyPrefixes(raw, from: LogSegment.magic.count)
+        // The records' facts (`SegmentFacts`) read back as written, slot for slot.
+        var builder = SegmentFacts.Builder()
+        _ = LogSegment.walk(raw) { _, view in builder.add(view) }
+        if !builder.abandoned {
+            let stamp = SegmentFacts.Stamp(inode: 7, size: Int64(raw.count), modified: (1, 2))
+            let file = SegmentFacts.encode(
+                builder, order: Array(builder.slots.indices), covering: UInt64(raw.count), stamp: stamp)
+            file.withUnsafeBytes { bytes in
+                let checked = SegmentFacts.check(bytes)
+                Fuzz.check(checked?.count == builder.slots.count && checked?.stamp == stamp, "facts do not read back")
+                if let checked {
+                    let slots = UnsafeRawBufferPointer(rebasing: bytes[checked.slotsOffset...])
+                    for (n, slot) in builder.slots.enumerated() {
+                        Fuzz.check(SegmentFacts.slot(slots, n) == slot, "facts slot \(n) reads back otherwise")
+                    }
+                    Fuzz.check(checked.placements == builder.placements && checked.objects == builder.objects, "tables")
+                }
+            }
+        }
     }
+    // The same bytes as a facts file: checked, never trusted past their checks, never a trap.
+    data.withUnsafeBytes { raw in _ = SegmentFacts.check(raw) }
+    (SegmentFacts.magic + Array(data)).withUnsafeBytes { raw in _ = SegmentFacts.check(raw) }
     if let json = try? JSONValue.parse(body), let summary = LogSummary(json: json) {
         Fuzz.check(LogSummary(json: summary.json) == summary, "a log summary reads back otherwise from its JSON")
     }

@@ -87,6 +87,9 @@ extension CacheStore {
                 scan.segments.append(file)
             } else if item.name == LogSummary.fileName && !item.isDirectory {
                 continue  // What `info` reads of a log at rest (`LogSummary`); any other command ignores it.
+            } else if item.name.hasSuffix(LogSegment.suffix + SegmentFacts.suffix) && !item.isDirectory {
+                // What `info` reads of a sealed segment (`SegmentFacts`); `verify` checks it (`factsProblem`).
+                scan.segments.append(file)
             } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
                 scan.segments.append(file)
                 // `log.scan` checked the index of each segment it read; one whose segment is gone is checked here.

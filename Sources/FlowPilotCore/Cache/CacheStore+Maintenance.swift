@@ -156,6 +156,18 @@ extension CacheStore {
                 bad("cache-corrupt-segment", path, problem)
             }
         }
+        // A sealed segment's facts (what `info` counts from) that do not hold; --repair removes them, and
+        // `info` reads that segment's records instead until a compaction writes new ones. Not of a segment
+        // found damaged above: that finding says it, and its repair (a compaction) replaces both.
+        let factsBytes = WholeFileBuffer()
+        let damaged = Set(scan.logProblems.map { ExactName($0.path) })
+        for file in scan.segments where file.path.endsWithBytes(LogSegment.suffix + SegmentFacts.suffix) {
+            let segment = String(decoding: file.path.utf8.dropLast(SegmentFacts.suffix.utf8.count), as: UTF8.self)
+            if damaged.contains(ExactName(segment)) { continue }
+            if let problem = SegmentFacts.problem(file.path, reading: factsBytes) {
+                bad("cache-corrupt-segment", file.path, problem)
+            }
+        }
         for object in scan.objects {
             let name = PathName.lastComponent(of: object.path)
             if log.readObject(name) == nil {

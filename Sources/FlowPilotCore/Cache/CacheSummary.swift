@@ -41,9 +41,23 @@ public struct CacheSummary: Sendable, Encodable {
 extension CacheStore {
     /// The directory's summary, fresh and stale and expired as of `now`: a
     /// format-2 log unchanged since its last compaction from the summary
-    /// that compaction wrote (`LogSummary`), any other by walking every entry.
+    /// that compaction wrote (`LogSummary`), else from its segments'
+    /// indexes and facts (`FactsSurvey`), any other by walking every entry.
     public func summary(at now: Date) -> CacheSummary {
-        restingSummary(at: now) ?? walkedSummary(at: now)
+        restingSummary(at: now) ?? factsSummary(at: now) ?? walkedSummary(at: now)
+    }
+
+    /// `summary(at:)` from the log's indexes and facts alone, no record
+    /// read but where two of one key cannot be told apart by them; nil
+    /// where they cannot answer (`FactsSurvey`).
+    func factsSummary(at now: Date) -> CacheSummary? {
+        guard usesLog, let survey = FactsSurvey(log) else { return nil }
+        let counts = survey.counts(at: now)
+        // Images and fonts by their listing, as always.
+        let scan = scan(log: usesLog, survey: false)
+        return assemble(
+            scan: scan, now: now, counts: counts.placements, aliases: counts.aliases.map(CacheNames.placement),
+            oldest: counts.oldest.map(LogRecord.date(millis:)), newest: counts.newest.map(LogRecord.date(millis:)))
     }
 
     /// `summary(at:)` from `LogSummary` alone, nil when there is none that

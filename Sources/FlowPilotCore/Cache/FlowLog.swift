@@ -321,7 +321,7 @@ public final class FlowLog: Sendable {
         /// `serves` of a record read in place.
         mutating func serves(_ view: LogRecord.View) -> Bool { serves(sha: view.flowSHA256, flowID: view.flowID) }
 
-        private mutating func serves(sha: UnsafeRawBufferPointer, flowID: UnsafeRawBufferPointer) -> Bool {
+        mutating func serves(sha: UnsafeRawBufferPointer, flowID: UnsafeRawBufferPointer) -> Bool {
             guard sha.count == 32 else { return false }
             let key = SHAKey(sha)
             // Records of one flow come in runs: the last object asked about is compared before any hashing.
@@ -598,6 +598,7 @@ public final class FlowLog: Sendable {
         let made = try writeSealed(records.sorted { $1.isNewer(than: $0) })
         for segment in segments where !made.contains(segment.name) {
             if let index = segment.index { unlink(index) }
+            unlink(segment.path + SegmentFacts.suffix)
             unlink(segment.path)
         }
         try AtomicFile.syncDirectory(logDir)
@@ -676,8 +677,17 @@ public final class FlowLog: Sendable {
                 continue
             }
             if let index = segment.index { unlink(index) }
+            unlink(segment.path + SegmentFacts.suffix)
             if unlink(segment.path) != 0 && errno != ENOENT {
                 result.notRemoved.append((segment.path, Errno.describe(errno)))
+            }
+        }
+        // An index or facts file whose segment is gone (a removal killed between the two) goes too.
+        let names = Set((DirectoryWalker.list(logDir, stat: false) ?? []).map(\.name))
+        for name in names where !name.hasPrefix(".") {
+            for suffix in [LogSegment.indexSuffix, SegmentFacts.suffix] where name.hasSuffix(LogSegment.suffix + suffix)
+            {
+                if !names.contains(String(name.dropLast(suffix.count))) { unlink("\(logDir)/\(name)") }
             }
         }
         try AtomicFile.syncDirectory(logDir)
@@ -794,6 +804,7 @@ public final class FlowLog: Sendable {
             segment = nil
             for name in made {
                 unlink("\(log.logDir)/\(name)\(LogSegment.indexSuffix)")
+                unlink("\(log.logDir)/\(name)\(SegmentFacts.suffix)")
                 unlink("\(log.logDir)/\(name)")
             }
             try? AtomicFile.syncDirectory(log.logDir)

@@ -238,6 +238,16 @@ public struct LogRecord: Sendable, Equatable {
         return (keys, offset)
     }
 
+    /// The key prefix of a record read whole (`View`): `digits` is 64 bytes of scratch.
+    static func keyPrefix(of view: View, digits: inout [UInt8]) -> UInt64 {
+        let fingerprint = view.fingerprint
+        for index in 0..<32 {
+            digits[2 * index] = Digest.digit(fingerprint[index] >> 4)
+            digits[2 * index + 1] = Digest.digit(fingerprint[index] & 0xF)
+        }
+        return digits.withUnsafeBytes { hex in LogKey.prefix(kind: view.kind, placement: view.placement, digits: hex) }
+    }
+
     private static func keyPrefix(_ body: UnsafeRawBufferPointer, digits: inout [UInt8]) -> UInt64? {
         guard let kind = Kind(rawValue: body[0]), Tier.allCases.contains(where: { $0.number == Int(body[1]) }) else {
             return nil

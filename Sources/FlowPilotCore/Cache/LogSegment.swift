@@ -288,6 +288,8 @@ final class SegmentWriter {
     private let descriptor: Int32
     private(set) var length: Int
     private var entries: [(prefix: UInt64, offset: UInt32)] = []
+    /// What `cache info` counts of each record appended (`SegmentFacts`), in `entries`' order.
+    private var facts = SegmentFacts.Builder()
     /// Whether the segment's own name in `log/` is known durable.
     private var nameDurable = false
     private let inode: UInt64
@@ -356,6 +358,9 @@ final class SegmentWriter {
             throw FPError.cannotWrite("\(path): \(Errno.describe(failure))")
         }
         for key in keys { entries.append((key.prefix, UInt32(length + key.relativeOffset))) }
+        encoded.withUnsafeBytes { raw in
+            for key in keys { facts.add(raw, at: key.relativeOffset) }
+        }
         length += encoded.count
     }
 
@@ -372,10 +377,22 @@ final class SegmentWriter {
     /// The descriptor, for a `syncfs` of its file system.
     var fileDescriptor: Int32 { descriptor }
 
-    /// Publishes the index (synced, as every published file is). The
-    /// segment's bytes must be durable already.
+    /// Publishes the segment's facts (`SegmentFacts`, what `cache info`
+    /// reads), then its index (each synced, as every published file is).
+    /// The segment's bytes must be durable already. Facts that cannot be
+    /// written cost `info` a walk of the segment, not the seal.
     func seal(directory: String) throws {
-        let index = SegmentIndex.encode(entries, covering: UInt64(length))
+        // The index's order: by key, then offset; the facts follow it slot for slot.
+        let order = entries.indices.sorted {
+            (entries[$0].prefix, entries[$0].offset) < (entries[$1].prefix, entries[$1].offset)
+        }
+        if !facts.abandoned, facts.slots.count == entries.count, let stamp = SegmentFacts.Stamp.sealing(descriptor) {
+            let encoded = SegmentFacts.encode(facts, order: order, covering: UInt64(length), stamp: stamp)
+            if (try? AtomicFile.publish(Data(encoded), directory: directory, name: name + SegmentFacts.suffix)) == nil {
+                unlink("\(directory)/\(name)\(SegmentFacts.suffix)")
+            }
+        }
+        let index = SegmentIndex.encode(order.map { entries[$0] }, covering: UInt64(length))
         try AtomicFile.publish(Data(index), directory: directory, name: name + LogSegment.indexSuffix)
     }
 }

@@ -300,6 +300,8 @@ struct FactsSurvey {
         var tally: Tally
         var prefixes: [UInt64] = []
         var offsets: [UInt32] = []
+        /// Each slot's place in `table`, as it was counted.
+        var places: [UInt32] = []
         var table: PrefixTable
         var members: [Member] = []
         /// What one read of an index or facts file lands in.
@@ -350,7 +352,8 @@ struct FactsSurvey {
             offsets.removeAll(keepingCapacity: true)
             for part in parts { readKeys(part, range) }
             table.reset(capacity: prefixes.count)
-            for prefix in prefixes { table.add(prefix) }
+            places.removeAll(keepingCapacity: true)
+            for prefix in prefixes { places.append(table.add(prefix)) }
             let repeated = table.numberRepeated()
             members.removeAll(keepingCapacity: true)
             members.append(
@@ -377,7 +380,7 @@ struct FactsSurvey {
         /// Slot `at` of the range: counted at once when its prefix is met once, else kept in its key's run.
         @inline(__always)
         private mutating func take(_ slot: SegmentFacts.Slot, of part: Part, number: Int, at: Int) {
-            let place = table.place(prefixes[at])
+            let place = places[at]
             if table.isOnce(place) {
                 add(part, slot)
                 return
@@ -518,59 +521,64 @@ struct FactsSurvey {
     /// more than once a place for each of their records in one array, in
     /// runs: an open-addressed table twice the range's size.
     private struct PrefixTable {
-        private var prefixes: [UInt64] = []
-        /// 0 an empty place, else how many times its prefix was met.
-        private var counts: [UInt32] = []
-        /// For a prefix met more than once: where its next record goes.
-        private var next: [UInt32] = []
+        /// A prefix, how many times it was met (0: an empty place) and, for one met more than once, where its
+        /// next record goes: one cache line a probe.
+        private struct Place {
+            var prefix: UInt64
+            var count: UInt32
+            var next: UInt32
+        }
+
+        private var places: [Place] = []
         private var mask = 0
         private(set) var groups: [(start: Int, count: Int)] = []
 
         init(capacity: Int) { reset(capacity: capacity) }
 
         mutating func reset(capacity: Int) {
-            var places = 16
-            while places < capacity * 2 { places *= 2 }
-            if places == prefixes.count {
-                counts.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+            var count = 16
+            while count < capacity * 2 { count *= 2 }
+            // Never smaller than it was: a short last range does not cost the next range a new table.
+            if count <= places.count {
+                places.withUnsafeMutableBufferPointer { $0.update(repeating: Place(prefix: 0, count: 0, next: 0)) }
             } else {
-                prefixes = [UInt64](repeating: 0, count: places)
-                counts = [UInt32](repeating: 0, count: places)
-                next = [UInt32](repeating: 0, count: places)
+                places = []
+                places = [Place](repeating: Place(prefix: 0, count: 0, next: 0), count: count)
             }
-            mask = places - 1
+            mask = places.count - 1
             groups.removeAll(keepingCapacity: true)
         }
 
+        /// Counts `prefix` once more; its place, for `isOnce` and `nextMember` once every prefix is in.
         @inline(__always)
-        func place(_ prefix: UInt64) -> Int {
-            var at = Int(truncatingIfNeeded: prefix) & mask
-            while counts[at] != 0 && prefixes[at] != prefix { at = (at + 1) & mask }
-            return at
+        mutating func add(_ prefix: UInt64) -> UInt32 {
+            let mask = mask
+            return places.withUnsafeMutableBufferPointer { places in
+                var at = Int(truncatingIfNeeded: prefix) & mask
+                while places[at].count != 0 && places[at].prefix != prefix { at = (at + 1) & mask }
+                places[at].prefix = prefix
+                places[at].count += 1
+                return UInt32(at)
+            }
         }
 
-        mutating func add(_ prefix: UInt64) {
-            let at = place(prefix)
-            counts[at] += 1
-            prefixes[at] = prefix
-        }
-
-        func isOnce(_ place: Int) -> Bool { counts[place] == 1 }
+        @inline(__always)
+        func isOnce(_ place: UInt32) -> Bool { places[Int(place)].count == 1 }
 
         /// Gives each prefix met more than once its run of places; how many places in all.
         mutating func numberRepeated() -> Int {
             var total = 0
-            for at in counts.indices where counts[at] > 1 {
-                next[at] = UInt32(total)
-                groups.append((total, Int(counts[at])))
-                total += Int(counts[at])
+            for at in places.indices where places[at].count > 1 {
+                places[at].next = UInt32(total)
+                groups.append((total, Int(places[at].count)))
+                total += Int(places[at].count)
             }
             return total
         }
 
-        mutating func nextMember(_ place: Int) -> Int {
-            defer { next[place] += 1 }
-            return Int(next[place])
+        mutating func nextMember(_ place: UInt32) -> Int {
+            defer { places[Int(place)].next += 1 }
+            return Int(places[Int(place)].next)
         }
     }
 }

@@ -51,13 +51,12 @@ extension CacheStore {
     /// read but where two of one key cannot be told apart by them; nil
     /// where they cannot answer (`FactsSurvey`).
     func factsSummary(at now: Date) -> CacheSummary? {
-        guard usesLog, let survey = FactsSurvey(log) else { return nil }
-        let counts = survey.counts(at: now)
+        guard let surveyed = readEntries.surveyedCounts(at: now) else { return nil }
         // Images and fonts by their listing, as always.
         let scan = scan(log: usesLog, survey: false)
         return assemble(
-            scan: scan, now: now, counts: counts.placements, aliases: counts.aliases.map(CacheNames.placement),
-            oldest: counts.oldest.map(LogRecord.date(millis:)), newest: counts.newest.map(LogRecord.date(millis:)))
+            scan: scan, now: now, counts: surveyed.counts, aliases: surveyed.aliases, oldest: surveyed.oldest,
+            newest: surveyed.newest)
     }
 
     /// `summary(at:)` from `LogSummary` alone, nil when there is none that

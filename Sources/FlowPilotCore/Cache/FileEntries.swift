@@ -48,6 +48,8 @@ struct FileEntries: FlowEntries {
     /// Format 1 keeps no summary: `info` walks its entries.
     func restingCounts(at now: Date) -> RestingCounts? { nil }
 
+    func surveyedCounts(at now: Date) -> RestingCounts? { nil }
+
     /// Format 1's entries are files, each removed by `unlink`.
     func isRecord(_ path: String) -> Bool { false }
 

@@ -92,6 +92,11 @@ protocol FlowEntries {
     /// freshness at `now` needs the entries themselves.
     func restingCounts(at now: Date) -> RestingCounts?
 
+    /// The same counts from what each piece of storage says of its entries
+    /// without reading them (format 2: `FactsSurvey`, each sealed segment's
+    /// index and facts); nil where that cannot answer (format 1: always).
+    func surveyedCounts(at now: Date) -> RestingCounts?
+
     /// Rewrites what holds this format's records without those `drops`
     /// names, nor any torn or corrupt bytes: the flows no record points at
     /// any more, and the paths of what could not be rewritten, with why.

@@ -168,6 +168,15 @@ struct LoggedEntries: FlowEntries {
             newest: resting.placements.map(\.newest).max().map(LogRecord.date(millis:)))
     }
 
+    /// From each segment's index and facts (`FactsSurvey`), when they can answer.
+    func surveyedCounts(at now: Date) -> RestingCounts? {
+        guard let survey = FactsSurvey(store.log) else { return nil }
+        let counted = survey.counts(at: now)
+        return RestingCounts(
+            counts: counted.placements, aliases: counted.aliases.map(CacheNames.placement),
+            oldest: counted.oldest.map(LogRecord.date(millis:)), newest: counted.newest.map(LogRecord.date(millis:)))
+    }
+
     /// A record (`<cache>/log/<segment>#<offset>`), a segment or its index:
     /// what a compaction repairs, not an unlink.
     func isRecord(_ path: String) -> Bool {

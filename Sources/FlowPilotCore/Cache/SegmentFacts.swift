@@ -89,8 +89,6 @@ enum SegmentFacts {
         private(set) var objects: [[UInt8]] = []
         private var placementNumbers: [[UInt8]: UInt16] = [:]
         private var objectNumbers: [[UInt8]: UInt16] = [:]
-        private var lastPlacement: Int?
-        private var lastObject: Int?
         /// Past `maxTableSize` of either: no facts for this segment.
         private(set) var abandoned = false
 
@@ -109,14 +107,14 @@ enum SegmentFacts {
         }
 
         mutating func add(_ view: LogRecord.View) {
-            guard let placement = number(view.placement, in: &placements, &placementNumbers, last: &lastPlacement)
-            else { return abandon() }
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            guard let placement = number(view.placement, empty, in: &placements, &placementNumbers) else {
+                return abandon()
+            }
             var object = SegmentFacts.aliasObject
             var check: UInt32 = 0
             if view.kind == .entry {
-                var key = [UInt8](view.flowSHA256)
-                key += view.flowID
-                guard let number = number(key, in: &objects, &objectNumbers, last: &lastObject) else {
+                guard let number = number(view.flowSHA256, view.flowID, in: &objects, &objectNumbers) else {
                     return abandon()
                 }
                 object = number
@@ -132,23 +130,34 @@ enum SegmentFacts {
             (abandoned, slots, placements, objects, placementNumbers, objectNumbers) = (true, [], [], [], [:], [:])
         }
 
-        /// `bytes`' number in `table`: records of one placement or flow come in runs, so the last one is
-        /// compared first.
-        private func number<Bytes: Collection<UInt8>>(
-            _ bytes: Bytes, in table: inout [[UInt8]], _ numbers: inout [[UInt8]: UInt16], last: inout Int?
+        /// The number in `table` of the bytes `head` then `tail`: a segment names a few placements and flows,
+        /// so the first `scanned` entries are compared in place (no array made, nothing hashed; records of two
+        /// placements alternate), the rest found by a dictionary.
+        private func number(
+            _ head: UnsafeRawBufferPointer, _ tail: UnsafeRawBufferPointer, in table: inout [[UInt8]],
+            _ numbers: inout [[UInt8]: UInt16]
         ) -> UInt16? {
-            if let last, table[last].elementsEqual(bytes) { return UInt16(last) }
-            let key = [UInt8](bytes)
-            if let known = numbers[key] {
-                last = Int(known)
-                return known
+            for n in 0..<min(table.count, Self.scanned) {
+                let matches = table[n].withUnsafeBytes { entry in
+                    guard entry.count == head.count + tail.count else { return false }
+                    func same(_ at: Int, _ part: UnsafeRawBufferPointer) -> Bool {
+                        guard let p = entry.baseAddress, let q = part.baseAddress else { return true }
+                        return memcmp(p + at, q, part.count) == 0
+                    }
+                    return same(0, head) && same(head.count, tail)
+                }
+                if matches { return UInt16(n) }
             }
+            let key = [UInt8](head) + [UInt8](tail)
+            if let known = numbers[key] { return known }
             guard table.count < SegmentFacts.maxTableSize else { return nil }
             numbers[key] = UInt16(table.count)
-            last = table.count
             table.append(key)
             return UInt16(table.count - 1)
         }
+
+        /// Entries compared in place before the dictionary is asked.
+        static let scanned = 8
     }
 
     /// The file: the slots in `order` (the index's order: `order[i]` is the

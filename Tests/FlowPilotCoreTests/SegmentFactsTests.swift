@@ -92,7 +92,7 @@ final class SegmentFactsTests {
             #expect(try Self.json(#require(store.factsSummary(at: now))) == walked, "at base + \(offset)")
             #expect(try Self.json(store.summary(at: now)) == walked, "at base + \(offset)")
             // Ranges of a few keys each: every key's records still meet in one range.
-            let counts = survey.counts(at: now, rangeSlots: 8)
+            let counts = try #require(survey.counts(at: now, rangeSlots: 8))
             let walkedSummary = store.walkedSummary(at: now)
             #expect(counts.placements.reduce(0) { $0 + $1.entries } == walkedSummary.flows)
             #expect(counts.placements.reduce(0) { $0 + $1.fresh } == walkedSummary.fresh)
@@ -182,6 +182,24 @@ final class SegmentFactsTests {
         #expect(try reopened.verify(repair: false).findings.isEmpty, "change \(change): one --repair is enough")
         #expect(
             try Self.json(reopened.summary(at: Self.base)) == Self.json(reopened.walkedSummary(at: Self.base)))
+    }
+
+    @Test(
+        "files opened for each read (a low open-file limit) that a compaction removes meanwhile: no answer, the walk's")
+    func removedMeanwhile() throws {
+        let store = try unsettledCache()
+        let open = try #require(FactsSurvey(store.log, inMemorySlots: 0, keepOpen: true))
+        let reopened = try #require(FactsSurvey(store.log, inMemorySlots: 0, keepOpen: false))
+        let now = Self.base + 0.5
+        #expect(try #require(reopened.counts(at: now)).placements.count == 3)
+        _ = try store.log.compact { _, _ in true }
+        #expect(reopened.counts(at: now) == nil, "the files it would read are gone: it does not answer")
+        // Held open, the removed index and facts still read whole; but a key whose records it must read (two of
+        // one millisecond) is in a segment that is gone: no answer either.
+        #expect(open.counts(at: now) == nil)
+        // Surveyed again, the compacted log answers as the walk does.
+        let again = try #require(FactsSurvey(store.log, inMemorySlots: 0, keepOpen: false)?.counts(at: now))
+        #expect(again.placements.reduce(0) { $0 + $1.entries } == store.walkedSummary(at: now).flows)
     }
 
     @Test("a compaction's segments carry facts, and no index or facts outlives its segment")

@@ -94,14 +94,19 @@ struct FactsSurvey {
     let log: FlowLog
 
     /// The survey of `log` as listed now; nil when it must be walked instead.
-    init?(_ log: FlowLog, inMemorySlots: Int = FactsSurvey.inMemorySlots) {
+    /// `keepOpen`: whether each index and facts file stays open from the
+    /// survey to its counting (nil: where the open-file limit allows two a
+    /// segment); otherwise each is opened for each read.
+    init?(_ log: FlowLog, inMemorySlots: Int = FactsSurvey.inMemorySlots, keepOpen: Bool? = nil) {
         self.log = log
         var placements = Names()
         var objects = Names()
         var parts: [Part] = []
         var inMemory = 0
         let segments = log.segments()
-        let keepOpen = (Platform.openFileLimit() ?? Int.max) - Platform.openDescriptorCount() > 2 * segments.count + 64
+        let keepOpen =
+            keepOpen
+            ?? ((Platform.openFileLimit() ?? Int.max) - Platform.openDescriptorCount() > 2 * segments.count + 64)
         let buffer = WholeFileBuffer()
         for segment in segments {
             let fd = open(segment.path, O_RDONLY | O_CLOEXEC)
@@ -226,13 +231,16 @@ struct FactsSurvey {
 
     /// The counts at `now` (freshness), each key's survivor chosen by the
     /// reader's clock as the walk chooses it.
-    func counts(at now: Date, rangeSlots: Int = FactsSurvey.rangeSlots) -> Counts {
+    /// nil when a file could not be read whole meanwhile (a compaction
+    /// removed it, where the open-file limit did not let it stay open).
+    func counts(at now: Date, rangeSlots: Int = FactsSurvey.rangeSlots) -> Counts? {
         // A range a core at a time, each of its share of `rangeSlots`: the memory of one range of them all.
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, Self.workers))
         let perWorker = max(1, rangeSlots / workers)
         let ranges = Self.ranges(parts, rangeSlots: perWorker)
         let next = Atomic<Int>(0)
         let tallies = Mutex<[Tally]>([])
+        let failed = Atomic<Bool>(false)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var worker = Worker(survey: self, now: now, capacity: perWorker)
             defer { worker.release() }
@@ -243,7 +251,9 @@ struct FactsSurvey {
             }
             let tally = worker.tally
             tallies.withLock { $0.append(tally) }
+            if worker.failed { failed.store(true, ordering: .relaxed) }
         }
+        guard !failed.load(ordering: .relaxed) else { return nil }
         var total = Tally(placements: placementNames.count)
         for tally in tallies.withLock({ $0 }) { total.merge(tally) }
         var counts = Counts(placements: [], aliases: [], oldest: nil, newest: nil)
@@ -300,6 +310,8 @@ struct FactsSurvey {
         var tally: Tally
         var prefixes: [UInt64] = []
         var offsets: [UInt32] = []
+        /// A read came back short: what was counted is not the log's.
+        var failed = false
         /// Each slot's place in `table`, as it was counted.
         var places: [UInt32] = []
         var table: PrefixTable
@@ -341,6 +353,7 @@ struct FactsSurvey {
                 }
             }
             if got < count {
+                failed = true
                 UnsafeMutableRawBufferPointer(rebasing: target[got...]).initializeMemory(as: UInt8.self, repeating: 0)
             }
             return UnsafeRawBufferPointer(target)
@@ -488,7 +501,11 @@ struct FactsSurvey {
             for at in group {
                 let member = members[at]
                 let fd = open(survey.parts[Int(member.part)].path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { continue }
+                guard fd >= 0 else {
+                    // Removed meanwhile (a compaction): this key cannot be counted, so nothing is.
+                    failed = true
+                    continue
+                }
                 defer { close(fd) }
                 var found: (key: [UInt8], stamp: (Int64, UInt64))?
                 FlowLog.withRecord(fd, at: Int(member.offset)) { view in
@@ -498,7 +515,10 @@ struct FactsSurvey {
                     key += view.placement
                     found = (key, view.stamp)
                 }
-                guard let found else { continue }
+                guard let found else {
+                    failed = true
+                    continue
+                }
                 read.append((member, found.key, found.stamp, memberServes(member)))
             }
             var settled = [Bool](repeating: false, count: read.count)

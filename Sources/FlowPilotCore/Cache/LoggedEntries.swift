@@ -170,8 +170,7 @@ struct LoggedEntries: FlowEntries {
 
     /// From each segment's index and facts (`FactsSurvey`), when they can answer.
     func surveyedCounts(at now: Date) -> RestingCounts? {
-        guard let survey = FactsSurvey(store.log) else { return nil }
-        let counted = survey.counts(at: now)
+        guard let counted = FactsSurvey(store.log)?.counts(at: now) else { return nil }
         return RestingCounts(
             counts: counted.placements, aliases: counted.aliases.map(CacheNames.placement),
             oldest: counted.oldest.map(LogRecord.date(millis:)), newest: counted.newest.map(LogRecord.date(millis:)))

@@ -69,6 +69,25 @@ final class SegmentFactsTests {
 
     static func json(_ summary: CacheSummary) throws -> String { try LogSummaryTests.json(summary) }
 
+    /// Every entry a walk hands on, each as a line of its fields and the record it was read from, sorted.
+    static func listed(_ scan: CacheScan) -> [String] {
+        var (scan, rows) = (scan, [String]())
+        scan.walk { flow in
+            rows.append(
+                "\(flow.path) \(flow.placement) \(flow.userID ?? "-") \(flow.flowID) \(flow.version) "
+                    + "\(flow.resolvedAt.timeIntervalSince1970) \(flow.ttlSeconds) \(flow.size)")
+        }
+        return rows.sorted()
+    }
+
+    /// `cache list`'s scan (superseded records decided by the facts) hands on what the walk's does.
+    static func listsAsWalk(_ store: CacheStore, facts: Bool, _ note: String) {
+        #expect((LogSurvey.decidedByFacts(store.log) != nil) == facts, "\(note): decided by the facts")
+        let walked = listed(store.scan())
+        #expect(walked.count > 100, "\(note)")
+        #expect(listed(store.scanForListing()) == walked, "\(note)")
+    }
+
     /// Every instant the tests compare at: before, among and after the entries' times and TTLs.
     static let instants = [-100_000.0, -7200, -3000.5, -61.25, 0, 0.5, 59.75, 600.5, 3599.5, 4000.5, 100_000]
 
@@ -97,6 +116,7 @@ final class SegmentFactsTests {
             #expect(counts.placements.reduce(0) { $0 + $1.entries } == walkedSummary.flows)
             #expect(counts.placements.reduce(0) { $0 + $1.fresh } == walkedSummary.fresh)
         }
+        Self.listsAsWalk(store, facts: true, "sealed")
         let walked = store.walkedSummary(at: Self.base)
         #expect(walked.flows == 150 && walked.aliases == 3)
         // The damaged v4 is served nowhere: its keys' bytes are v1's or v2's (the same size), never v4's.
@@ -120,6 +140,7 @@ final class SegmentFactsTests {
         }
         let reader = try CacheStore(root: store.root)
         #expect(FactsSurvey(reader.log, inMemorySlots: 0) == nil, "an unsealed segment has no facts")
+        Self.listsAsWalk(reader, facts: true, "a live writer")
         for offset in Self.instants {
             let now = Self.base + offset
             #expect(
@@ -170,6 +191,7 @@ final class SegmentFactsTests {
                 try Self.json(reopened.summary(at: now)) == Self.json(reopened.walkedSummary(at: now)),
                 "change \(change) at base + \(offset)")
         }
+        Self.listsAsWalk(reopened, facts: true, "change \(change)")
         let found = try reopened.verify(repair: false).findings
         // A damaged record is the segment's finding (its repair replaces the facts too); damaged facts, the
         // facts'; a touched segment none (its facts are not trusted, and nothing is damaged).

@@ -226,9 +226,18 @@ extension CacheStore {
         return !usesLog && currentVersion() >= 2 ? self.scan(log: true) : scan
     }
 
+    /// `scan()` for `cache list`: a format-2 log's superseded records
+    /// decided from its segments' facts where they answer
+    /// (`LogSurvey.decidedByFacts`), as `cache info` counts them, instead of
+    /// by reading the records of every key written more than once.
+    public func scanForListing() -> CacheScan {
+        let scan = scan(log: usesLog, survey: .facts)
+        return !usesLog && currentVersion() >= 2 ? self.scan(log: true, survey: .facts) : scan
+    }
+
     /// `flows`: false leaves format 1's `flows/` out (a migration reads it
     /// in chunks, `walkFormatOneFlows`).
-    func scan(log usesLog: Bool, flows: Bool = true, survey: Bool = true) -> CacheScan {
+    func scan(log usesLog: Bool, flows: Bool = true, survey: LogSurvey.Mode = .records) -> CacheScan {
         var scan = CacheScan()
         scan.logged = usesLog
         let entries = entries(log: usesLog)

@@ -75,8 +75,12 @@ extension CacheStore {
     /// records superseded (what the next compaction drops); the segments,
     /// indexes and foreign files listed. A record's path is
     /// `<cache>/log/<segment>#<offset>`.
-    func scanLog(into scan: inout CacheScan, survey: Bool = true) {
-        if survey { scan.logWalk = LogWalk(log: log, survey: LogSurvey(log)) }
+    func scanLog(into scan: inout CacheScan, survey: LogSurvey.Mode = .records) {
+        switch survey {
+        case .none: break
+        case .records: scan.logWalk = LogWalk(log: log, survey: LogSurvey(log))
+        case .facts: scan.logWalk = LogWalk(log: log, survey: LogSurvey.decidedByFacts(log) ?? LogSurvey(log))
+        }
         let listing = DirectoryWalker.list(log.logDir) ?? []
         let names = Set(listing.map(\.name))
         for item in listing where !Self.isFileSystemName(item.name) {

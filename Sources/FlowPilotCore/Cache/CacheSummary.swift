@@ -53,7 +53,7 @@ extension CacheStore {
     func factsSummary(at now: Date) -> CacheSummary? {
         guard let surveyed = readEntries.surveyedCounts(at: now) else { return nil }
         // Images and fonts by their listing, as always.
-        let scan = scan(log: usesLog, survey: false)
+        let scan = scan(log: usesLog, survey: .none)
         return assemble(
             scan: scan, now: now, counts: surveyed.counts, aliases: surveyed.aliases, oldest: surveyed.oldest,
             newest: surveyed.newest)
@@ -64,7 +64,7 @@ extension CacheStore {
     func restingSummary(at now: Date) -> CacheSummary? {
         guard let resting = readEntries.restingCounts(at: now) else { return nil }
         // Images and fonts by their listing, as always; the entries' files are not read.
-        let scan = scan(log: usesLog, survey: false)
+        let scan = scan(log: usesLog, survey: .none)
         return assemble(
             scan: scan, now: now, counts: resting.counts, aliases: resting.aliases, oldest: resting.oldest,
             newest: resting.newest)

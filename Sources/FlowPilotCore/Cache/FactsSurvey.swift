@@ -43,7 +43,10 @@ struct FactsSurvey {
 
     /// One segment: its index and facts files, or its facts made from its bytes.
     final class Part: @unchecked Sendable {
-        let path: String
+        let segment: FlowLog.Segment
+        var path: String { segment.path }
+        /// The segment's length its facts cover: what a walk deciding by them reads no further than.
+        let length: Int
         /// 257 cumulative counts of keys by first byte, the first 0.
         let fanout: [UInt32]
         /// Local placement and object numbers -> global ones.
@@ -59,11 +62,13 @@ struct FactsSurvey {
         let memory: (prefixes: [UInt64], offsets: [UInt32], slots: [SegmentFacts.Slot])?
 
         init(
-            path: String, fanout: [UInt32], placements: [UInt32], objects: [UInt32], indexPath: String,
-            factsPath: String, slotsOffset: Int,
+            segment: FlowLog.Segment, length: Int, fanout: [UInt32], placements: [UInt32], objects: [UInt32],
+            indexPath: String, factsPath: String, slotsOffset: Int,
             memory: (prefixes: [UInt64], offsets: [UInt32], slots: [SegmentFacts.Slot])?
         ) {
-            (self.path, self.fanout, self.placements, self.objects) = (path, fanout, placements, objects)
+            (self.segment, self.length, self.fanout, self.placements, self.objects) = (
+                segment, length, fanout, placements, objects
+            )
             (self.indexPath, self.factsPath, self.slotsOffset, self.memory) = (
                 indexPath, factsPath, slotsOffset, memory
             )
@@ -160,7 +165,7 @@ struct FactsSurvey {
             checked.count == Int(checkedIndex.fanout[256])
         else { return nil }
         let part = Part(
-            path: segment.path, fanout: checkedIndex.fanout,
+            segment: segment, length: checkedIndex.covered, fanout: checkedIndex.fanout,
             placements: checked.placements.map { placements.number($0) },
             objects: checked.objects.map { objects.number($0) }, indexPath: index, factsPath: factsPath,
             slotsOffset: checked.slotsOffset, memory: nil)
@@ -180,7 +185,9 @@ struct FactsSurvey {
         var builder = SegmentFacts.Builder()
         var keys: [(prefix: UInt64, offset: UInt32)] = []
         var digits = [UInt8](repeating: 0, count: 64)
+        var length = 0
         let read: Bool? = buffer.withBytes(of: fd) { raw in
+            length = raw.count
             guard LogSegment.hasMagic(raw) else { return true }
             _ = LogSegment.walk(raw) { offset, view in
                 keys.append((LogRecord.keyPrefix(of: view, digits: &digits), UInt32(offset)))
@@ -194,7 +201,8 @@ struct FactsSurvey {
         for key in keys { fanout[Int(key.prefix >> 56) + 1] += 1 }
         for byte in 0..<256 { fanout[byte + 1] += fanout[byte] }
         return Part(
-            path: segment.path, fanout: fanout, placements: builder.placements.map { placements.number($0) },
+            segment: segment, length: length, fanout: fanout,
+            placements: builder.placements.map { placements.number($0) },
             objects: builder.objects.map { objects.number($0) }, indexPath: "", factsPath: "", slotsOffset: 0,
             memory: (order.map { keys[$0].prefix }, order.map { keys[$0].offset }, order.map { builder.slots[$0] }))
     }
@@ -233,7 +241,13 @@ struct FactsSurvey {
     /// reader's clock as the walk chooses it.
     /// nil when a file could not be read whole meanwhile (a compaction
     /// removed it, where the open-file limit did not let it stay open).
-    func counts(at now: Date, rangeSlots: Int = FactsSurvey.rangeSlots) -> Counts? {
+    /// `losers`, when given, is told (under a lock, a range's at a time) of
+    /// each record a newer one of its key supersedes: its part's number and
+    /// its offset (`LogSurvey.decidedByFacts`).
+    func counts(
+        at now: Date, rangeSlots: Int = FactsSurvey.rangeSlots,
+        losers: (@Sendable ([(part: UInt32, offset: UInt32)]) -> Void)? = nil
+    ) -> Counts? {
         // A range a core at a time, each of its share of `rangeSlots`: the memory of one range of them all.
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, Self.workers))
         let perWorker = max(1, rangeSlots / workers)
@@ -243,11 +257,16 @@ struct FactsSurvey {
         let failed = Atomic<Bool>(false)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var worker = Worker(survey: self, now: now, capacity: perWorker)
+            worker.keepsLosers = losers != nil
             defer { worker.release() }
             while true {
                 let at = next.add(1, ordering: .relaxed).oldValue
                 guard at < ranges.count else { break }
                 worker.count(ranges[at])
+                if let losers, !worker.losers.isEmpty {
+                    losers(worker.losers)
+                    worker.losers.removeAll(keepingCapacity: true)
+                }
             }
             let tally = worker.tally
             tallies.withLock { $0.append(tally) }
@@ -312,6 +331,9 @@ struct FactsSurvey {
         var offsets: [UInt32] = []
         /// A read came back short: what was counted is not the log's.
         var failed = false
+        /// Whether to keep, of a range, the records a newer one of their key supersedes.
+        var keepsLosers = false
+        var losers: [(part: UInt32, offset: UInt32)] = []
         /// Each slot's place in `table`, as it was counted.
         var places: [UInt32] = []
         var table: PrefixTable
@@ -473,25 +495,28 @@ struct FactsSurvey {
             let first = members[group.lowerBound]
             guard members[group].allSatisfy({ $0.identity == first.identity }) else { return settleByRecords(group) }
             let limit = nowMillis + Int64(CachedFlow.clockSkew * 1000)
-            var best = first
+            var bestAt = group.lowerBound
             var bestServes = memberServes(first)
             for at in group.dropFirst() {
-                let member = members[at]
+                let (member, best) = (members[at], members[bestAt])
                 let serves = memberServes(member)
                 if serves != bestServes {
-                    if serves { (best, bestServes) = (member, serves) }
+                    if serves { (bestAt, bestServes) = (at, serves) }
                     continue
                 }
                 let (future, bestFuture) = (member.resolvedAt > limit, best.resolvedAt > limit)
                 if future != bestFuture {
-                    if bestFuture { best = member }
+                    if bestFuture { bestAt = at }
                     continue
                 }
                 // One millisecond: their order is their `unique`, in the records.
                 if member.resolvedAt == best.resolvedAt { return settleByRecords(group) }
-                if member.resolvedAt > best.resolvedAt { best = member }
+                if member.resolvedAt > best.resolvedAt { bestAt = at }
             }
-            add(best)
+            add(members[bestAt])
+            if keepsLosers {
+                for at in group where at != bestAt { losers.append((members[at].part, members[at].offset)) }
+            }
         }
 
         /// A group the facts cannot settle: its records read, grouped by
@@ -533,6 +558,11 @@ struct FactsSurvey {
                     if wins { best = other }
                 }
                 add(read[best].member)
+                if keepsLosers {
+                    for other in read.indices where other != best && read[other].key == read[start].key {
+                        losers.append((read[other].member.part, read[other].member.offset))
+                    }
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ struct FileEntries: FlowEntries {
     static let names = ["flows", "aliases"]
     var directories: [String] { Self.names }
 
-    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: LogSurvey.Mode) {
         if directory == "aliases" {
             store.scanAliases(into: &scan)
         } else if flows {

@@ -58,7 +58,7 @@ protocol FlowEntries {
     /// One of `directories` read into `scan` (`CacheStore.scan`); `flows`
     /// false leaves format 1's entries out (a migration reads them in
     /// chunks), `survey` false leaves format 2's log unsurveyed.
-    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool)
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: LogSurvey.Mode)
 
     /// The names at the root of the format a cache migrates from to this
     /// one: in a cache of this format, what a migration left

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Which records of a format-2 cache's log a newer record of the same key
 /// supersedes, found in memory that does not grow with the cache
@@ -91,6 +92,12 @@ struct LogSurvey {
     /// How many index slots one range of the first pass holds at most, 2 MiB.
     static let rangeSlots = 1 << 17
 
+    /// How a scan surveys a log: not at all (`info` from a summary), by
+    /// reading the records of keys written more than once (what `verify`,
+    /// `prune` and compaction trust), or from the segments' facts where they
+    /// answer (`list`, as `info` counts).
+    enum Mode { case none, records, facts }
+
     var parts: [Part]
     /// Index slots one range of the first pass holds at most (tests make it small).
     let rangeSlots: Int
@@ -99,6 +106,42 @@ struct LogSurvey {
     let bufferBytes: Int
     /// Where their scratch file goes (nil: `TMPDIR`; tests name one that cannot be made).
     let spillDirectory: String?
+
+    private init(parts: [Part]) {
+        (self.parts, rangeSlots, bucketBytes, bufferBytes, spillDirectory) = (
+            parts, Self.rangeSlots, WeighedBuckets.bucketBytes, WeighedBuckets.bufferBytes, nil
+        )
+    }
+
+    /// The survey of `log` with which records a newer one of their key
+    /// supersedes decided from each segment's index and facts
+    /// (`FactsSurvey`: the record a lookup serves, by the facts' times and
+    /// flows, by the records only where two share a millisecond or a
+    /// prefix), no record of a key written more than once read; nil where
+    /// the facts cannot answer. A walk reads each segment no further than
+    /// its facts cover. Trusted as `info` trusts the facts: only `list`
+    /// surveys by it; what removes records decides by reading them.
+    static func decidedByFacts(_ log: FlowLog) -> LogSurvey? {
+        guard let facts = FactsSurvey(log) else { return nil }
+        let bitmaps = Mutex(facts.parts.map { [UInt64](repeating: 0, count: ($0.length / slot + 64) / 64) })
+        let counted = facts.counts(at: Date()) { lost in
+            bitmaps.withLock { maps in
+                for (part, offset) in lost {
+                    let at = Int(offset) / slot
+                    if at / 64 < maps[Int(part)].count { maps[Int(part)][at / 64] |= 1 << UInt64(at % 64) }
+                }
+            }
+        }
+        guard counted != nil else { return nil }
+        let maps = bitmaps.withLock { $0 }
+        return LogSurvey(
+            parts: facts.parts.indices.map { n in
+                let part = facts.parts[n]
+                return Part(
+                    segment: part.segment, length: part.length, superseded: maps[n],
+                    live: part.memory != nil && LogSegment.isLive(part.path))
+            })
+    }
 
     /// Surveys `log`'s segments as listed now.
     init(

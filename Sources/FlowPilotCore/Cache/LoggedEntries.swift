@@ -195,7 +195,7 @@ struct LoggedEntries: FlowEntries {
     }
 
     /// `log/`, surveyed unless `survey` is false, or `objects/`.
-    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: Bool) {
+    func scan(_ directory: String, into scan: inout CacheScan, flows: Bool, survey: LogSurvey.Mode) {
         guard directory == "objects" else { return store.scanLog(into: &scan, survey: survey) }
         store.scanObjects(into: &scan)
     }

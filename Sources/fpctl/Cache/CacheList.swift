@@ -28,7 +28,7 @@ struct CacheList: ParsableCommand {
 
     func run() throws {
         let store = try cache.openWhole()
-        let scan = store.scan()
+        let scan = store.scanForListing()
         let now = try Now.date()
         if images {
             return Console.out(

@@ -50,24 +50,19 @@ extension CacheStore {
     /// `summary(at:)` from the log's indexes and facts alone, no record
     /// read but where two of one key cannot be told apart by them; nil
     /// where they cannot answer (`FactsSurvey`).
-    func factsSummary(at now: Date) -> CacheSummary? {
-        guard let surveyed = readEntries.surveyedCounts(at: now) else { return nil }
-        // Images and fonts by their listing, as always.
-        let scan = scan(log: usesLog, survey: .none)
-        return assemble(
-            scan: scan, now: now, counts: surveyed.counts, aliases: surveyed.aliases, oldest: surveyed.oldest,
-            newest: surveyed.newest)
-    }
+    func factsSummary(at now: Date) -> CacheSummary? { counted(readEntries.surveyedCounts(at: now), at: now) }
 
     /// `summary(at:)` from `LogSummary` alone, nil when there is none that
     /// still holds, or freshness at `now` needs the entries themselves.
-    func restingSummary(at now: Date) -> CacheSummary? {
-        guard let resting = readEntries.restingCounts(at: now) else { return nil }
-        // Images and fonts by their listing, as always; the entries' files are not read.
-        let scan = scan(log: usesLog, survey: .none)
+    func restingSummary(at now: Date) -> CacheSummary? { counted(readEntries.restingCounts(at: now), at: now) }
+
+    /// The summary of counts made without walking the entries (nil: none),
+    /// with images and fonts by their listing, as always.
+    private func counted(_ counts: RestingCounts?, at now: Date) -> CacheSummary? {
+        guard let counts else { return nil }
         return assemble(
-            scan: scan, now: now, counts: resting.counts, aliases: resting.aliases, oldest: resting.oldest,
-            newest: resting.newest)
+            scan: scan(log: usesLog, survey: .none), now: now, counts: counts.counts, aliases: counts.aliases,
+            oldest: counts.oldest, newest: counts.newest)
     }
 
     /// `summary(at:)` by walking every entry.

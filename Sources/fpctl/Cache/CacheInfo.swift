@@ -8,10 +8,14 @@ struct CacheInfo: ParsableCommand {
         commandName: "info",
         abstract: "Show entry counts, bytes against budgets, and a per-placement summary",
         discussion: """
-            Reads the directory listing and, in a format-2 cache, the log's records;
-            never the flows themselves. A format-2 log unchanged since its last
-            compaction (a prune, a repair) is answered from the summary that
-            compaction wrote, without reading its records.
+            Reads the directory listing and, in a format-2 cache, what the log says
+            of its entries. A log unchanged since its last compaction (a prune, a
+            repair) is answered from the summary that compaction wrote; any other
+            from each sealed segment's index and facts (a segment being written,
+            or one whose facts do not hold, from its records). It reads a key's
+            records only where two share a millisecond, and reads each flow a key
+            written more than once points at (once a flow), to tell whether it
+            reads back whole.
             """
     )
 

@@ -92,7 +92,7 @@ extension CacheStore {
             } else if item.name == LogSummary.fileName && !item.isDirectory {
                 continue  // What `info` reads of a log at rest (`LogSummary`); any other command ignores it.
             } else if item.name.hasSuffix(LogSegment.suffix + SegmentFacts.suffix) && !item.isDirectory {
-                // What `info` reads of a sealed segment (`SegmentFacts`); `verify` checks it (`factsProblem`).
+                // What `info` reads of a sealed segment (`SegmentFacts`); `verify` checks it (`SegmentFacts.problem`).
                 scan.segments.append(file)
             } else if item.name.hasSuffix(LogSegment.suffix + LogSegment.indexSuffix) && !item.isDirectory {
                 scan.segments.append(file)

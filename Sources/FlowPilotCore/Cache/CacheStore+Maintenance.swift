@@ -164,7 +164,7 @@ extension CacheStore {
         for file in scan.segments where file.path.endsWithBytes(LogSegment.suffix + SegmentFacts.suffix) {
             let segment = String(decoding: file.path.utf8.dropLast(SegmentFacts.suffix.utf8.count), as: UTF8.self)
             if damaged.contains(ExactName(segment)) { continue }
-            if let problem = SegmentFacts.problem(file.path, reading: factsBytes) {
+            if let problem = SegmentFacts.problem(ofSegment: segment, reading: factsBytes) {
                 bad("cache-corrupt-segment", file.path, problem)
             }
         }

@@ -53,8 +53,8 @@ struct FactsSurvey {
         let placements: [UInt32]
         let objects: [UInt32]
         // Files read range by range (kept open when the open-file limit allows).
-        let indexPath: String
-        let factsPath: String
+        var indexPath: String { segment.index ?? "" }
+        var factsPath: String { segment.facts }
         var indexFD: Int32 = -1
         var factsFD: Int32 = -1
         let slotsOffset: Int
@@ -63,15 +63,12 @@ struct FactsSurvey {
 
         init(
             segment: FlowLog.Segment, length: Int, fanout: [UInt32], placements: [UInt32], objects: [UInt32],
-            indexPath: String, factsPath: String, slotsOffset: Int,
-            memory: (prefixes: [UInt64], offsets: [UInt32], slots: [SegmentFacts.Slot])?
+            slotsOffset: Int, memory: (prefixes: [UInt64], offsets: [UInt32], slots: [SegmentFacts.Slot])?
         ) {
             (self.segment, self.length, self.fanout, self.placements, self.objects) = (
                 segment, length, fanout, placements, objects
             )
-            (self.indexPath, self.factsPath, self.slotsOffset, self.memory) = (
-                indexPath, factsPath, slotsOffset, memory
-            )
+            (self.slotsOffset, self.memory) = (slotsOffset, memory)
         }
 
         deinit {
@@ -121,10 +118,9 @@ struct FactsSurvey {
                 continue
             }
             defer { close(fd) }
-            let factsPath = segment.path + SegmentFacts.suffix
             if let index = segment.index,
                 let part = Self.sealed(
-                    segment, fd: fd, index: index, factsPath: factsPath, buffer: buffer, placements: &placements,
+                    segment, fd: fd, index: index, buffer: buffer, placements: &placements,
                     objects: &objects, keepOpen: keepOpen)
             {
                 parts.append(part)
@@ -146,7 +142,7 @@ struct FactsSurvey {
     /// A sealed segment whose index and facts check out whole, the facts
     /// naming the segment as it is now; nil otherwise.
     private static func sealed(
-        _ segment: FlowLog.Segment, fd: Int32, index: String, factsPath: String, buffer: WholeFileBuffer,
+        _ segment: FlowLog.Segment, fd: Int32, index: String, buffer: WholeFileBuffer,
         placements: inout Names, objects: inout Names, keepOpen: Bool
     ) -> Part? {
         guard let stamp = SegmentFacts.Stamp(fd) else { return nil }
@@ -157,7 +153,7 @@ struct FactsSurvey {
         guard let checkedIndex = SegmentIndex.checked(indexFD, segmentLength: Int(stamp.size)),
             checkedIndex.covered == Int(stamp.size)
         else { return nil }
-        let factsFD = open(factsPath, O_RDONLY | O_CLOEXEC)
+        let factsFD = open(segment.facts, O_RDONLY | O_CLOEXEC)
         guard factsFD >= 0 else { return nil }
         defer { if !keep { close(factsFD) } }
         let checked = buffer.withBytes(of: factsFD) { SegmentFacts.check($0) } ?? nil
@@ -167,7 +163,7 @@ struct FactsSurvey {
         let part = Part(
             segment: segment, length: checkedIndex.covered, fanout: checkedIndex.fanout,
             placements: checked.placements.map { placements.number($0) },
-            objects: checked.objects.map { objects.number($0) }, indexPath: index, factsPath: factsPath,
+            objects: checked.objects.map { objects.number($0) },
             slotsOffset: checked.slotsOffset, memory: nil)
         if keepOpen {
             keep = true
@@ -203,7 +199,7 @@ struct FactsSurvey {
         return Part(
             segment: segment, length: length, fanout: fanout,
             placements: builder.placements.map { placements.number($0) },
-            objects: builder.objects.map { objects.number($0) }, indexPath: "", factsPath: "", slotsOffset: 0,
+            objects: builder.objects.map { objects.number($0) }, slotsOffset: 0,
             memory: (order.map { keys[$0].prefix }, order.map { keys[$0].offset }, order.map { builder.slots[$0] }))
     }
 
@@ -293,18 +289,7 @@ struct FactsSurvey {
         for part in parts {
             for byte in 0..<256 { perByte[byte] += Int(part.fanout[byte + 1] - part.fanout[byte]) }
         }
-        var ranges: [Range<Int>] = []
-        var first = 0
-        while first < 256 {
-            var (last, total) = (first + 1, perByte[first])
-            while last < 256 && total + perByte[last] <= rangeSlots {
-                total += perByte[last]
-                last += 1
-            }
-            ranges.append(first..<last)
-            first = last
-        }
-        return ranges
+        return LogSurvey.ranges(perByte: perByte, rangeSlots: rangeSlots)
     }
 
     /// One record of a key met more than once in a range.

@@ -43,6 +43,8 @@ public final class FlowLog: Sendable {
         let path: String
         /// The index's path, when the segment is sealed.
         let index: String?
+        /// Where its facts are, if its writer wrote them (`SegmentFacts`).
+        var facts: String { path + SegmentFacts.suffix }
     }
 
     /// The segments in `log/`, by name (oldest writer first).
@@ -598,7 +600,7 @@ public final class FlowLog: Sendable {
         let made = try writeSealed(records.sorted { $1.isNewer(than: $0) })
         for segment in segments where !made.contains(segment.name) {
             if let index = segment.index { unlink(index) }
-            unlink(segment.path + SegmentFacts.suffix)
+            unlink(segment.facts)
             unlink(segment.path)
         }
         try AtomicFile.syncDirectory(logDir)
@@ -677,7 +679,7 @@ public final class FlowLog: Sendable {
                 continue
             }
             if let index = segment.index { unlink(index) }
-            unlink(segment.path + SegmentFacts.suffix)
+            unlink(segment.facts)
             if unlink(segment.path) != 0 && errno != ENOENT {
                 result.notRemoved.append((segment.path, Errno.describe(errno)))
             }

@@ -222,6 +222,24 @@ struct LogSurvey {
         }
     }
 
+    /// The first bytes cut into ranges of as many as fit in `rangeSlots`
+    /// keys (`perByte`: how many keys start with each byte), at least one
+    /// byte a range: how the first pass, and `FactsSurvey`, read the keys.
+    static func ranges(perByte: [Int], rangeSlots: Int) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var first = 0
+        while first < 256 {
+            var (last, total) = (first + 1, perByte[first])
+            while last < 256 && total + perByte[last] <= rangeSlots {
+                total += perByte[last]
+                last += 1
+            }
+            ranges.append(first..<last)
+            first = last
+        }
+        return ranges
+    }
+
     /// What one index slot takes in the first pass's memory.
     static let slotBytes = MemoryLayout<Slot>.stride
 
@@ -233,22 +251,14 @@ struct LogSurvey {
     }
 
     private mutating func markSuperseded(_ log: FlowLog, _ sources: [KeySource]) {
-        var first = 0
         var slots: [Slot] = []
         var repeated = PrefixCounts(capacity: 0)
         var repeatedTotal = 0
-        while first < 256 {
-            // As many first bytes as fit in one range (at least one).
-            var last = first + 1
-            var total = sources.reduce(0) { $0 + $1.count(first..<last) }
-            while last < 256 {
-                let more = sources.reduce(0) { $0 + $1.count(last..<(last + 1)) }
-                if total + more > rangeSlots { break }
-                total += more
-                last += 1
-            }
+        let perByte = (0..<256).map { byte in sources.reduce(0) { $0 + $1.count(byte..<(byte + 1)) } }
+        for range in Self.ranges(perByte: perByte, rangeSlots: rangeSlots) {
+            let (first, last) = (range.lowerBound, range.upperBound)
             slots.removeAll(keepingCapacity: true)
-            slots.reserveCapacity(total)
+            slots.reserveCapacity(perByte[range].reduce(0, +))
             for (number, source) in sources.enumerated() {
                 if let index = source.index {
                     Self.readSlots(index, first..<last, part: UInt32(number), into: &slots)
@@ -265,7 +275,6 @@ struct LogSurvey {
                 parts[Int(slot.part)].markRepeated(Int(slot.offset))
                 repeatedTotal += 1
             }
-            first = last
         }
         guard repeatedTotal > 0 else { return }
         var servable = FlowLog.Servable(log)

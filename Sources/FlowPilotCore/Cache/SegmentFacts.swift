@@ -273,15 +273,15 @@ enum SegmentFacts {
             object: UInt16(littleEndian: slots.loadUnaligned(fromByteOffset: base + 22, as: UInt16.self)))
     }
 
-    /// What is wrong with the facts file at `path` (`cache verify`): its
+    /// What is wrong with the facts of the segment at `segmentPath` (`cache verify`): their
     /// bytes, or their agreement with their segment's index; nil when they
     /// hold, or when their segment has no index (a writer killed between
     /// the two: `info` reads that segment's records) or is gone. A segment
     /// changed since it was sealed is not this finding: `info` does not
     /// trust such facts, and through another node's attribute cache a
     /// sealed segment's time may read as its older one for a while.
-    static func problem(_ path: String, reading buffer: WholeFileBuffer) -> String? {
-        let segmentPath = String(decoding: path.utf8.dropLast(suffix.utf8.count), as: UTF8.self)
+    static func problem(ofSegment segmentPath: String, reading buffer: WholeFileBuffer) -> String? {
+        let path = segmentPath + suffix
         let segmentFD = open(segmentPath, O_RDONLY | O_CLOEXEC)
         guard segmentFD >= 0 else { return nil }
         defer { close(segmentFD) }

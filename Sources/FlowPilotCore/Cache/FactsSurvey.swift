@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// The key space is cut into ranges of first bytes, as the walk's first
 /// pass cuts it; each range is read from every index (its keys) and every
-/// facts file (its slots, in the index's order), on every core, a range a
+/// facts file (its slots, in the index's order), on up to `workers` cores, a range a
 /// core at a time. A key met once is its only record: its facts are
 /// counted as read. The records of a key met more than once are grouped
 /// (a table numbers each such key's place in one array: no sort) and the
